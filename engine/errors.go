@@ -1,0 +1,63 @@
+// Package engine holds compactord's pure algorithms over the IR: validation, token counting,
+// planning, pruning, prefix hashing and summary text. It does no I/O and keeps no global
+// mutable state; every function is safe for concurrent use unless its doc says otherwise.
+package engine
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors. The service maps them to gRPC codes in one place; everything the engine
+// returns for bad input or an impossible request wraps one of them.
+var (
+	// ErrInvalid marks input that breaks a rule of the IR or the policy (INVALID_ARGUMENT).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrIrreducible marks a conversation that cannot fit its window whatever is done
+	// (FAILED_PRECONDITION).
+	ErrIrreducible = errors.New("irreducible")
+	// ErrTooLarge marks input above a configured size limit (RESOURCE_EXHAUSTED).
+	ErrTooLarge = errors.New("too large")
+)
+
+// FieldViolation names one offending field by its path in the request
+// ("messages[3].parts[1].tool_result.tool_call_id") and says what is wrong with it.
+type FieldViolation struct {
+	Field       string
+	Description string
+}
+
+// ValidationError lists every field violation found in a request. It wraps ErrInvalid, or
+// ErrTooLarge when Limit is set.
+type ValidationError struct {
+	Violations []FieldViolation
+	// Limit marks violations of size limits rather than of structure.
+	Limit bool
+}
+
+// Error joins the violations as "field: description; field: description".
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	for i, v := range e.Violations {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(v.Field)
+		b.WriteString(": ")
+		b.WriteString(v.Description)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrTooLarge for limit violations and ErrInvalid otherwise.
+func (e *ValidationError) Unwrap() error {
+	if e.Limit {
+		return ErrTooLarge
+	}
+	return ErrInvalid
+}
+
+// Invalid returns a ValidationError with a single violation.
+func Invalid(field, description string) *ValidationError {
+	return &ValidationError{Violations: []FieldViolation{{Field: field, Description: description}}}
+}
