@@ -1,0 +1,134 @@
+// Package cache stores compaction summaries under the hash of the conversation prefix they
+// cover, so any replica, session or fork that shares a prefix reuses them. Two backends exist:
+// an in-memory LRU bounded by bytes (the default, one process) and Redis (shared by replicas).
+// Both provide a lock so that N callers compacting the same prefix make one LLM call.
+//
+// Keys are namespaced per tenant: a Key can only be built from a Scope, which hashes the
+// tenant into the key, so one tenant can never read or probe another tenant's entries.
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Every error a Cache returns wraps one of them.
+var (
+	// ErrNotFound means no entry is stored under the key (or it expired).
+	ErrNotFound = errors.New("cache: not found")
+	// ErrUnavailable wraps backend failures (connection refused, timeouts, protocol errors).
+	// Callers serve without the cache when they see it.
+	ErrUnavailable = errors.New("cache: unavailable")
+	// ErrLocked means another holder owns the lock on the key.
+	ErrLocked = errors.New("cache: locked by another holder")
+)
+
+// Cache is the summary store. Implementations are safe for concurrent use.
+type Cache interface {
+	// Get returns the entry stored under key, or an error wrapping ErrNotFound. A backend
+	// failure is returned as an error wrapping ErrUnavailable.
+	Get(ctx context.Context, key Key) (*Entry, error)
+	// Longest looks all keys up at once (one round trip for Redis) and returns the highest
+	// index whose key has an entry, with that entry. Callers pass the keys of a hash chain in
+	// increasing prefix length, so the result is the longest cached prefix. When none has an
+	// entry it returns -1 and an error wrapping ErrNotFound; a backend failure returns -1 and
+	// an error wrapping ErrUnavailable. An empty keys slice is ErrNotFound.
+	Longest(ctx context.Context, keys []Key) (int, *Entry, error)
+	// Set stores e under key, replacing any entry, with the cache's TTL. A backend failure is
+	// returned as an error wrapping ErrUnavailable.
+	Set(ctx context.Context, key Key, e *Entry) error
+	// Lock takes the lock on key for at most ttl without waiting. It returns a Lease when the
+	// lock was free (or its previous holder's ttl ran out), an error wrapping ErrLocked when
+	// another holder owns it, and an error wrapping ErrUnavailable on backend failure. The
+	// lock is independent of the entry under key: it only serializes who computes it.
+	Lock(ctx context.Context, key Key, ttl time.Duration) (Lease, error)
+}
+
+// Lease is a held lock.
+type Lease interface {
+	// Unlock releases the lock if this lease still holds it; a lock that expired and was
+	// taken by another holder is left alone. Calling Unlock more than once is harmless.
+	Unlock(ctx context.Context) error
+}
+
+// Entry is one cached summary and the metadata the Compact response reports about it.
+type Entry struct {
+	// Text is the summary text (the body of the COMPACT_SUMMARY message).
+	Text string `json:"text"`
+	// CoveredMessages is how many messages of the conversation the summary covers.
+	CoveredMessages int32 `json:"covered_messages"`
+	// Model is the model that wrote the summary ("" for the extractive summarizer).
+	Model string `json:"model,omitempty"`
+	// PromptVersion is the version of the summary prompt used.
+	PromptVersion string `json:"prompt_version,omitempty"`
+	// Summarizer is the configured name of the summarizer that wrote the summary.
+	Summarizer string `json:"summarizer,omitempty"`
+	// InputTokens and OutputTokens are the usage of the summarization call.
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+	// Created is when the summary was written.
+	Created time.Time `json:"created"`
+}
+
+// size approximates the memory an entry and its key occupy.
+func (e *Entry) size(k Key) int64 {
+	const overhead = 160 // struct, map and list bookkeeping
+	return int64(len(k.s)+len(e.Text)+len(e.Model)+len(e.PromptVersion)+len(e.Summarizer)) + overhead
+}
+
+// Scope is everything a summary depends on besides the messages it covers: who asked, which
+// summarizer (its fingerprint: name, model, prompt version) and the caller's instructions.
+type Scope struct {
+	// Tenant identifies the caller; entries of different tenants never share keys. Empty is
+	// a tenant of its own (the anonymous one).
+	Tenant string
+	// Summarizer is the summarizer fingerprint, e.g. summarize.Fingerprint.String().
+	Summarizer string
+	// Instructions are the per-request summary instructions.
+	Instructions string
+}
+
+// Key names a cache entry. Build it with Scope.Key; the zero Key is invalid.
+type Key struct{ s string }
+
+// String returns the key as stored (without a backend's prefix). It contains only hashes, no
+// conversation text and no tenant name.
+func (k Key) String() string { return k.s }
+
+// IsZero reports whether k is the zero Key.
+func (k Key) IsZero() bool { return k.s == "" }
+
+// Key returns the key for the summary of the prefix whose hash chain value is prefixHash
+// (hex SHA-256, as in PlanResponse.prefix_hash). The key is
+// "{sha256(tenant)[:16]}:{sha256(summarizer ‖ instructions)[:16]}:{prefixHash}" in hex.
+func (s Scope) Key(prefixHash string) Key {
+	t := sha256.Sum256([]byte(s.Tenant))
+	h := sha256.New()
+	// Length-prefix the fields so ("ab","c") and ("a","bc") differ.
+	for _, f := range []string{s.Summarizer, s.Instructions} {
+		var n [8]byte
+		for i, l := 0, uint64(len(f)); i < 8; i++ {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var fp [sha256.Size]byte
+	h.Sum(fp[:0])
+	return Key{s: hex.EncodeToString(t[:8]) + ":" + hex.EncodeToString(fp[:8]) + ":" + prefixHash}
+}
+
+// Keys returns Key(h) for every hash, in order.
+func (s Scope) Keys(prefixHashes []string) []Key {
+	keys := make([]Key, len(prefixHashes))
+	for i, h := range prefixHashes {
+		keys[i] = s.Key(h)
+	}
+	return keys
+}
+
+// KeyOf is Key for a raw 32-byte chain value.
+func (s Scope) KeyOf(prefixHash [32]byte) Key { return s.Key(hex.EncodeToString(prefixHash[:])) }

@@ -1,0 +1,123 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Status says where the entry returned by Fill came from.
+type Status int
+
+const (
+	// StatusMiss: not cached; this caller computed it and stored it.
+	StatusMiss Status = iota + 1
+	// StatusHit: found in the cache, possibly after waiting for another holder to compute it.
+	StatusHit
+	// StatusUnavailable: the backend failed, so the entry was computed without the cache
+	// (and may not be stored).
+	StatusUnavailable
+)
+
+// String returns "miss", "hit" or "unavailable".
+func (s Status) String() string {
+	switch s {
+	case StatusMiss:
+		return "miss"
+	case StatusHit:
+		return "hit"
+	case StatusUnavailable:
+		return "unavailable"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// FillOptions tune Fill. The zero value uses the defaults.
+type FillOptions struct {
+	// LockTTL bounds how long one holder may compute before waiters take over (a dead holder
+	// is survived by this expiry). Default 2 minutes; set it above the summarizer timeout.
+	LockTTL time.Duration
+	// PollInterval is how often waiters look for the holder's result. Default 200ms, with
+	// up to 25% random jitter.
+	PollInterval time.Duration
+}
+
+// Fill returns the entry under key, computing it with compute when it is absent, so that
+// across every caller sharing the cache (all replicas for Redis) at most one computes a key
+// at a time: the lock holder computes and stores; the others poll for its result and take
+// the lock over if it is released or expires without one. Fill does not look the key up
+// before locking; callers usually did that already with Longest.
+//
+// When the backend fails, Fill computes without the cache and returns StatusUnavailable.
+// Errors from compute are returned unchanged (with status 0); a context that ends while
+// waiting returns an error wrapping ctx.Err().
+func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
+	if opt.LockTTL <= 0 {
+		opt.LockTTL = 2 * time.Minute
+	}
+	if opt.PollInterval <= 0 {
+		opt.PollInterval = 200 * time.Millisecond
+	}
+	for {
+		lease, err := c.Lock(ctx, key, opt.LockTTL)
+		switch {
+		case err == nil:
+			return fillLocked(ctx, c, key, lease, compute)
+		case errors.Is(err, ErrLocked):
+		default: // unavailable
+			return computeUncached(ctx, compute)
+		}
+		wait := opt.PollInterval + rand.N(opt.PollInterval/4+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, fmt.Errorf("cache: waiting for the lock holder: %w", ctx.Err())
+		case <-t.C:
+		}
+		e, err := c.Get(ctx, key)
+		switch {
+		case err == nil:
+			return e, StatusHit, nil
+		case errors.Is(err, ErrNotFound):
+			// Still being computed, or the holder gave up: try the lock again.
+		default:
+			return computeUncached(ctx, compute)
+		}
+	}
+}
+
+func fillLocked(ctx context.Context, c Cache, key Key, lease Lease, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = lease.Unlock(uctx) // an unreleased lock expires by itself
+	}()
+	// Someone may have stored it between the caller's lookup and our lock.
+	e, err := c.Get(ctx, key)
+	switch {
+	case err == nil:
+		return e, StatusHit, nil
+	case errors.Is(err, ErrNotFound):
+	default:
+		return computeUncached(ctx, compute)
+	}
+	e, err = compute(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := c.Set(ctx, key, e); err != nil {
+		return e, StatusUnavailable, nil
+	}
+	return e, StatusMiss, nil
+}
+
+func computeUncached(ctx context.Context, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
+	e, err := compute(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e, StatusUnavailable, nil
+}

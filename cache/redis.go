@@ -1,0 +1,261 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultKeyPrefix prefixes every Redis key the cache writes.
+const DefaultKeyPrefix = "compactord:v1:"
+
+// RedisOptions configure NewRedis.
+type RedisOptions struct {
+	// URL is a redis:// or rediss:// (TLS) URL: user, password and database come from it, and
+	// go-redis query parameters (dial_timeout, read_timeout, pool_size, max_retries, …) are
+	// honoured. Without dial_timeout / read_timeout / write_timeout in the URL they default to
+	// 2s / 1s / 1s, and a failed dial is retried once, so that a dead Redis degrades Compact
+	// quickly instead of stalling it.
+	URL string
+	// TTL expires entries this long after they were stored. Default 7 days; negative keeps
+	// them until Redis evicts them.
+	TTL time.Duration
+	// KeyPrefix namespaces every key (entries and locks). Default DefaultKeyPrefix.
+	KeyPrefix string
+	// Configure, when set, adjusts the client options parsed from URL (e.g. TLS roots).
+	Configure func(*redis.Options)
+	// TracerProvider receives the cache spans; default otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+}
+
+// Redis is a Cache shared by replicas: entries are JSON values with their metadata under
+// KeyPrefix + Key, locks are SET NX PX keys released by a compare-and-delete script.
+type Redis struct {
+	rdb    redis.UniversalClient
+	ttl    time.Duration
+	prefix string
+	tr     tracer
+}
+
+var _ Cache = (*Redis)(nil)
+
+// NewRedis connects lazily to the Redis at opt.URL (no network I/O happens here). It fails
+// only for a malformed URL.
+func NewRedis(opt RedisOptions) (*Redis, error) {
+	o, err := redis.ParseURL(opt.URL)
+	if err != nil {
+		return nil, fmt.Errorf("cache: redis url: %w", err)
+	}
+	if !strings.Contains(opt.URL, "dial_timeout=") {
+		o.DialTimeout = 2 * time.Second
+	}
+	if !strings.Contains(opt.URL, "read_timeout=") {
+		o.ReadTimeout = time.Second
+	}
+	if !strings.Contains(opt.URL, "write_timeout=") {
+		o.WriteTimeout = time.Second
+	}
+	// go-redis dials up to 5 times 100ms apart by default; a dead Redis should cost a
+	// request one quick retry, not half a second per command.
+	o.DialerRetries = 2
+	o.DialerRetryTimeout = 50 * time.Millisecond
+	if opt.Configure != nil {
+		opt.Configure(o)
+	}
+	return NewRedisClient(redis.NewClient(o), opt), nil
+}
+
+// NewRedisClient wraps an existing client (single node, cluster or sentinel); opt.URL and
+// opt.Configure are ignored. Close closes the client.
+func NewRedisClient(rdb redis.UniversalClient, opt RedisOptions) *Redis {
+	if opt.TTL == 0 {
+		opt.TTL = 7 * 24 * time.Hour
+	}
+	if opt.KeyPrefix == "" {
+		opt.KeyPrefix = DefaultKeyPrefix
+	}
+	return &Redis{
+		rdb:    rdb,
+		ttl:    opt.TTL,
+		prefix: opt.KeyPrefix,
+		tr: newTracer(opt.TracerProvider, AttrBackend.String("redis"),
+			attribute.String("db.system.name", "redis")),
+	}
+}
+
+// Ping checks that Redis answers; a failure wraps ErrUnavailable.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := r.rdb.Ping(ctx).Err(); err != nil {
+		return unavailable("ping", err)
+	}
+	return nil
+}
+
+// Close releases the client's connections.
+func (r *Redis) Close() error { return r.rdb.Close() }
+
+// entryKey and lockKey put the scope (tenant and fingerprint hashes) in a hash tag, so every
+// key of one scope lives in one Redis Cluster slot and Longest's MGET works on a cluster.
+func (r *Redis) entryKey(k Key) string { return r.prefix + "s:" + tagged(k) }
+func (r *Redis) lockKey(k Key) string  { return r.prefix + "l:" + tagged(k) }
+
+func tagged(k Key) string {
+	i := strings.LastIndexByte(k.s, ':')
+	if i < 0 {
+		return k.s
+	}
+	return "{" + k.s[:i] + "}" + k.s[i:]
+}
+
+func unavailable(op string, err error) error {
+	return fmt.Errorf("cache: redis %s: %w: %w", op, ErrUnavailable, err)
+}
+
+func (r *Redis) start(ctx context.Context, name, op string) (context.Context, trace.Span) {
+	return r.tr.t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(r.tr.attrs...), trace.WithAttributes(attribute.String("db.operation.name", op)))
+}
+
+// decode parses a stored value; a value that does not parse counts as absent.
+func decode(raw string) (*Entry, bool) {
+	var e Entry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return nil, false
+	}
+	return &e, true
+}
+
+// Get implements Cache.
+func (r *Redis) Get(ctx context.Context, key Key) (e *Entry, err error) {
+	ctx, span := r.start(ctx, "cache.get", "GET")
+	defer func() { span.SetAttributes(AttrHit.Bool(err == nil)); end(span, err) }()
+	raw, err := r.rdb.Get(ctx, r.entryKey(key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, unavailable("get", err)
+	}
+	e, ok := decode(raw)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return e, nil
+}
+
+// Longest implements Cache with a single MGET.
+func (r *Redis) Longest(ctx context.Context, keys []Key) (idx int, e *Entry, err error) {
+	ctx, span := r.start(ctx, "cache.longest", "MGET")
+	span.SetAttributes(AttrKeys.Int(len(keys)))
+	idx = -1
+	defer func() {
+		span.SetAttributes(AttrHit.Bool(err == nil), AttrHitIndex.Int(idx))
+		end(span, err)
+	}()
+	if len(keys) == 0 {
+		return -1, nil, ErrNotFound
+	}
+	ks := make([]string, len(keys))
+	for i, k := range keys {
+		ks[i] = r.entryKey(k)
+	}
+	vals, err := r.rdb.MGet(ctx, ks...).Result()
+	if err != nil {
+		return -1, nil, unavailable("mget", err)
+	}
+	for i := len(vals) - 1; i >= 0; i-- {
+		s, ok := vals[i].(string)
+		if !ok {
+			continue
+		}
+		if e, ok := decode(s); ok {
+			return i, e, nil
+		}
+	}
+	return -1, nil, ErrNotFound
+}
+
+// Set implements Cache.
+func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
+	ctx, span := r.start(ctx, "cache.set", "SET")
+	defer func() { end(span, err) }()
+	if key.IsZero() || e == nil {
+		return fmt.Errorf("cache: set: zero key or nil entry")
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("cache: encode entry: %w", err)
+	}
+	ttl := r.ttl
+	if ttl < 0 {
+		ttl = 0 // KEEPTTL is not wanted; 0 means no expiry in go-redis
+	}
+	if err := r.rdb.Set(ctx, r.entryKey(key), b, ttl).Err(); err != nil {
+		return unavailable("set", err)
+	}
+	return nil
+}
+
+// TTL returns the remaining time to live of the entry under key (for tests and tooling):
+// negative when the entry has no expiry, ErrNotFound when absent.
+func (r *Redis) TTL(ctx context.Context, key Key) (time.Duration, error) {
+	d, err := r.rdb.PTTL(ctx, r.entryKey(key)).Result()
+	if err != nil {
+		return 0, unavailable("pttl", err)
+	}
+	if d == -2 { // go-redis passes PTTL's -2 (no such key) through unscaled
+		return 0, ErrNotFound
+	}
+	return d, nil
+}
+
+// Lock implements Cache with SET key token NX PX ttl and a random 128-bit token.
+func (r *Redis) Lock(ctx context.Context, key Key, ttl time.Duration) (_ Lease, err error) {
+	ctx, span := r.start(ctx, "cache.lock", "SET")
+	acquired := false
+	defer func() { span.SetAttributes(AttrAcquired.Bool(acquired)); end(span, err) }()
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	token := hex.EncodeToString(b[:])
+	lk := r.lockKey(key)
+	res, err := r.rdb.SetArgs(ctx, lk, token, redis.SetArgs{Mode: "NX", TTL: ttl}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrLocked
+	}
+	if err != nil {
+		return nil, unavailable("lock", err)
+	}
+	if res != "OK" {
+		return nil, ErrLocked
+	}
+	acquired = true
+	return &redisLease{r: r, key: lk, token: token}, nil
+}
+
+// unlockScript deletes the lock only if it still holds our token.
+var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)
+
+type redisLease struct {
+	r     *Redis
+	key   string
+	token string
+}
+
+// Unlock implements Lease with a compare-and-delete script.
+func (l *redisLease) Unlock(ctx context.Context) (err error) {
+	ctx, span := l.r.start(ctx, "cache.unlock", "EVALSHA")
+	defer func() { end(span, err) }()
+	if err := unlockScript.Run(ctx, l.r.rdb, []string{l.key}, l.token).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return unavailable("unlock", err)
+	}
+	return nil
+}
