@@ -1,0 +1,778 @@
+package format
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// anthropicFields are the conversation fields of an Anthropic Messages body.
+var anthropicFields = []string{"system", "messages"}
+
+// maxCacheBreakpoints is how many cache_control markers Anthropic accepts per request.
+const maxCacheBreakpoints = 4
+
+// Anthropic block kinds.
+const (
+	abText uint8 = iota
+	abImage
+	abFile
+	abThinking
+	abRedacted
+	abToolUse
+	abToolResult
+	abServerResult
+)
+
+// ablock is one content block to write.
+type ablock struct {
+	kind  uint8
+	p     *compactorv1.Part
+	text  string // text blocks: the text to send
+	cache *structpb.Value
+	at    string
+}
+
+// amsg is one Anthropic message: consecutive IR messages of the same API role, merged.
+type amsg struct {
+	role   string
+	blocks []ablock
+}
+
+func (l *lowerer) anthropic() {
+	inline := l.req.GetInlineDynamicSystem()
+	var sys []ablock
+	var out []amsg
+	for _, s := range l.msgs {
+		m := s.m
+		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
+			if !inline || m.GetLifecycle() != compactorv1.Lifecycle_LIFECYCLE_DYNAMIC {
+				sys = append(sys, l.anthropicBlocks(s.i, m)...)
+				continue
+			}
+			m = systemContext(m)
+		}
+		role := "user"
+		if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+			role = "assistant"
+		}
+		blocks := l.anthropicBlocks(s.i, m)
+		if len(blocks) == 0 {
+			l.warn("messages[%d]: nothing left to send; message dropped", s.i)
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].role == role {
+			out[n-1].blocks = append(out[n-1].blocks, blocks...)
+		} else {
+			out = append(out, amsg{role: role, blocks: blocks})
+		}
+	}
+	// A final assistant message (prefill) must not end with whitespace.
+	if n := len(out); n > 0 && out[n-1].role == "assistant" {
+		bl := out[n-1].blocks
+		if b := &bl[len(bl)-1]; b.kind == abText {
+			if t := trimRightSpace(b.text); t != b.text {
+				l.warn("%s: trailing whitespace trimmed from the final assistant text", b.at)
+				b.text = t
+			}
+		}
+	}
+	// At most four cache breakpoints, system first, in document order.
+	count := 0
+	limit := func(b *ablock) {
+		if b.cache == nil {
+			return
+		}
+		if count++; count > maxCacheBreakpoints {
+			l.warn("%s: cache breakpoint dropped: Anthropic allows at most %d", b.at, maxCacheBreakpoints)
+			b.cache = nil
+		}
+	}
+	cached := false
+	for k := range sys {
+		limit(&sys[k])
+		cached = cached || sys[k].cache != nil
+	}
+	for k := range out {
+		for j := range out[k].blocks {
+			limit(&out[k].blocks[j])
+		}
+	}
+
+	w := &l.w
+	if len(sys) > 0 {
+		w.key("system")
+		if cached {
+			w.arr()
+			for k := range sys {
+				l.anthropicBlock(&sys[k])
+			}
+			w.endArr()
+		} else {
+			w.comma()
+			w.b = append(w.b, '"')
+			for k := range sys {
+				if k > 0 {
+					w.b = append(w.b, `\n\n`...)
+				}
+				w.b = appendEscaped(w.b, sys[k].text)
+			}
+			w.b = append(w.b, '"')
+		}
+	}
+	w.key("messages")
+	w.arr()
+	for k := range out {
+		w.obj()
+		w.kstr("role", out[k].role)
+		w.key("content")
+		w.arr()
+		for j := range out[k].blocks {
+			l.anthropicBlock(&out[k].blocks[j])
+		}
+		w.endArr()
+		w.endObj()
+	}
+	w.endArr()
+}
+
+// anthropicCache returns the cache_control an options map asks for, or nil.
+func anthropicCache(o map[string]*structpb.Struct) *structpb.Value {
+	return option(o, "anthropic", "cacheControl", "cache_control")
+}
+
+// anthropicBlocks converts one message's parts to blocks, dropping (with a warning) what
+// Anthropic cannot take.
+func (l *lowerer) anthropicBlocks(i int, m *compactorv1.Message) []ablock {
+	blocks := make([]ablock, 0, len(m.GetParts()))
+	for j, p := range m.GetParts() {
+		at := where(i, j)
+		b := ablock{p: p, at: at, cache: anthropicCache(p.GetProviderOptions())}
+		switch c := p.GetContent().(type) {
+		case *compactorv1.Part_Text:
+			if isBlank(c.Text.GetText()) {
+				l.warn("%s: empty text dropped (Anthropic rejects blank text blocks)", at)
+				continue
+			}
+			b.kind, b.text = abText, c.Text.GetText()
+		case *compactorv1.Part_Image:
+			b.kind = abImage
+		case *compactorv1.Part_File:
+			if !l.anthropicFileOK(c.File, at) {
+				continue
+			}
+			b.kind = abFile
+		case *compactorv1.Part_Reasoning:
+			switch r := c.Reasoning; {
+			case r.GetRedactedData() != "":
+				b.kind = abRedacted
+			case r.GetSignature() != "":
+				b.kind = abThinking
+			default:
+				l.warn("%s: reasoning without signature cannot be replayed to Anthropic; dropped", at)
+				continue
+			}
+		case *compactorv1.Part_ToolCall:
+			b.kind = abToolUse
+		case *compactorv1.Part_ToolResult:
+			b.kind = abToolResult
+			if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+				b.kind = abServerResult
+			}
+		default:
+			l.warn("%s: %s has no Anthropic form; dropped", at, partKind(p))
+			continue
+		}
+		blocks = append(blocks, b)
+	}
+	if c := anthropicCache(m.GetProviderOptions()); c != nil && len(blocks) > 0 && blocks[len(blocks)-1].cache == nil {
+		blocks[len(blocks)-1].cache = c
+	}
+	return blocks
+}
+
+// anthropicFileOK reports whether Anthropic takes the file (PDF, or plain text inline).
+func (l *lowerer) anthropicFileOK(f *compactorv1.FilePart, at string) bool {
+	mt := strings.ToLower(f.GetMediaType())
+	switch {
+	case mt == "application/pdf":
+		return true
+	case strings.HasPrefix(mt, "text/plain") && f.GetUrl() == "":
+		return true
+	}
+	l.warn("%s: Anthropic takes PDF and inline text/plain documents only, not %s; dropped", at, f.GetMediaType())
+	return false
+}
+
+func partKind(p *compactorv1.Part) string {
+	switch p.GetContent().(type) {
+	case *compactorv1.Part_ApprovalRequest:
+		return "a tool approval request"
+	case *compactorv1.Part_ApprovalResponse:
+		return "a tool approval response"
+	case *compactorv1.Part_Reasoning:
+		return "reasoning"
+	case *compactorv1.Part_Image:
+		return "an image"
+	case *compactorv1.Part_File:
+		return "a file"
+	case *compactorv1.Part_ToolCall:
+		return "a tool call"
+	case *compactorv1.Part_ToolResult:
+		return "a tool result"
+	}
+	return "this part"
+}
+
+func (l *lowerer) anthropicBlock(b *ablock) {
+	w := &l.w
+	w.obj()
+	switch b.kind {
+	case abText:
+		w.kstr("type", "text")
+		w.kstr("text", b.text)
+	case abImage:
+		w.kstr("type", "image")
+		l.anthropicImageSource(b.p.GetImage(), b.at)
+	case abFile:
+		w.kstr("type", "document")
+		l.anthropicDocSource(b.p.GetFile())
+		if n := b.p.GetFile().GetFilename(); n != "" {
+			w.kstr("title", n)
+		}
+	case abThinking:
+		r := b.p.GetReasoning()
+		w.kstr("type", "thinking")
+		w.kstr("thinking", r.GetText())
+		w.kstr("signature", r.GetSignature())
+	case abRedacted:
+		w.kstr("type", "redacted_thinking")
+		w.kstr("data", b.p.GetReasoning().GetRedactedData())
+	case abToolUse:
+		c := b.p.GetToolCall()
+		if c.GetProviderExecuted() {
+			w.kstr("type", "server_tool_use")
+		} else {
+			w.kstr("type", "tool_use")
+		}
+		w.kstr("id", c.GetToolCallId())
+		w.kstr("name", c.GetToolName())
+		w.key("input")
+		l.inputObject(c.GetInputJson(), b.at)
+	case abToolResult:
+		r := b.p.GetToolResult()
+		w.kstr("type", "tool_result")
+		w.kstr("tool_use_id", r.GetToolCallId())
+		l.anthropicResultContent(r.GetOutput(), b.at)
+	case abServerResult:
+		r := b.p.GetToolResult()
+		typ := optionString(b.p.GetProviderOptions(), "anthropic", "type")
+		if typ == "" {
+			typ = "web_search_tool_result"
+		}
+		w.kstr("type", typ)
+		w.kstr("tool_use_id", r.GetToolCallId())
+		w.key("content")
+		o := r.GetOutput()
+		raw := o.GetJson()
+		if raw == "" {
+			raw = o.GetErrorJson()
+		}
+		if t, ok := trimJSON(raw); ok {
+			w.raw(t)
+		} else {
+			w.str(outputText(o))
+		}
+	}
+	if b.cache != nil {
+		w.key("cache_control")
+		w.value(b.cache)
+	}
+	w.endObj()
+}
+
+// outputText renders any tool output as one string (content outputs: their texts joined).
+func outputText(o *compactorv1.ToolOutput) string {
+	switch v := o.GetValue().(type) {
+	case *compactorv1.ToolOutput_Text:
+		return v.Text
+	case *compactorv1.ToolOutput_Json:
+		return v.Json
+	case *compactorv1.ToolOutput_ErrorText:
+		return v.ErrorText
+	case *compactorv1.ToolOutput_ErrorJson:
+		return v.ErrorJson
+	case *compactorv1.ToolOutput_Denied:
+		return v.Denied
+	case *compactorv1.ToolOutput_Content:
+		var b strings.Builder
+		for _, p := range v.Content.GetParts() {
+			if t, ok := textOf(p); ok {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(t)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func isErrorOutput(o *compactorv1.ToolOutput) bool {
+	switch o.GetValue().(type) {
+	case *compactorv1.ToolOutput_ErrorText, *compactorv1.ToolOutput_ErrorJson:
+		return true
+	}
+	return false
+}
+
+func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at string) {
+	w := &l.w
+	w.key("content")
+	c, ok := o.GetValue().(*compactorv1.ToolOutput_Content)
+	if !ok {
+		w.str(outputText(o))
+		if isErrorOutput(o) {
+			w.key("is_error")
+			w.boolean(true)
+		}
+		return
+	}
+	w.arr()
+	for k, p := range c.Content.GetParts() {
+		pat := at + ".tool_result.output.content.parts[" + itoa(k) + "]"
+		switch pc := p.GetContent().(type) {
+		case *compactorv1.Part_Text:
+			w.obj()
+			w.kstr("type", "text")
+			w.kstr("text", pc.Text.GetText())
+			w.endObj()
+		case *compactorv1.Part_Image:
+			w.obj()
+			w.kstr("type", "image")
+			l.anthropicImageSource(pc.Image, pat)
+			w.endObj()
+		case *compactorv1.Part_File:
+			if !l.anthropicFileOK(pc.File, pat) {
+				continue
+			}
+			w.obj()
+			w.kstr("type", "document")
+			l.anthropicDocSource(pc.File)
+			if n := pc.File.GetFilename(); n != "" {
+				w.kstr("title", n)
+			}
+			w.endObj()
+		}
+	}
+	w.endArr()
+}
+
+func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at string) {
+	w := &l.w
+	w.key("source")
+	w.obj()
+	data, media := img.GetData(), ""
+	if u := img.GetUrl(); u != "" {
+		if m, d, ok := parseDataURL(u); ok {
+			data, media = d, m
+		} else {
+			w.kstr("type", "url")
+			w.kstr("url", u)
+			w.endObj()
+			return
+		}
+	}
+	if media == "" {
+		media = l.imageMedia(img, at)
+	} else if s := sniffImage(data); s != "" && s != media {
+		l.warn("%s: image declared %s but its bytes are %s; sent as %s", at, media, s, s)
+		media = s
+	}
+	w.kstr("type", "base64")
+	w.kstr("media_type", media)
+	w.key("data")
+	w.b64(data)
+	w.endObj()
+}
+
+func (l *lowerer) anthropicDocSource(f *compactorv1.FilePart) {
+	w := &l.w
+	w.key("source")
+	w.obj()
+	switch {
+	case f.GetUrl() != "":
+		if m, d, ok := parseDataURL(f.GetUrl()); ok {
+			w.kstr("type", "base64")
+			w.kstr("media_type", m)
+			w.key("data")
+			w.b64(d)
+		} else {
+			w.kstr("type", "url")
+			w.kstr("url", f.GetUrl())
+		}
+	case strings.HasPrefix(strings.ToLower(f.GetMediaType()), "text/plain"):
+		w.kstr("type", "text")
+		w.kstr("media_type", "text/plain")
+		w.key("data")
+		w.comma()
+		w.b = appendString(w.b, string(f.GetData()))
+	default:
+		w.kstr("type", "base64")
+		w.kstr("media_type", f.GetMediaType())
+		w.key("data")
+		w.b64(f.GetData())
+	}
+	w.endObj()
+}
+
+// --- Lift ---
+
+func (lt *lifter) anthropic(body string) error {
+	if sys := field(body, "system"); sys != "" {
+		if err := lt.anthropicSystem(sys, lt.root.k("system")); err != nil {
+			return err
+		}
+	}
+	mp := lt.root.k("messages")
+	msgs := field(body, "messages")
+	if err := want(msgs, kindArray, mp); err != nil {
+		return err
+	}
+	for i, m := range elems(msgs) {
+		if err := lt.anthropicMessage(m, mp.i(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (lt *lifter) anthropicSystem(sys string, p *jpath) error {
+	switch kindOf(sys) {
+	case kindNull:
+		return nil
+	case kindString:
+		if t := unquote(sys); t != "" {
+			lt.add(compactorv1.Role_ROLE_SYSTEM, []*compactorv1.Part{textPart(t)})
+		}
+		return nil
+	case kindArray:
+		for i, b := range elems(sys) {
+			bp := p.i(i)
+			if err := want(b, kindObject, bp); err != nil {
+				return err
+			}
+			if typ := sval(field(b, "type")); typ != "text" {
+				return bp.k("type").invalid(`system blocks must have type "text"`)
+			}
+			t, err := str(field(b, "text"), bp.k("text"), true)
+			if err != nil {
+				return err
+			}
+			part := textPart(t)
+			if cc := field(b, "cache_control"); cc != "" && cc != "null" {
+				part.ProviderOptions = opts("anthropic", "cacheControl", cc)
+			}
+			lt.unknownKeys(b, bp, "type", "text", "cache_control")
+			lt.add(compactorv1.Role_ROLE_SYSTEM, []*compactorv1.Part{part})
+		}
+		return nil
+	}
+	return p.invalid("must be a string or an array of text blocks, not " + kindName(kindOf(sys)))
+}
+
+func (lt *lifter) anthropicMessage(m string, p *jpath) error {
+	if err := want(m, kindObject, p); err != nil {
+		return err
+	}
+	role, err := str(field(m, "role"), p.k("role"), true)
+	if err != nil {
+		return err
+	}
+	var assistant bool
+	switch role {
+	case "user":
+	case "assistant":
+		assistant = true
+	default:
+		return p.k("role").invalid(`must be "user" or "assistant", not "` + role + `"`)
+	}
+	lt.unknownKeys(m, p, "role", "content")
+	cp := p.k("content")
+	content := field(m, "content")
+	switch kindOf(content) {
+	case kindString:
+		r := compactorv1.Role_ROLE_USER
+		if assistant {
+			r = compactorv1.Role_ROLE_ASSISTANT
+		}
+		lt.add(r, []*compactorv1.Part{textPart(unquote(content))})
+		return nil
+	case kindArray:
+	default:
+		return want(content, kindArray, cp)
+	}
+	// A user message splits into runs of tool results (ROLE_TOOL) and other content
+	// (ROLE_USER); an assistant message stays whole.
+	var parts []*compactorv1.Part
+	cur := compactorv1.Role_ROLE_ASSISTANT
+	if !assistant {
+		cur = compactorv1.Role_ROLE_USER
+	}
+	n := 0
+	for i, b := range elems(content) {
+		n++
+		bp := cp.i(i)
+		part, err := lt.anthropicBlock(b, bp, assistant)
+		if err != nil {
+			return err
+		}
+		if !assistant {
+			r := compactorv1.Role_ROLE_USER
+			if part.GetToolResult() != nil {
+				r = compactorv1.Role_ROLE_TOOL
+			}
+			if r != cur && len(parts) > 0 {
+				lt.add(cur, parts)
+				parts = nil
+			}
+			cur = r
+		}
+		parts = append(parts, part)
+	}
+	if n == 0 {
+		lt.warn(cp, "empty content; message skipped")
+	}
+	lt.add(cur, parts)
+	return nil
+}
+
+func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactorv1.Part, error) {
+	if err := want(b, kindObject, p); err != nil {
+		return nil, err
+	}
+	tp := p.k("type")
+	typ, err := str(field(b, "type"), tp, true)
+	if err != nil {
+		return nil, err
+	}
+	var part *compactorv1.Part
+	known := []string{"type", "cache_control"}
+	userOnly, assistantOnly := false, false
+	switch typ {
+	case "text":
+		t, err := str(field(b, "text"), p.k("text"), true)
+		if err != nil {
+			return nil, err
+		}
+		part = textPart(t)
+		known = append(known, "text")
+	case "image":
+		part, err = anthropicImage(field(b, "source"), p.k("source"))
+		known = append(known, "source")
+	case "document":
+		part, err = anthropicDocument(b, p)
+		known = append(known, "source", "title")
+	case "tool_result":
+		userOnly = true
+		part, err = lt.anthropicResult(b, p)
+		known = append(known, "tool_use_id", "content", "is_error")
+	case "tool_use", "server_tool_use":
+		assistantOnly = true
+		id, err := str(field(b, "id"), p.k("id"), true)
+		if err != nil {
+			return nil, err
+		}
+		name, err := str(field(b, "name"), p.k("name"), true)
+		if err != nil {
+			return nil, err
+		}
+		input := field(b, "input")
+		if input == "" {
+			input = "{}"
+		}
+		part = callPart(id, name, input)
+		part.GetToolCall().ProviderExecuted = typ == "server_tool_use"
+		lt.call(id, name)
+		known = append(known, "id", "name", "input")
+	case "thinking":
+		assistantOnly = true
+		t, err := str(field(b, "thinking"), p.k("thinking"), false)
+		if err != nil {
+			return nil, err
+		}
+		sig, err := str(field(b, "signature"), p.k("signature"), false)
+		if err != nil {
+			return nil, err
+		}
+		part = &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: t, Signature: sig}}}
+		known = append(known, "thinking", "signature")
+	case "redacted_thinking":
+		assistantOnly = true
+		d, err := str(field(b, "data"), p.k("data"), true)
+		if err != nil {
+			return nil, err
+		}
+		part = &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{RedactedData: d}}}
+		known = append(known, "data")
+	default:
+		if !strings.HasSuffix(typ, "_tool_result") || !assistant {
+			return nil, tp.invalid(`unsupported content block type "` + typ + `"`)
+		}
+		// A provider-executed tool's result (web_search_tool_result, ...).
+		id, err := str(field(b, "tool_use_id"), p.k("tool_use_id"), true)
+		if err != nil {
+			return nil, err
+		}
+		content := field(b, "content")
+		if content == "" {
+			content = "null"
+		}
+		part = resultPart(id, lt.names[id], &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Json{Json: content}})
+		setOpt(&part.ProviderOptions, "anthropic", "type", structpb.NewStringValue(typ))
+		known = append(known, "tool_use_id", "content")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if userOnly && assistant {
+		return nil, tp.invalid(`a "` + typ + `" block belongs in a user message`)
+	}
+	if assistantOnly && !assistant {
+		return nil, tp.invalid(`a "` + typ + `" block belongs in an assistant message`)
+	}
+	if cc := field(b, "cache_control"); cc != "" && cc != "null" {
+		setOpt(&part.ProviderOptions, "anthropic", "cacheControl", toValue(cc))
+	}
+	lt.unknownKeys(b, p, known...)
+	return part, nil
+}
+
+func anthropicImage(src string, p *jpath) (*compactorv1.Part, error) {
+	if err := want(src, kindObject, p); err != nil {
+		return nil, err
+	}
+	typ, err := str(field(src, "type"), p.k("type"), true)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "base64":
+		media, err := str(field(src, "media_type"), p.k("media_type"), false)
+		if err != nil {
+			return nil, err
+		}
+		data, err := b64(field(src, "data"), p.k("data"))
+		if err != nil {
+			return nil, err
+		}
+		return imageData(data, media), nil
+	case "url":
+		u, err := str(field(src, "url"), p.k("url"), true)
+		if err != nil {
+			return nil, err
+		}
+		return imageURL(u, ""), nil
+	}
+	return nil, p.k("type").invalid(`unsupported image source type "` + typ + `"`)
+}
+
+func anthropicDocument(b string, p *jpath) (*compactorv1.Part, error) {
+	title, err := str(field(b, "title"), p.k("title"), false)
+	if err != nil {
+		return nil, err
+	}
+	sp := p.k("source")
+	src := field(b, "source")
+	if err := want(src, kindObject, sp); err != nil {
+		return nil, err
+	}
+	typ, err := str(field(src, "type"), sp.k("type"), true)
+	if err != nil {
+		return nil, err
+	}
+	media, err := str(field(src, "media_type"), sp.k("media_type"), false)
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "base64":
+		data, err := b64(field(src, "data"), sp.k("data"))
+		if err != nil {
+			return nil, err
+		}
+		if media == "" {
+			media = "application/pdf"
+		}
+		return fileData(data, media, title), nil
+	case "text":
+		t, err := str(field(src, "data"), sp.k("data"), true)
+		if err != nil {
+			return nil, err
+		}
+		return fileData([]byte(t), "text/plain", title), nil
+	case "url":
+		u, err := str(field(src, "url"), sp.k("url"), true)
+		if err != nil {
+			return nil, err
+		}
+		return fileURL(u, "application/pdf", title), nil
+	}
+	return nil, sp.k("type").invalid(`unsupported document source type "` + typ + `"`)
+}
+
+func (lt *lifter) anthropicResult(b string, p *jpath) (*compactorv1.Part, error) {
+	id, err := str(field(b, "tool_use_id"), p.k("tool_use_id"), true)
+	if err != nil {
+		return nil, err
+	}
+	isErr := field(b, "is_error") == "true"
+	cp := p.k("content")
+	content := field(b, "content")
+	var out *compactorv1.ToolOutput
+	switch kindOf(content) {
+	case kindInvalid, kindNull:
+		out = textOut("")
+	case kindString:
+		out = textOut(unquote(content))
+	case kindArray:
+		var parts []*compactorv1.Part
+		allText := true
+		for i, e := range elems(content) {
+			part, err := lt.anthropicBlock(e, cp.i(i), false)
+			if err != nil {
+				return nil, err
+			}
+			switch part.GetContent().(type) {
+			case *compactorv1.Part_Text:
+			case *compactorv1.Part_Image, *compactorv1.Part_File:
+				allText = false
+			default:
+				return nil, cp.i(i).k("type").invalid("tool result content holds only text, image and document blocks")
+			}
+			parts = append(parts, part)
+		}
+		switch {
+		case len(parts) == 0:
+			out = textOut("")
+		case isErr && allText:
+			out = textOut(outputText(&compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}))
+		default:
+			if isErr {
+				lt.warn(p.k("is_error"), "error flag on rich tool output is not carried by the IR")
+			}
+			out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}
+		}
+	default:
+		return nil, cp.invalid("must be a string or an array of blocks, not " + kindName(kindOf(content)))
+	}
+	if isErr {
+		if t, ok := out.GetValue().(*compactorv1.ToolOutput_Text); ok {
+			out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: t.Text}}
+		}
+	}
+	return resultPart(id, lt.names[id], out), nil
+}

@@ -1,0 +1,77 @@
+package format
+
+import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+
+// detect names the format of a valid JSON object body, or PROVIDER_UNSPECIFIED. The order is
+// the one documented on Lift: Responses, Bedrock, Anthropic, OpenAI Chat, Gemini.
+func detect(body string) compactorv1.Provider {
+	var system, messages, contents string
+	bedrockKeys := false
+	for k, v := range members(body) {
+		switch k {
+		case "input":
+			return compactorv1.Provider_PROVIDER_OPENAI_RESPONSES
+		case "system":
+			system = v
+		case "messages":
+			messages = v
+		case "contents":
+			contents = v
+		case "inferenceConfig", "additionalModelRequestFields", "additionalModelResponseFieldPaths",
+			"guardrailConfig", "promptVariables", "performanceConfig", "requestMetadata":
+			bedrockKeys = true
+		case "toolConfig":
+			// Gemini has a toolConfig too; it counts only next to messages.
+			bedrockKeys = bedrockKeys || field(body, "contents") == ""
+		}
+	}
+	if kindOf(messages) == kindArray {
+		if bedrockKeys || untypedBlocks(system) || anyMessage(messages, untypedBlocks) {
+			return compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE
+		}
+		if system != "" || anyMessage(messages, anthropicBlocks) {
+			return compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES
+		}
+		return compactorv1.Provider_PROVIDER_OPENAI_CHAT
+	}
+	if contents != "" {
+		return compactorv1.Provider_PROVIDER_GEMINI
+	}
+	return compactorv1.Provider_PROVIDER_UNSPECIFIED
+}
+
+// anyMessage reports whether f holds for the content of any message.
+func anyMessage(messages string, f func(string) bool) bool {
+	for _, m := range elems(messages) {
+		if f(field(m, "content")) {
+			return true
+		}
+	}
+	return false
+}
+
+// untypedBlocks reports whether v is an array holding an object without a "type": Converse
+// content blocks are keyed by their kind ({"text": ...}, {"toolUse": ...}).
+func untypedBlocks(v string) bool {
+	for _, b := range elems(v) {
+		if kindOf(b) == kindObject && field(b, "type") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// anthropicBlocks reports whether v is an array holding a block only Anthropic uses.
+func anthropicBlocks(v string) bool {
+	for _, b := range elems(v) {
+		switch sval(field(b, "type")) {
+		case "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document":
+			return true
+		case "image":
+			if field(b, "source") != "" {
+				return true
+			}
+		}
+	}
+	return false
+}

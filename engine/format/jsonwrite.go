@@ -1,0 +1,213 @@
+package format
+
+import (
+	"encoding/base64"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// jw is an append-based JSON writer. It does not check structure: callers emit well-formed
+// sequences (the comma helpers keep separators right). Strings are escaped per RFC 8259 with
+// U+2028/U+2029 escaped too and invalid UTF-8 replaced by U+FFFD, so the output is valid
+// JSON and valid JavaScript whatever the input; HTML characters are left as they are.
+type jw struct {
+	b []byte
+	// first is true right after an opening brace or bracket, when no comma is due.
+	first bool
+}
+
+// needsEscape marks ASCII bytes that cannot appear raw inside a JSON string.
+var needsEscape = func() (t [utf8.RuneSelf]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'] = true
+	t['\\'] = true
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a quoted JSON string.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendEscaped(b, s)
+	return append(b, '"')
+}
+
+// appendEscaped appends the JSON escaping of s, without quotes.
+func appendEscaped(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if !needsEscape[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += n
+			start = i
+			continue
+		}
+		i += n
+	}
+	return append(b, s[start:]...)
+}
+
+func (w *jw) comma() {
+	if w.first {
+		w.first = false
+		return
+	}
+	w.b = append(w.b, ',')
+}
+
+// obj opens an object as a value (after a key or in an array).
+func (w *jw) obj() {
+	w.comma()
+	w.b = append(w.b, '{')
+	w.first = true
+}
+
+// arr opens an array as a value.
+func (w *jw) arr() {
+	w.comma()
+	w.b = append(w.b, '[')
+	w.first = true
+}
+
+func (w *jw) endObj() { w.b = append(w.b, '}'); w.first = false }
+func (w *jw) endArr() { w.b = append(w.b, ']'); w.first = false }
+
+// key writes a member name; the value that follows must not add a comma.
+func (w *jw) key(k string) {
+	w.comma()
+	w.b = appendString(w.b, k)
+	w.b = append(w.b, ':')
+	w.first = true
+}
+
+// str writes a string value.
+func (w *jw) str(s string) {
+	w.comma()
+	w.b = appendString(w.b, s)
+}
+
+// raw writes already-valid JSON text as a value.
+func (w *jw) raw(v string) {
+	w.comma()
+	w.b = append(w.b, v...)
+}
+
+func (w *jw) boolean(v bool) {
+	w.comma()
+	w.b = strconv.AppendBool(w.b, v)
+}
+
+// b64 writes data as a base64 (standard alphabet, padded) string value.
+func (w *jw) b64(data []byte) {
+	w.comma()
+	w.b = append(w.b, '"')
+	w.b = base64.StdEncoding.AppendEncode(w.b, data)
+	w.b = append(w.b, '"')
+}
+
+// Convenience: a string member, a raw member.
+func (w *jw) kstr(k, v string) { w.key(k); w.str(v) }
+func (w *jw) kraw(k, v string) { w.key(k); w.raw(v) }
+
+// value writes a structpb value with object keys sorted, so output is deterministic.
+func (w *jw) value(v *structpb.Value) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		w.str(k.StringValue)
+	case *structpb.Value_BoolValue:
+		w.boolean(k.BoolValue)
+	case *structpb.Value_NumberValue:
+		w.comma()
+		w.b = appendFloat(w.b, k.NumberValue)
+	case *structpb.Value_StructValue:
+		w.structValue(k.StructValue)
+	case *structpb.Value_ListValue:
+		w.arr()
+		for _, e := range k.ListValue.GetValues() {
+			w.value(e)
+		}
+		w.endArr()
+	default:
+		w.raw("null")
+	}
+}
+
+func (w *jw) structValue(s *structpb.Struct) {
+	w.obj()
+	keys := make([]string, 0, len(s.GetFields()))
+	for k := range s.GetFields() {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w.key(k)
+		w.value(s.GetFields()[k])
+	}
+	w.endObj()
+}
+
+// appendFloat formats f as encoding/json does; NaN and infinities, which JSON cannot
+// express, become null.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	abs := math.Abs(f)
+	fmtc := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		fmtc = 'e'
+	}
+	b = strconv.AppendFloat(b, f, fmtc, -1, 64)
+	if fmtc == 'e' {
+		// clean up e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}

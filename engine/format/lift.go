@@ -1,0 +1,244 @@
+package format
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+)
+
+// Lift reads a provider request body into the IR.
+//
+// With req.Provider unspecified the format is detected, in this order: a top-level "input"
+// means OpenAI Responses; Converse-shaped content (inferenceConfig, toolConfig, blocks keyed by
+// their kind without a "type") means Bedrock; a top-level "system" or Anthropic-only blocks
+// (tool_use, tool_result, thinking, image/document with a source) mean Anthropic; "messages"
+// means OpenAI Chat; "contents" means Gemini.
+//
+// Message boundaries follow the IR's roles: each system block becomes one system message, and
+// a provider message that mixes tool results and other content becomes a tool message (the
+// results, in order) and a user message (the rest), in the order they appeared. Tool results
+// get the name of the nearest earlier call with their id when the body does not name it.
+// LiftResponse.RestBody is the body without its conversation fields ("{}" when nothing else
+// was present), so Lower with base_body = RestBody reproduces the request.
+//
+// Errors: an *engine.ValidationError naming the JSON path ("body.messages[3].content[1].type")
+// for malformed JSON, JSON nested deeper than 512 levels, or a shape the format does not have.
+// Lift never panics.
+func Lift(req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
+	body := strings.TrimSpace(req.GetBody())
+	root := &jpath{key: "body"}
+	if body == "" {
+		return nil, root.invalid("empty request body")
+	}
+	if err := validateJSON(body, root); err != nil {
+		return nil, err
+	}
+	if kindOf(body) != kindObject {
+		return nil, root.invalid("must be a JSON object, not " + kindName(kindOf(body)))
+	}
+	provider := req.GetProvider()
+	if provider == compactorv1.Provider_PROVIDER_UNSPECIFIED {
+		provider = detect(body)
+		if provider == compactorv1.Provider_PROVIDER_UNSPECIFIED {
+			return nil, root.invalid(`unknown request format: expected "input" (OpenAI Responses), "messages" (Anthropic, OpenAI Chat, Bedrock) or "contents" (Gemini)`)
+		}
+	}
+	lt := &lifter{root: root, names: map[string]string{}}
+	var conv []string
+	var err error
+	switch provider {
+	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		conv, err = anthropicFields, lt.anthropic(body)
+	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
+		conv, err = chatFields, lt.chat(body)
+	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
+		conv, err = responsesFields, lt.responses(body)
+	case compactorv1.Provider_PROVIDER_GEMINI:
+		conv, err = geminiFields, lt.gemini(body)
+	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
+		conv, err = bedrockFields, lt.bedrock(body)
+	default:
+		return nil, engine.Invalid("provider", fmt.Sprintf("unknown provider %d", int32(provider)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &compactorv1.LiftResponse{
+		Messages: lt.msgs,
+		Provider: provider,
+		Warnings: lt.warnings,
+		RestBody: restBody(body, conv),
+	}, nil
+}
+
+// restBody returns the object body without the members named in conv, other members in order
+// and byte-exact.
+func restBody(body string, conv []string) string {
+	var w jw
+	w.b = make([]byte, 0, 64)
+	w.b = append(w.b, '{')
+	w.first = true
+	for k, v := range members(body) {
+		if !isOneOf(k, conv) {
+			w.kraw(k, v)
+		}
+	}
+	w.endObj()
+	return string(w.b)
+}
+
+// lifter holds the state of one Lift call.
+type lifter struct {
+	root     *jpath
+	msgs     []*compactorv1.Message
+	warnings []string
+	// names maps a tool call id to the name of the latest call with that id, so results
+	// can name their tool.
+	names map[string]string
+}
+
+func (lt *lifter) warn(p *jpath, format string, args ...any) {
+	lt.warnings = append(lt.warnings, p.String()+": "+fmt.Sprintf(format, args...))
+}
+
+// add appends a message with the given parts, unless parts is empty.
+func (lt *lifter) add(role compactorv1.Role, parts []*compactorv1.Part) *compactorv1.Message {
+	if len(parts) == 0 {
+		return nil
+	}
+	m := &compactorv1.Message{Role: role, Parts: parts}
+	lt.msgs = append(lt.msgs, m)
+	return m
+}
+
+// str reads a string value (required when req is true); null counts as absent.
+func str(v string, p *jpath, req bool) (string, error) {
+	switch kindOf(v) {
+	case kindString:
+		return unquote(v), nil
+	case kindInvalid, kindNull:
+		if req {
+			return "", p.invalid("required string is missing")
+		}
+		return "", nil
+	}
+	return "", p.invalid("must be a string, not " + kindName(kindOf(v)))
+}
+
+// want checks that v has kind k.
+func want(v string, k jsonKind, p *jpath) error {
+	if kindOf(v) != k {
+		if v == "" {
+			return p.invalid("required " + strings.TrimPrefix(strings.TrimPrefix(kindName(k), "an "), "a ") + " is missing")
+		}
+		return p.invalid("must be " + kindName(k) + ", not " + kindName(kindOf(v)))
+	}
+	return nil
+}
+
+// decodeB64 decodes base64 in the standard or URL alphabet, padded or not.
+func decodeB64(s string) ([]byte, error) {
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	if b, err := base64.RawStdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	if b, err := base64.URLEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawURLEncoding.DecodeString(s)
+}
+
+// b64 reads a required base64 string.
+func b64(v string, p *jpath) ([]byte, error) {
+	s, err := str(v, p, true)
+	if err != nil {
+		return nil, err
+	}
+	b, err := decodeB64(s)
+	if err != nil {
+		return nil, p.invalid("invalid base64 data")
+	}
+	return b, nil
+}
+
+// opts builds provider options {provider: {name: value}} from raw JSON.
+func opts(provider, name, raw string) map[string]*structpb.Struct {
+	return map[string]*structpb.Struct{provider: {Fields: map[string]*structpb.Value{name: toValue(raw)}}}
+}
+
+// setOpt adds provider_options[provider][name] = v to a part's options.
+func setOpt(o *map[string]*structpb.Struct, provider, name string, v *structpb.Value) {
+	if *o == nil {
+		*o = map[string]*structpb.Struct{}
+	}
+	s := (*o)[provider]
+	if s == nil {
+		s = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+		(*o)[provider] = s
+	}
+	s.Fields[name] = v
+}
+
+// Part constructors.
+func textPart(s string) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}
+}
+
+func callPart(id, name, input string) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_ToolCall{ToolCall: &compactorv1.ToolCallPart{
+		ToolCallId: id, ToolName: name, InputJson: input}}}
+}
+
+func resultPart(id, name string, out *compactorv1.ToolOutput) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
+		ToolCallId: id, ToolName: name, Output: out}}}
+}
+
+func imageData(data []byte, media string) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{
+		Source: &compactorv1.ImagePart_Data{Data: data}, MediaType: media}}}
+}
+
+func imageURL(url, media string) *compactorv1.Part {
+	if m, data, ok := parseDataURL(url); ok {
+		return imageData(data, m)
+	}
+	return &compactorv1.Part{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{
+		Source: &compactorv1.ImagePart_Url{Url: url}, MediaType: media}}}
+}
+
+func fileData(data []byte, media, name string) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{
+		Source: &compactorv1.FilePart_Data{Data: data}, MediaType: media, Filename: name}}}
+}
+
+func fileURL(url, media, name string) *compactorv1.Part {
+	if m, data, ok := parseDataURL(url); ok {
+		return fileData(data, m, name)
+	}
+	return &compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{
+		Source: &compactorv1.FilePart_Url{Url: url}, MediaType: media, Filename: name}}}
+}
+
+func textOut(s string) *compactorv1.ToolOutput {
+	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: s}}
+}
+
+// call records a tool call's name for later results.
+func (lt *lifter) call(id, name string) { lt.names[id] = name }
+
+// unknownKeys warns about members of obj outside known.
+func (lt *lifter) unknownKeys(obj string, p *jpath, known ...string) {
+	for k := range members(obj) {
+		if !isOneOf(k, known) {
+			lt.warn(p.k(k), "field not carried by the IR; ignored")
+		}
+	}
+}
