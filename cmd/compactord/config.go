@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the server's configuration: flags, each with a COMPACTORD_* environment twin
+// that applies when the flag is not given on the command line.
+type config struct {
+	Listen          string
+	MetricsListen   string
+	RedisURL        string
+	Summarizer      string
+	ConfigFile      string
+	MaxMessageBytes byteSize
+	DrainTimeout    time.Duration
+	CacheMaxBytes   byteSize
+	CacheTTL        time.Duration
+	LogLevel        string
+	LogFormat       string
+}
+
+// envName is the environment twin of a flag: --max-message-bytes ↔ COMPACTORD_MAX_MESSAGE_BYTES.
+func envName(flagName string) string {
+	return "COMPACTORD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseConfig reads the configuration from args and the environment. It returns flag.ErrHelp
+// after printing the usage when asked for help.
+func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
+	c := config{MaxMessageBytes: 16 << 20, CacheMaxBytes: 64 << 20}
+	fs := flag.NewFlagSet("compactord", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&c.Listen, "listen", ":50051", "gRPC listen address")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", ":9090", "Prometheus /metrics listen address (empty disables)")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "redis:// or rediss:// URL of the shared summary cache (empty: in-memory cache)")
+	fs.StringVar(&c.Summarizer, "summarizer", "extractive", "default summarizer name")
+	fs.StringVar(&c.ConfigFile, "config", "", "YAML file with named summarizers")
+	fs.Var(&c.MaxMessageBytes, "max-message-bytes", "largest request accepted (bytes; KiB/MiB/GiB suffixes allowed)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 20*time.Second, "how long SIGTERM waits for in-flight calls")
+	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache")
+	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")
+	fs.Usage = func() {
+		fmt.Fprintf(usage, "Usage: compactord [flags]\n\nEvery flag has an environment twin: --listen ↔ %s.\n\n", envName("listen"))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", envName(f.Name), err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.check()
+}
+
+func (c config) check() error {
+	switch {
+	case c.Listen == "":
+		return errors.New("--listen: an address is required")
+	case c.MaxMessageBytes <= 0:
+		return errors.New("--max-message-bytes: must be positive")
+	case c.DrainTimeout <= 0:
+		return errors.New("--drain-timeout: must be positive")
+	case c.CacheMaxBytes <= 0:
+		return errors.New("--cache-max-bytes: must be positive")
+	case c.CacheTTL <= 0:
+		return errors.New("--cache-ttl: must be positive")
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		return fmt.Errorf("--log-format: %q is not json or text", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("--log-level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}
+
+// byteSize is a flag value in bytes that accepts KiB, MiB and GiB suffixes.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a size in bytes (e.g. 16777216 or 16MiB)", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}

@@ -1,0 +1,104 @@
+// Command compactord serves compactor.v1.CompactorService over gRPC.
+//
+// With no flags it runs on its embedded defaults: gRPC on :50051, an in-memory summary
+// cache, the extractive summarizer, no API keys and no Redis. See --help for the flags and
+// their COMPACTORD_* environment twins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/compactord/compactord/service"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "compactord:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is cancelled (SIGTERM or interrupt), then drains: health turns
+// NOT_SERVING, in-flight calls finish within --drain-timeout, pending spans are flushed.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stderr)
+
+	tp, shutdownTracing, err := setupTracing(ctx, getenv, stdout, version())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTracing(fctx); err != nil {
+			logger.Warn("flushing traces", "err", err)
+		}
+	}()
+
+	srv := service.New(service.Options{})
+	g := service.NewGRPC(srv, service.GRPCOptions{
+		Logger:          logger,
+		TracerProvider:  tp,
+		MaxMessageBytes: int(cfg.MaxMessageBytes),
+	})
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	logger.Info("serving", "addr", lis.Addr().String(), "version", version())
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(lis) }()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("draining", "timeout", cfg.DrainTimeout.String())
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if g.Shutdown(dctx) {
+		logger.Info("stopped")
+	} else {
+		logger.Warn("drain timeout: cancelled the calls still in flight")
+	}
+	return nil
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.LogLevel)) // checked by config.check
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// version is the module version the binary was built from, or "devel".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

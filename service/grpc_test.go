@@ -1,0 +1,127 @@
+package service_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/service"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// panicky is a test service whose EmptyCall panics, to exercise panic recovery.
+type panicky struct {
+	testgrpc.UnimplementedTestServiceServer
+}
+
+func (panicky) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, error) {
+	var m map[string]int
+	m["boom"]++ // nil map write: a real runtime panic
+	return &testgrpc.Empty{}, nil
+}
+
+// startBufconn serves s (plus the panicking test service) over an in-memory listener and
+// returns a connected client.
+func startBufconn(t *testing.T, s compactorv1.CompactorServiceServer) *grpc.ClientConn {
+	t.Helper()
+	g := service.NewGRPC(s, service.GRPCOptions{})
+	testgrpc.RegisterTestServiceServer(g.Server, panicky{})
+	lis := bufconn.Listen(1 << 20)
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Server.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
+	conn := startBufconn(t, service.New(service.Options{}))
+	ctx := t.Context()
+	for range 2 {
+		_, err := testgrpc.NewTestServiceClient(conn).EmptyCall(ctx, &testgrpc.Empty{})
+		if status.Code(err) != codes.Internal {
+			t.Fatalf("EmptyCall = %v, want INTERNAL", err)
+		}
+		if s := status.Convert(err).Message(); s != "internal error" {
+			t.Errorf("panic leaked into the status message: %q", s)
+		}
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health after panics = %v, %v; want SERVING", resp, err)
+	}
+}
+
+func TestInvalidConversationIsBadRequest(t *testing.T) {
+	conn := startBufconn(t, service.New(service.Options{}))
+	client := compactorv1.NewCompactorServiceClient(conn)
+	bad := []*compactorv1.Message{
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "hi"}}}}},
+		{Role: compactorv1.Role_ROLE_TOOL, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
+			ToolCallId: "call_1", Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: "x"}}}}}}},
+	}
+	calls := map[string]func() error{
+		"Plan": func() error {
+			_, err := client.Plan(t.Context(), &compactorv1.PlanRequest{Messages: bad})
+			return err
+		},
+		"Compact": func() error {
+			_, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: bad})
+			return err
+		},
+		"Lower": func() error {
+			_, err := client.Lower(t.Context(), &compactorv1.LowerRequest{Messages: bad, Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES})
+			return err
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			field := BadRequestField(t, call(), codes.InvalidArgument)
+			if field != "messages[1].parts[0].tool_result.tool_call_id" {
+				t.Errorf("field = %q", field)
+			}
+		})
+	}
+}
+
+func TestSizeLimitIsResourceExhausted(t *testing.T) {
+	conn := startBufconn(t, service.New(service.Options{Limits: engineLimits(1)}))
+	msgs := []*compactorv1.Message{
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "a"}}}}},
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "b"}}}}},
+	}
+	_, err := compactorv1.NewCompactorServiceClient(conn).Plan(t.Context(), &compactorv1.PlanRequest{Messages: msgs})
+	if got := BadRequestField(t, err, codes.ResourceExhausted); got != "messages" {
+		t.Errorf("field = %q, want messages", got)
+	}
+}
+
+// BadRequestField asserts err has the given code and a google.rpc.BadRequest detail, and
+// returns the first violation's field.
+func BadRequestField(t *testing.T, err error, code codes.Code) string {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != code {
+		t.Fatalf("error = %v, want %v", err, code)
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return br.GetFieldViolations()[0].GetField()
+		}
+	}
+	t.Fatalf("no BadRequest detail in %v", st.Proto())
+	return ""
+}

@@ -1,0 +1,68 @@
+// Package service implements compactor.v1.CompactorService over gRPC: it validates requests,
+// runs the engine, the cache and the summarizers, and maps their errors to gRPC status codes.
+package service
+
+import (
+	"context"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Options configures a Server. The zero value serves with engine.DefaultLimits.
+type Options struct {
+	// Limits bounds the conversations the server accepts; zero means engine.DefaultLimits.
+	Limits engine.Limits
+}
+
+// Server implements compactorv1.CompactorServiceServer. It holds no per-request state and is
+// safe for concurrent use.
+type Server struct {
+	compactorv1.UnimplementedCompactorServiceServer
+	limits engine.Limits
+}
+
+// New returns a Server configured by o.
+func New(o Options) *Server {
+	s := &Server{limits: o.Limits}
+	if s.limits == (engine.Limits{}) {
+		s.limits = engine.DefaultLimits()
+	}
+	return s
+}
+
+// validate checks a request's conversation before any work is done.
+func (s *Server) validate(msgs []*compactorv1.Message) error {
+	return s.limits.Validate(msgs)
+}
+
+// Plan implements CompactorService.Plan.
+func (s *Server) Plan(ctx context.Context, req *compactorv1.PlanRequest) (*compactorv1.PlanResponse, error) {
+	if err := s.validate(req.GetMessages()); err != nil {
+		return nil, toStatus(err)
+	}
+	return nil, status.Error(codes.Unimplemented, "Plan is not implemented yet: it lands with issue 4 (token accounting and planning)")
+}
+
+// Compact implements CompactorService.Compact.
+func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (*compactorv1.CompactResponse, error) {
+	if err := s.validate(req.GetMessages()); err != nil {
+		return nil, toStatus(err)
+	}
+	return nil, status.Error(codes.Unimplemented, "Compact is not implemented yet: it lands with issue 5 (summarizers and the summary cache)")
+}
+
+// Lower implements CompactorService.Lower.
+func (s *Server) Lower(ctx context.Context, req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
+	if err := s.validate(req.GetMessages()); err != nil {
+		return nil, toStatus(err)
+	}
+	return nil, status.Error(codes.Unimplemented, "Lower is not implemented yet: it lands with issue 3 (provider formats)")
+}
+
+// Lift implements CompactorService.Lift.
+func (s *Server) Lift(ctx context.Context, req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "Lift is not implemented yet: it lands with issue 3 (provider formats)")
+}

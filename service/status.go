@@ -1,0 +1,60 @@
+package service
+
+import (
+	"context"
+	"errors"
+
+	"github.com/compactord/compactord/engine"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+)
+
+// errorDomain is the ErrorInfo domain of compactord's errors.
+const errorDomain = "compactord"
+
+// toStatus maps an error from the engine, the cache or a summarizer to the gRPC status a
+// client sees. It is the one place where Go errors become gRPC codes.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &gs) {
+		return gs.GRPCStatus().Err()
+	}
+	var ve *engine.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		code := codes.InvalidArgument
+		if ve.Limit {
+			code = codes.ResourceExhausted
+		}
+		br := &errdetails.BadRequest{FieldViolations: make([]*errdetails.BadRequest_FieldViolation, len(ve.Violations))}
+		for i, v := range ve.Violations {
+			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
+		}
+		return withDetails(status.New(code, err.Error()), br)
+	case errors.Is(err, engine.ErrIrreducible):
+		return withDetails(status.New(codes.FailedPrecondition, err.Error()),
+			&errdetails.ErrorInfo{Reason: "CONTEXT_IRREDUCIBLE", Domain: errorDomain})
+	case errors.Is(err, engine.ErrInvalid):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, engine.ErrTooLarge):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// withDetails attaches details to st; if that fails the status goes out without them.
+func withDetails(st *status.Status, details ...protoadapt.MessageV1) error {
+	if d, err := st.WithDetails(details...); err == nil {
+		return d.Err()
+	}
+	return st.Err()
+}
