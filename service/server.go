@@ -4,9 +4,11 @@ package service
 
 import (
 	"context"
+	"errors"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -59,10 +61,37 @@ func (s *Server) Lower(ctx context.Context, req *compactorv1.LowerRequest) (*com
 	if err := s.validate(req.GetMessages()); err != nil {
 		return nil, toStatus(err)
 	}
-	return nil, status.Error(codes.Unimplemented, "Lower is not implemented yet: it lands with issue 3 (provider formats)")
+	resp, err := format.Lower(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return resp, nil
 }
 
 // Lift implements CompactorService.Lift.
+// A body that reads as a conversation breaking a rule of the IR (a tool result answering no
+// call, say) is INVALID_ARGUMENT with the violations reported against the "body" field.
 func (s *Server) Lift(ctx context.Context, req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "Lift is not implemented yet: it lands with issue 3 (provider formats)")
+	resp, err := format.Lift(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.validate(resp.GetMessages()); err != nil {
+		return nil, toStatus(asBodyViolations(err))
+	}
+	return resp, nil
+}
+
+// asBodyViolations reports the violations of a lifted conversation against the request's
+// body field, keeping the IR path in the description.
+func asBodyViolations(err error) error {
+	var ve *engine.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	out := &engine.ValidationError{Limit: ve.Limit, Violations: make([]engine.FieldViolation, len(ve.Violations))}
+	for i, v := range ve.Violations {
+		out.Violations[i] = engine.FieldViolation{Field: "body", Description: "lifted " + v.Field + ": " + v.Description}
+	}
+	return out
 }
