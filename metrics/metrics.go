@@ -1,0 +1,283 @@
+// Package metrics holds compactord's Prometheus instrumentation: the gRPC server metrics of
+// go-grpc-middleware's prometheus provider, plus the cache, summarizer and token metrics the
+// service records itself. It is a thin layer: callers record facts through a few methods and
+// serve Handler on the metrics port (--metrics-listen, :9090 by default).
+//
+// Exposed series (all counters end in _total, durations are in seconds):
+//
+//	grpc_server_started_total, grpc_server_handled_total{grpc_code},
+//	grpc_server_handling_seconds            per grpc_type, grpc_service, grpc_method
+//	compactord_cache_lookups_total{result}   result = hit | miss | unavailable
+//	compactord_summarizer_calls_total{summarizer, outcome}
+//	                                         outcome = ok | error | timeout | canceled;
+//	                                         summarizer errors are the outcome != "ok" series
+//	compactord_summarizer_duration_seconds{summarizer}
+//	compactord_compaction_tokens{stage}      histogram per compaction, stage = before | after
+//	compactord_pruned_tokens_total           tokens removed by pruning (not summarized)
+//
+// plus the Go runtime (go_*) and process (process_*) collectors.
+//
+// Label values are bounded: summarizer names come from the configuration, never from
+// request data, and no label ever carries conversation content or a tenant.
+//
+// A nil *Metrics is valid and records nothing, so callers can run with metrics disabled
+// without nil checks.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+)
+
+// CacheResult is the outcome of one summary cache lookup.
+type CacheResult string
+
+// The cache lookup results recorded by CacheLookup.
+const (
+	// CacheHit: a stored summary was found and used.
+	CacheHit CacheResult = "hit"
+	// CacheMiss: the cache answered and held no usable summary.
+	CacheMiss CacheResult = "miss"
+	// CacheUnavailable: the cache failed (Redis down, timeout) and the request went on
+	// without it.
+	CacheUnavailable CacheResult = "unavailable"
+)
+
+// Summarizer call outcomes, derived from the error passed to ObserveSummarizer.
+const (
+	OutcomeOK       = "ok"
+	OutcomeError    = "error"
+	OutcomeTimeout  = "timeout"  // the error wraps context.DeadlineExceeded
+	OutcomeCanceled = "canceled" // the error wraps context.Canceled
+)
+
+var (
+	// Compaction RPCs range from sub-millisecond (cache hit, nothing to do) to an LLM
+	// summarizer's tens of seconds.
+	rpcBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60}
+	// Summarizer calls: the extractive one takes milliseconds, LLM calls seconds.
+	summarizerBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60}
+	// Token counts per conversation: 256 up to 2^20 (1M-token context windows).
+	tokenBuckets = prometheus.ExponentialBuckets(256, 2, 13)
+)
+
+// Metrics records compactord's metrics into the registry given to New. Its methods are safe
+// for concurrent use.
+type Metrics struct {
+	gatherer prometheus.Gatherer
+	grpc     *grpcprom.ServerMetrics
+
+	cacheLookups      *prometheus.CounterVec
+	summarizerCalls   *prometheus.CounterVec
+	summarizerLatency *prometheus.HistogramVec
+	tokensBefore      prometheus.Observer
+	tokensAfter       prometheus.Observer
+	prunedTokens      prometheus.Counter
+}
+
+// New creates the collectors and registers them with reg; a nil reg means a fresh
+// *prometheus.Registry. The Go runtime and process collectors are registered too, unless reg
+// already has them (prometheus.DefaultRegisterer does). New panics if reg already holds one
+// of the other metrics, as prometheus.MustRegister does; call it once per registry.
+//
+// Handler serves reg when it is also a prometheus.Gatherer (a *prometheus.Registry is), and
+// prometheus.DefaultGatherer otherwise.
+func New(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	gatherer, ok := reg.(prometheus.Gatherer)
+	if !ok {
+		gatherer = prometheus.DefaultGatherer
+	}
+	m := &Metrics{
+		gatherer: gatherer,
+		grpc: grpcprom.NewServerMetrics(
+			grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(rpcBuckets)),
+		),
+		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "compactord_cache_lookups_total",
+			Help: "Summary cache lookups by result: hit, miss, or unavailable (the cache failed and was skipped).",
+		}, []string{"result"}),
+		summarizerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "compactord_summarizer_calls_total",
+			Help: "Summarizer calls by configured summarizer name and outcome (ok, error, timeout, canceled).",
+		}, []string{"summarizer", "outcome"}),
+		summarizerLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "compactord_summarizer_duration_seconds",
+			Help:    "Duration of summarizer calls, whatever their outcome, by configured summarizer name.",
+			Buckets: summarizerBuckets,
+		}, []string{"summarizer"}),
+		prunedTokens: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "compactord_pruned_tokens_total",
+			Help: "Tokens removed from conversations by pruning (dropped, not summarized).",
+		}),
+	}
+	tokens := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "compactord_compaction_tokens",
+		Help:    "Conversation size in tokens per compaction, before and after (stage label).",
+		Buckets: tokenBuckets,
+	}, []string{"stage"})
+	m.tokensBefore = tokens.WithLabelValues("before")
+	m.tokensAfter = tokens.WithLabelValues("after")
+
+	// Every cache series exists from the start, so rate() and ratios work before the first
+	// miss.
+	for _, r := range []CacheResult{CacheHit, CacheMiss, CacheUnavailable} {
+		m.cacheLookups.WithLabelValues(string(r))
+	}
+
+	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens)
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				panic(err)
+			}
+		}
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format, or OpenMetrics (which carries
+// the trace-ID exemplars) when the scraper asks for it. Mount it at /metrics on the metrics
+// listener. On a nil *Metrics it answers 404.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// UnaryServerInterceptor counts and times unary RPCs (grpc_server_*). Sampled requests
+// attach their trace ID as an exemplar. On a nil *Metrics it only calls the handler.
+func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	if m == nil {
+		return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return h(ctx, req)
+		}
+	}
+	return m.grpc.UnaryServerInterceptor(grpcprom.WithExemplarFromContext(traceExemplar))
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streaming RPCs (health Watch,
+// reflection).
+func (m *Metrics) StreamServerInterceptor() grpc.StreamServerInterceptor {
+	if m == nil {
+		return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			return h(srv, ss)
+		}
+	}
+	return m.grpc.StreamServerInterceptor(grpcprom.WithExemplarFromContext(traceExemplar))
+}
+
+// ServiceInfoProvider is what InitializeServer needs; *grpc.Server implements it.
+type ServiceInfoProvider interface {
+	GetServiceInfo() map[string]grpc.ServiceInfo
+}
+
+// InitializeServer creates zero-valued grpc_server_* series for every method registered on
+// srv, so dashboards and alerts see them before the first call. Call it after registering
+// the services and before Serve.
+func (m *Metrics) InitializeServer(srv ServiceInfoProvider) {
+	if m == nil {
+		return
+	}
+	m.grpc.InitializeMetrics(srv)
+}
+
+// InitializeSummarizers creates zero-valued series for the named summarizers (every
+// outcome), so their error ratio is defined before the first call. Pass the configured
+// names.
+func (m *Metrics) InitializeSummarizers(names ...string) {
+	if m == nil {
+		return
+	}
+	for _, n := range names {
+		for _, o := range []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeCanceled} {
+			m.summarizerCalls.WithLabelValues(n, o)
+		}
+		m.summarizerLatency.WithLabelValues(n)
+	}
+}
+
+// CacheLookup counts one summary cache lookup. r should be one of CacheHit, CacheMiss and
+// CacheUnavailable.
+func (m *Metrics) CacheLookup(r CacheResult) {
+	if m == nil {
+		return
+	}
+	m.cacheLookups.WithLabelValues(string(r)).Inc()
+}
+
+// ObserveSummarizer records one call of the configured summarizer name that took d and
+// returned err: a call counted under Outcome(err) and its duration. ctx supplies the trace
+// ID exemplar when the request is sampled.
+func (m *Metrics) ObserveSummarizer(ctx context.Context, name string, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	ex := traceExemplar(ctx)
+	m.summarizerCalls.WithLabelValues(name, Outcome(err)).(prometheus.ExemplarAdder).AddWithExemplar(1, ex)
+	m.summarizerLatency.WithLabelValues(name).(prometheus.ExemplarObserver).ObserveWithExemplar(d.Seconds(), ex)
+}
+
+// ObserveTokens records the size of one compacted conversation before and after compaction,
+// in tokens. Negative counts are ignored.
+func (m *Metrics) ObserveTokens(before, after int) {
+	if m == nil {
+		return
+	}
+	if before >= 0 {
+		m.tokensBefore.Observe(float64(before))
+	}
+	if after >= 0 {
+		m.tokensAfter.Observe(float64(after))
+	}
+}
+
+// AddPrunedTokens adds n tokens removed by pruning. Non-positive n is ignored.
+func (m *Metrics) AddPrunedTokens(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.prunedTokens.Add(float64(n))
+}
+
+// Outcome classifies a summarizer error for the outcome label: OutcomeOK for nil,
+// OutcomeTimeout for errors wrapping context.DeadlineExceeded, OutcomeCanceled for
+// context.Canceled, and OutcomeError for anything else.
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	default:
+		return OutcomeError
+	}
+}
+
+// traceExemplar labels an observation with the trace ID of a sampled span in ctx, linking a
+// latency bucket to a trace; it returns nil (no exemplar) otherwise.
+func traceExemplar(ctx context.Context) prometheus.Labels {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsSampled() {
+		return nil
+	}
+	return prometheus.Labels{"trace_id": sc.TraceID().String()}
+}
