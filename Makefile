@@ -14,7 +14,7 @@ GRPCURL_VERSION            := v1.9.3
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build test lint generate check-generate breaking tools fuzz bench clean
+.PHONY: all build test lint generate check-generate breaking tools fuzz bench k8s-validate loadtest clean
 
 all: lint test build
 
@@ -44,6 +44,10 @@ check-generate: generate
 # Compares the API against main; run on branches before merging.
 breaking: $(BIN)/buf
 	$(BIN)/buf breaking --against '.git#branch=main'
+
+# Renders every kustomize overlay and validates it offline (kubeconform -strict, kube-score).
+k8s-validate:
+	k8s/validate.sh
 
 fuzz:
 	$(GO) test ./engine -run '^$$' -fuzz FuzzValidate -fuzztime 30s

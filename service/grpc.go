@@ -31,8 +31,10 @@ type GRPCOptions struct {
 	// MaxMessageBytes is the largest request accepted; larger ones get RESOURCE_EXHAUSTED.
 	// Zero means 16 MiB.
 	MaxMessageBytes int
-	// UnaryInterceptors run after logging and panic recovery, in order (e.g. metrics).
-	UnaryInterceptors []grpc.UnaryServerInterceptor
+	// UnaryInterceptors and StreamInterceptors run after logging and panic recovery, in
+	// order (e.g. metrics).
+	UnaryInterceptors  []grpc.UnaryServerInterceptor
+	StreamInterceptors []grpc.StreamServerInterceptor
 	// ServerOptions are appended to the server's options.
 	ServerOptions []grpc.ServerOption
 }
@@ -75,10 +77,10 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		grpc.MaxRecvMsgSize(maxBytes),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelOpts...)),
 		grpc.ChainUnaryInterceptor(unary...),
-		grpc.ChainStreamInterceptor(
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{
 			logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
 			recovery.StreamServerInterceptor(recover),
-		),
+		}, o.StreamInterceptors...)...),
 	}, o.ServerOptions...)
 	srv := grpc.NewServer(opts...)
 	compactorv1.RegisterCompactorServiceServer(srv, s)

@@ -13,13 +13,17 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
 
+	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/service"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 )
 
 func main() {
@@ -55,18 +59,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}()
 
+	var m *metrics.Metrics // nil records nothing
+	if cfg.MetricsListen != "" {
+		m = metrics.New(prometheus.NewRegistry())
+	}
 	srv := service.New(service.Options{})
 	g := service.NewGRPC(srv, service.GRPCOptions{
-		Logger:          logger,
-		TracerProvider:  tp,
-		MaxMessageBytes: int(cfg.MaxMessageBytes),
+		Logger:             logger,
+		TracerProvider:     tp,
+		MaxMessageBytes:    int(cfg.MaxMessageBytes),
+		UnaryInterceptors:  []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor()},
+		StreamInterceptors: []grpc.StreamServerInterceptor{m.StreamServerInterceptor()},
 	})
+	m.InitializeServer(g.Server)
+
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	errc := make(chan error, 2)
+	if cfg.MetricsListen != "" {
+		mlis, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+		defer hs.Close()
+		logger.Info("metrics", "addr", mlis.Addr().String())
+	}
 	logger.Info("serving", "addr", lis.Addr().String(), "version", version())
-	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
 
 	select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,5 +243,29 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 				t.Errorf("error output does not name %q:\n%s", tt.want, out)
 			}
 		})
+	}
+}
+
+func TestBinaryServesMetrics(t *testing.T) {
+	p := startBinary(t, nil, "--metrics-listen", "127.0.0.1:0")
+	recs := p.logged("metrics")
+	if len(recs) != 1 {
+		t.Fatalf("no metrics log line: %v", recs)
+	}
+	if _, err := healthpb.NewHealthClient(p.dial(t)).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + recs[0]["addr"].(string) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `grpc_server_handled_total{grpc_code="OK",grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary"} 1`
+	if !strings.Contains(string(body), want) {
+		t.Errorf("/metrics lacks %s", want)
 	}
 }
