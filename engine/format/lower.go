@@ -58,6 +58,7 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 		conv, write = chatFields, l.chat
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
 		conv, write = responsesFields, l.responses
+		l.skip = []string{"include"}
 	case compactorv1.Provider_PROVIDER_GEMINI:
 		conv, write = geminiFields, l.gemini
 	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:

@@ -1,0 +1,740 @@
+package format
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// bedrockFields are the conversation fields of a Bedrock Converse body.
+var bedrockFields = []string{"system", "messages"}
+
+// extMedia maps Converse document formats (also file extensions) to media types.
+var extMedia = map[string]string{
+	"pdf":  "application/pdf",
+	"csv":  "text/csv",
+	"doc":  "application/msword",
+	"docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	"xls":  "application/vnd.ms-excel",
+	"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+	"html": "text/html",
+	"txt":  "text/plain",
+	"md":   "text/markdown",
+}
+
+// docFormat returns the Converse document format for a media type, or "".
+func docFormat(media string) string {
+	media = strings.ToLower(media)
+	if i := strings.IndexByte(media, ';'); i >= 0 {
+		media = strings.TrimSpace(media[:i])
+	}
+	for f, mt := range extMedia {
+		if mt == media {
+			return f
+		}
+	}
+	return ""
+}
+
+// imageFormat returns the Converse image format for a media type, or "".
+func imageFormat(media string) string {
+	switch strings.ToLower(media) {
+	case "image/png":
+		return "png"
+	case "image/jpeg", "image/jpg":
+		return "jpeg"
+	case "image/gif":
+		return "gif"
+	case "image/webp":
+		return "webp"
+	}
+	return ""
+}
+
+// docName makes a Converse document name: the file name without its extension, keeping only
+// the characters the API allows (letters, digits, whitespace, hyphens, parentheses, square
+// brackets) and no runs of whitespace.
+func docName(filename string, n int) string {
+	if i := strings.LastIndexByte(filename, '.'); i > 0 {
+		filename = filename[:i]
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range filename {
+		ok := r == '-' || r == '(' || r == ')' || r == '[' || r == ']' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		switch {
+		case ok:
+			b.WriteRune(r)
+			space = false
+		case !space && b.Len() > 0:
+			b.WriteByte(' ')
+			space = true
+		}
+	}
+	name := strings.TrimSpace(b.String())
+	if name == "" {
+		return "document-" + itoa(n)
+	}
+	return name
+}
+
+// bpart is one Converse content block to write.
+type bpart struct {
+	p     *compactorv1.Part
+	at    string
+	text  string // text blocks (also tool blocks rendered as text)
+	asTxt bool
+	cache *structpb.Value
+}
+
+type bmsg struct {
+	role  string
+	parts []bpart
+}
+
+func bedrockCache(o map[string]*structpb.Struct) *structpb.Value {
+	return option(o, "bedrock", "cachePoint", "cache_point")
+}
+
+func (l *lowerer) bedrock() {
+	w := &l.w
+	tools := l.baseField("toolConfig") != ""
+	toolsWarned := false
+	var sys []bpart
+	var out []bmsg
+	for _, s := range l.msgs {
+		m := s.m
+		var parts []bpart
+		for j, p := range m.GetParts() {
+			at := where(s.i, j)
+			bp := bpart{p: p, at: at, cache: bedrockCache(p.GetProviderOptions())}
+			switch c := p.GetContent().(type) {
+			case *compactorv1.Part_Text:
+				if isBlank(c.Text.GetText()) {
+					l.warn("%s: empty text dropped (Bedrock rejects blank text blocks)", at)
+					continue
+				}
+				bp.text = c.Text.GetText()
+			case *compactorv1.Part_Image:
+				if !l.bedrockImageOK(c.Image, at) {
+					continue
+				}
+			case *compactorv1.Part_File:
+				if !l.bedrockFileOK(c.File, at) {
+					continue
+				}
+			case *compactorv1.Part_Reasoning:
+				if c.Reasoning.GetSignature() == "" && c.Reasoning.GetRedactedData() == "" {
+					l.warn("%s: reasoning without signature cannot be replayed to Bedrock; dropped", at)
+					continue
+				}
+			case *compactorv1.Part_ToolCall, *compactorv1.Part_ToolResult:
+				if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT && p.GetToolResult() != nil {
+					l.warn("%s: provider-executed tool result has no Bedrock form; dropped", at)
+					continue
+				}
+				if !tools {
+					bp.asTxt, bp.text = true, toolText(p)
+					if !toolsWarned {
+						l.warn("%s: base_body has no toolConfig, which Bedrock requires for tool blocks; tool calls and results sent as text", at)
+						toolsWarned = true
+					}
+				}
+			default:
+				l.warn("%s: %s has no Bedrock form; dropped", at, partKind(p))
+				continue
+			}
+			parts = append(parts, bp)
+		}
+		if c := bedrockCache(m.GetProviderOptions()); c != nil && len(parts) > 0 && parts[len(parts)-1].cache == nil {
+			parts[len(parts)-1].cache = c
+		}
+		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
+			sys = append(sys, parts...)
+			continue
+		}
+		if len(parts) == 0 {
+			l.warn("messages[%d]: nothing left to send; message dropped", s.i)
+			continue
+		}
+		role := "user"
+		if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+			role = "assistant"
+		}
+		if n := len(out); n > 0 && out[n-1].role == role {
+			out[n-1].parts = append(out[n-1].parts, parts...)
+		} else {
+			out = append(out, bmsg{role: role, parts: parts})
+		}
+	}
+	if n := len(out); n > 0 && out[n-1].role == "assistant" {
+		ps := out[n-1].parts
+		if b := &ps[len(ps)-1]; b.p.GetText() != nil {
+			if t := trimRightSpace(b.text); t != b.text {
+				l.warn("%s: trailing whitespace trimmed from the final assistant text", b.at)
+				b.text = t
+			}
+		}
+	}
+	if len(sys) > 0 {
+		w.key("system")
+		w.arr()
+		for k := range sys {
+			w.obj()
+			w.kstr("text", sys[k].text)
+			w.endObj()
+			l.cachePoint(sys[k].cache)
+		}
+		w.endArr()
+	}
+	w.key("messages")
+	w.arr()
+	for _, m := range out {
+		w.obj()
+		w.kstr("role", m.role)
+		w.key("content")
+		w.arr()
+		for k := range m.parts {
+			l.bedrockBlock(&m.parts[k])
+		}
+		w.endArr()
+		w.endObj()
+	}
+	w.endArr()
+}
+
+func (l *lowerer) cachePoint(c *structpb.Value) {
+	if c == nil {
+		return
+	}
+	w := &l.w
+	w.obj()
+	w.key("cachePoint")
+	if c.GetStructValue() != nil {
+		w.value(c)
+	} else {
+		w.obj()
+		w.kstr("type", "default")
+		w.endObj()
+	}
+	w.endObj()
+}
+
+// toolText renders a tool call or result as text, for requests without toolConfig.
+func toolText(p *compactorv1.Part) string {
+	if c := p.GetToolCall(); c != nil {
+		return "[tool call " + c.GetToolName() + " " + c.GetInputJson() + "]"
+	}
+	r := p.GetToolResult()
+	name := r.GetToolName()
+	if name == "" {
+		name = r.GetToolCallId()
+	}
+	prefix := "[tool result " + name + ": "
+	if isErrorOutput(r.GetOutput()) {
+		prefix = "[tool error " + name + ": "
+	}
+	return prefix + outputText(r.GetOutput()) + "]"
+}
+
+func (l *lowerer) bedrockImageOK(img *compactorv1.ImagePart, at string) bool {
+	u := img.GetUrl()
+	switch {
+	case u == "", strings.HasPrefix(u, "data:"), strings.HasPrefix(u, "s3://"):
+		return true
+	}
+	l.warn("%s: Bedrock takes images inline or from S3, not by URL; dropped", at)
+	return false
+}
+
+func (l *lowerer) bedrockFileOK(f *compactorv1.FilePart, at string) bool {
+	if docFormat(f.GetMediaType()) == "" {
+		l.warn("%s: Bedrock documents are pdf, csv, doc, docx, xls, xlsx, html, txt or md, not %s; dropped", at, f.GetMediaType())
+		return false
+	}
+	u := f.GetUrl()
+	switch {
+	case u == "", strings.HasPrefix(u, "data:"), strings.HasPrefix(u, "s3://"):
+		return true
+	}
+	l.warn("%s: Bedrock takes documents inline or from S3, not by URL; dropped", at)
+	return false
+}
+
+// bedrockSource writes {"bytes": ...} or {"s3Location": {"uri": ...}}.
+func (l *lowerer) bedrockSource(data []byte, url string) {
+	w := &l.w
+	w.key("source")
+	w.obj()
+	if strings.HasPrefix(url, "s3://") {
+		w.key("s3Location")
+		w.obj()
+		w.kstr("uri", url)
+		w.endObj()
+	} else {
+		w.key("bytes")
+		w.b64(data)
+	}
+	w.endObj()
+}
+
+func (l *lowerer) bedrockBlock(b *bpart) {
+	w := &l.w
+	p := b.p
+	w.obj()
+	if b.asTxt {
+		w.kstr("text", b.text)
+		w.endObj()
+		l.cachePoint(b.cache)
+		return
+	}
+	switch c := p.GetContent().(type) {
+	case *compactorv1.Part_Text:
+		w.kstr("text", b.text)
+	case *compactorv1.Part_Image:
+		l.bedrockImage(c.Image, b.at)
+	case *compactorv1.Part_File:
+		l.bedrockDoc(c.File, b.at)
+	case *compactorv1.Part_Reasoning:
+		w.key("reasoningContent")
+		w.obj()
+		if d := c.Reasoning.GetRedactedData(); d != "" {
+			w.kstr("redactedContent", d)
+		} else {
+			w.key("reasoningText")
+			w.obj()
+			w.kstr("text", c.Reasoning.GetText())
+			w.kstr("signature", c.Reasoning.GetSignature())
+			w.endObj()
+		}
+		w.endObj()
+	case *compactorv1.Part_ToolCall:
+		w.key("toolUse")
+		w.obj()
+		w.kstr("toolUseId", c.ToolCall.GetToolCallId())
+		w.kstr("name", c.ToolCall.GetToolName())
+		w.key("input")
+		l.inputObject(c.ToolCall.GetInputJson(), b.at)
+		w.endObj()
+	case *compactorv1.Part_ToolResult:
+		r := c.ToolResult
+		w.key("toolResult")
+		w.obj()
+		w.kstr("toolUseId", r.GetToolCallId())
+		w.key("content")
+		w.arr()
+		o := r.GetOutput()
+		switch v := o.GetValue().(type) {
+		case *compactorv1.ToolOutput_Json:
+			l.bedrockJSON(v.Json)
+		case *compactorv1.ToolOutput_ErrorJson:
+			l.bedrockJSON(v.ErrorJson)
+		case *compactorv1.ToolOutput_Content:
+			for k, cp := range v.Content.GetParts() {
+				pat := b.at + ".tool_result.output.content.parts[" + itoa(k) + "]"
+				switch pc := cp.GetContent().(type) {
+				case *compactorv1.Part_Text:
+					w.obj()
+					w.kstr("text", pc.Text.GetText())
+					w.endObj()
+				case *compactorv1.Part_Image:
+					if l.bedrockImageOK(pc.Image, pat) {
+						w.obj()
+						l.bedrockImage(pc.Image, pat)
+						w.endObj()
+					}
+				case *compactorv1.Part_File:
+					if l.bedrockFileOK(pc.File, pat) {
+						w.obj()
+						l.bedrockDoc(pc.File, pat)
+						w.endObj()
+					}
+				}
+			}
+		default:
+			w.obj()
+			w.kstr("text", outputText(o))
+			w.endObj()
+		}
+		w.endArr()
+		if isErrorOutput(o) {
+			w.kstr("status", "error")
+		}
+		w.endObj()
+	}
+	w.endObj()
+	l.cachePoint(b.cache)
+}
+
+// bedrockJSON writes a {"json": value} block for JSON objects and arrays, a text block for
+// anything else.
+func (l *lowerer) bedrockJSON(s string) {
+	w := &l.w
+	w.obj()
+	if t, ok := trimJSON(s); ok && (kindOf(t) == kindObject || kindOf(t) == kindArray) {
+		w.kraw("json", t)
+	} else {
+		w.kstr("text", s)
+	}
+	w.endObj()
+}
+
+func (l *lowerer) bedrockImage(img *compactorv1.ImagePart, at string) {
+	w := &l.w
+	data, url, media := img.GetData(), img.GetUrl(), ""
+	if mt, d, ok := parseDataURL(url); ok {
+		data, url, media = d, "", mt
+	}
+	if media == "" {
+		if url != "" {
+			media = img.GetMediaType()
+		} else {
+			media = l.imageMedia(img, at)
+		}
+	}
+	f := imageFormat(media)
+	if f == "" {
+		l.warn("%s: image type %q is not one Bedrock takes; declared as png", at, media)
+		f = "png"
+	}
+	w.key("image")
+	w.obj()
+	w.kstr("format", f)
+	l.bedrockSource(data, url)
+	w.endObj()
+}
+
+func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, at string) {
+	w := &l.w
+	data, url, media := f.GetData(), f.GetUrl(), f.GetMediaType()
+	if mt, d, ok := parseDataURL(url); ok {
+		data, url = d, ""
+		if docFormat(mt) != "" {
+			media = mt
+		}
+	}
+	w.key("document")
+	w.obj()
+	w.kstr("format", docFormat(media))
+	w.kstr("name", docName(f.GetFilename(), 1))
+	l.bedrockSource(data, url)
+	w.endObj()
+}
+
+// --- Lift ---
+
+func (lt *lifter) bedrock(body string) error {
+	if sys := field(body, "system"); sys != "" && sys != "null" {
+		sp := lt.root.k("system")
+		if err := want(sys, kindArray, sp); err != nil {
+			return err
+		}
+		for i, b := range elems(sys) {
+			bp := sp.i(i)
+			if err := want(b, kindObject, bp); err != nil {
+				return err
+			}
+			switch {
+			case field(b, "text") != "":
+				t, err := str(field(b, "text"), bp.k("text"), true)
+				if err != nil {
+					return err
+				}
+				lt.add(compactorv1.Role_ROLE_SYSTEM, []*compactorv1.Part{textPart(t)})
+			case field(b, "cachePoint") != "":
+				if n := len(lt.msgs); n > 0 {
+					ps := lt.msgs[n-1].GetParts()
+					setOpt(&ps[len(ps)-1].ProviderOptions, "bedrock", "cachePoint", toValue(field(b, "cachePoint")))
+				} else {
+					lt.warn(bp, "cache point before any system text; dropped")
+				}
+			default:
+				return bp.invalid("unsupported system block: expected text or cachePoint")
+			}
+		}
+	}
+	mp := lt.root.k("messages")
+	msgs := field(body, "messages")
+	if err := want(msgs, kindArray, mp); err != nil {
+		return err
+	}
+	for i, m := range elems(msgs) {
+		if err := lt.bedrockMessage(m, mp.i(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (lt *lifter) bedrockMessage(m string, p *jpath) error {
+	if err := want(m, kindObject, p); err != nil {
+		return err
+	}
+	role, err := str(field(m, "role"), p.k("role"), true)
+	if err != nil {
+		return err
+	}
+	var assistant bool
+	switch role {
+	case "user":
+	case "assistant":
+		assistant = true
+	default:
+		return p.k("role").invalid(`must be "user" or "assistant", not "` + role + `"`)
+	}
+	lt.unknownKeys(m, p, "role", "content")
+	cp := p.k("content")
+	content := field(m, "content")
+	if err := want(content, kindArray, cp); err != nil {
+		return err
+	}
+	var parts []*compactorv1.Part
+	cur := compactorv1.Role_ROLE_USER
+	if assistant {
+		cur = compactorv1.Role_ROLE_ASSISTANT
+	}
+	for i, b := range elems(content) {
+		bp := cp.i(i)
+		if err := want(b, kindObject, bp); err != nil {
+			return err
+		}
+		if cpv := field(b, "cachePoint"); cpv != "" {
+			if len(parts) > 0 {
+				setOpt(&parts[len(parts)-1].ProviderOptions, "bedrock", "cachePoint", toValue(cpv))
+			} else if n := len(lt.msgs); n > 0 && lt.msgs[n-1].GetRole() != compactorv1.Role_ROLE_SYSTEM {
+				ps := lt.msgs[n-1].GetParts()
+				setOpt(&ps[len(ps)-1].ProviderOptions, "bedrock", "cachePoint", toValue(cpv))
+			} else {
+				lt.warn(bp, "cache point before any content; dropped")
+			}
+			continue
+		}
+		part, err := lt.bedrockBlock(b, bp, assistant)
+		if err != nil {
+			return err
+		}
+		if !assistant {
+			r := compactorv1.Role_ROLE_USER
+			if part.GetToolResult() != nil {
+				r = compactorv1.Role_ROLE_TOOL
+			}
+			if r != cur && len(parts) > 0 {
+				lt.add(cur, parts)
+				parts = nil
+			}
+			cur = r
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		lt.warn(cp, "empty content; message skipped")
+	}
+	lt.add(cur, parts)
+	return nil
+}
+
+func (lt *lifter) bedrockBlock(b string, p *jpath, assistant bool) (*compactorv1.Part, error) {
+	switch {
+	case field(b, "text") != "":
+		t, err := str(field(b, "text"), p.k("text"), true)
+		if err != nil {
+			return nil, err
+		}
+		return textPart(t), nil
+	case field(b, "image") != "":
+		return bedrockImage(field(b, "image"), p.k("image"))
+	case field(b, "document") != "":
+		return bedrockDoc(field(b, "document"), p.k("document"))
+	case field(b, "toolUse") != "":
+		tp := p.k("toolUse")
+		if !assistant {
+			return nil, tp.invalid("toolUse belongs in an assistant message")
+		}
+		v := field(b, "toolUse")
+		if err := want(v, kindObject, tp); err != nil {
+			return nil, err
+		}
+		id, err := str(field(v, "toolUseId"), tp.k("toolUseId"), true)
+		if err != nil {
+			return nil, err
+		}
+		name, err := str(field(v, "name"), tp.k("name"), true)
+		if err != nil {
+			return nil, err
+		}
+		input := field(v, "input")
+		if input == "" {
+			input = "{}"
+		}
+		lt.call(id, name)
+		return callPart(id, name, input), nil
+	case field(b, "toolResult") != "":
+		tp := p.k("toolResult")
+		if assistant {
+			return nil, tp.invalid("toolResult belongs in a user message")
+		}
+		return lt.bedrockResult(field(b, "toolResult"), tp)
+	case field(b, "reasoningContent") != "":
+		rp := p.k("reasoningContent")
+		if !assistant {
+			return nil, rp.invalid("reasoningContent belongs in an assistant message")
+		}
+		v := field(b, "reasoningContent")
+		if err := want(v, kindObject, rp); err != nil {
+			return nil, err
+		}
+		r := &compactorv1.ReasoningPart{}
+		if rt := field(v, "reasoningText"); rt != "" {
+			if err := want(rt, kindObject, rp.k("reasoningText")); err != nil {
+				return nil, err
+			}
+			var err error
+			if r.Text, err = str(field(rt, "text"), rp.k("reasoningText").k("text"), false); err != nil {
+				return nil, err
+			}
+			if r.Signature, err = str(field(rt, "signature"), rp.k("reasoningText").k("signature"), false); err != nil {
+				return nil, err
+			}
+		} else {
+			var err error
+			if r.RedactedData, err = str(field(v, "redactedContent"), rp.k("redactedContent"), true); err != nil {
+				return nil, err
+			}
+		}
+		return &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: r}}, nil
+	}
+	return nil, p.invalid("unsupported content block: expected text, image, document, toolUse, toolResult, reasoningContent or cachePoint")
+}
+
+func bedrockSource(v string, p *jpath) (data []byte, url string, err error) {
+	sp := p.k("source")
+	src := field(v, "source")
+	if err := want(src, kindObject, sp); err != nil {
+		return nil, "", err
+	}
+	if s3 := field(src, "s3Location"); s3 != "" {
+		u, err := str(field(s3, "uri"), sp.k("s3Location").k("uri"), true)
+		return nil, u, err
+	}
+	if t := field(src, "text"); t != "" {
+		s, err := str(t, sp.k("text"), true)
+		return []byte(s), "", err
+	}
+	data, err = b64(field(src, "bytes"), sp.k("bytes"))
+	return data, "", err
+}
+
+func bedrockImage(v string, p *jpath) (*compactorv1.Part, error) {
+	if err := want(v, kindObject, p); err != nil {
+		return nil, err
+	}
+	f, err := str(field(v, "format"), p.k("format"), true)
+	if err != nil {
+		return nil, err
+	}
+	data, url, err := bedrockSource(v, p)
+	if err != nil {
+		return nil, err
+	}
+	media := "image/" + f
+	if url != "" {
+		return imageURL(url, media), nil
+	}
+	return imageData(data, media), nil
+}
+
+func bedrockDoc(v string, p *jpath) (*compactorv1.Part, error) {
+	if err := want(v, kindObject, p); err != nil {
+		return nil, err
+	}
+	f, err := str(field(v, "format"), p.k("format"), false)
+	if err != nil {
+		return nil, err
+	}
+	name, err := str(field(v, "name"), p.k("name"), false)
+	if err != nil {
+		return nil, err
+	}
+	media, ok := extMedia[f]
+	if !ok {
+		return nil, p.k("format").invalid(`unsupported document format "` + f + `"`)
+	}
+	data, url, err := bedrockSource(v, p)
+	if err != nil {
+		return nil, err
+	}
+	if url != "" {
+		return fileURL(url, media, name), nil
+	}
+	return fileData(data, media, name), nil
+}
+
+func (lt *lifter) bedrockResult(v string, p *jpath) (*compactorv1.Part, error) {
+	if err := want(v, kindObject, p); err != nil {
+		return nil, err
+	}
+	id, err := str(field(v, "toolUseId"), p.k("toolUseId"), true)
+	if err != nil {
+		return nil, err
+	}
+	status, err := str(field(v, "status"), p.k("status"), false)
+	if err != nil {
+		return nil, err
+	}
+	isErr := status == "error"
+	cp := p.k("content")
+	content := field(v, "content")
+	var parts []*compactorv1.Part
+	var jsonRaw string
+	switch kindOf(content) {
+	case kindNull, kindInvalid:
+	case kindArray:
+		for i, b := range elems(content) {
+			bp := cp.i(i)
+			if err := want(b, kindObject, bp); err != nil {
+				return nil, err
+			}
+			if j := field(b, "json"); j != "" {
+				jsonRaw = j
+				parts = append(parts, textPart(j))
+				continue
+			}
+			part, err := lt.bedrockBlock(b, bp, false)
+			if err != nil {
+				return nil, err
+			}
+			switch part.GetContent().(type) {
+			case *compactorv1.Part_Text, *compactorv1.Part_Image, *compactorv1.Part_File:
+			default:
+				return nil, bp.invalid("tool result content holds only text, json, image and document blocks")
+			}
+			parts = append(parts, part)
+		}
+	default:
+		return nil, want(content, kindArray, cp)
+	}
+	var out *compactorv1.ToolOutput
+	switch {
+	case len(parts) == 0:
+		out = textOut("")
+	case len(parts) == 1 && jsonRaw != "":
+		out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Json{Json: jsonRaw}}
+		if isErr {
+			out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorJson{ErrorJson: jsonRaw}}
+		}
+	case len(parts) == 1 && parts[0].GetText() != nil:
+		out = textOut(parts[0].GetText().GetText())
+		if isErr {
+			out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: parts[0].GetText().GetText()}}
+		}
+	default:
+		if isErr {
+			lt.warn(p.k("status"), "error status on rich tool output is not carried by the IR")
+		}
+		out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}
+	}
+	return resultPart(id, lt.names[id], out), nil
+}
