@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+
+	"google.golang.org/protobuf/proto"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// PrefixSeed is h[0], the hash-chain value of the empty prefix: SHA-256 of
+// "compactord/prefix-hash/v1". Changing the canonical form means changing this seed.
+var PrefixSeed = sha256.Sum256([]byte("compactord/prefix-hash/v1"))
+
+// Canon appends the canonical form of m to b and returns it: the deterministic protobuf
+// encoding of m with id and token_count cleared (all other fields, unknown fields included,
+// encoded as they are). m is not modified.
+func Canon(b []byte, m *compactorv1.Message) []byte {
+	c := &compactorv1.Message{
+		Role:            m.GetRole(),
+		Parts:           m.GetParts(),
+		Kind:            m.GetKind(),
+		Lifecycle:       m.GetLifecycle(),
+		Pinned:          m.GetPinned(),
+		ProviderOptions: m.GetProviderOptions(),
+	}
+	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+		c.ProtoReflect().SetUnknown(u)
+	}
+	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, c)
+	if err != nil {
+		// Marshal fails only on invalid UTF-8 in a string field; encode without the check so
+		// that the chain stays defined for every input.
+		out, _ = proto.MarshalOptions{Deterministic: true, AllowPartial: true}.MarshalAppend(b, c)
+	}
+	return out
+}
+
+// chainStep returns SHA-256(prev ‖ canon(m)), reusing h and buf.
+func chainStep(h hash.Hash, buf *[]byte, prev [32]byte, m *compactorv1.Message) (next [32]byte) {
+	*buf = Canon((*buf)[:0], m)
+	h.Reset()
+	h.Write(prev[:])
+	h.Write(*buf)
+	h.Sum(next[:0])
+	return next
+}
+
+// HashChain returns the prefix-hash chain of msgs: n+1 values where h[0] is PrefixSeed and
+// h[i+1] = SHA-256(h[i] ‖ Canon(msgs[i])). h[k] identifies the prefix msgs[0:k]: equal
+// prefixes (ids and token counts aside) give equal values in any process. It is pure and not
+// memoized; Counter.HashChain gives the same values faster for conversations seen before.
+func HashChain(msgs []*compactorv1.Message) [][32]byte {
+	out := make([][32]byte, len(msgs)+1)
+	out[0] = PrefixSeed
+	h := sha256.New()
+	var buf []byte
+	for i, m := range msgs {
+		out[i+1] = chainStep(h, &buf, out[i], m)
+	}
+	return out
+}
+
+// HashChain returns the same values as the package function HashChain, memoizing each step
+// by (previous value, content hash of the message) so that a conversation seen before only
+// hashes its new messages.
+func (c *Counter) HashChain(msgs []*compactorv1.Message) [][32]byte {
+	keys := make([]contentKey, len(msgs))
+	for i, m := range msgs {
+		keys[i] = c.key(m)
+	}
+	return c.chainUpTo(msgs, keys, len(msgs))
+}
+
+// chainUpTo returns h[0..k] using precomputed content keys.
+func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {
+	out := make([][32]byte, k+1)
+	out[0] = PrefixSeed
+	var h hash.Hash
+	var buf []byte
+	for i := 0; i < k; i++ {
+		ck := chainKey{prev: out[i], contentKey: keys[i]}
+		if v, ok := c.chain.get(ck.shard(), ck); ok {
+			out[i+1] = v
+			continue
+		}
+		if h == nil {
+			h = sha256.New()
+		}
+		out[i+1] = chainStep(h, &buf, out[i], msgs[i])
+		c.chain.put(ck.shard(), ck, out[i+1], chainEntryBytes)
+	}
+	return out
+}
+
+// HexHash formats a chain value as PlanResponse.prefix_hash does.
+func HexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+func hashTestConversation() []*compactorv1.Message {
+	opts, _ := structpb.NewStruct(map[string]any{"cacheControl": map[string]any{"type": "ephemeral"}, "b": 1, "a": "x"})
+	sys := plSysMsg("you are helpful")
+	sys.ProviderOptions = map[string]*structpb.Struct{"anthropic": opts, "openai": opts}
+	return []*compactorv1.Message{
+		sys,
+		plUserMsg("list files"),
+		plAsstMsg(plText("ok"), plCall("c1", "ls", `{"path":"."}`)),
+		plToolMsg(plResult("c1", "ls", "a.go\nb.go")),
+		plAsstMsg(plText("two files")),
+	}
+}
+
+func TestHashChainDefinition(t *testing.T) {
+	msgs := hashTestConversation()
+	h := HashChain(msgs)
+	if len(h) != len(msgs)+1 {
+		t.Fatalf("len = %d, want %d", len(h), len(msgs)+1)
+	}
+	if h[0] != sha256.Sum256([]byte("compactord/prefix-hash/v1")) || h[0] != PrefixSeed {
+		t.Errorf("h[0] is not the documented seed")
+	}
+	for i, m := range msgs {
+		// canon = deterministic encoding of a clone with id and token_count cleared.
+		c := proto.Clone(m).(*compactorv1.Message)
+		c.Id, c.TokenCount = "", 0
+		canon, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := sha256.Sum256(append(h[i][:len(h[i]):len(h[i])], canon...))
+		if h[i+1] != want {
+			t.Errorf("h[%d] != SHA-256(h[%d] || canon(m[%d]))", i+1, i, i)
+		}
+	}
+}
+
+func TestHashChainIgnoresIDAndTokenCount(t *testing.T) {
+	a := hashTestConversation()
+	b := hashTestConversation()
+	for i, m := range b {
+		m.Id = "other-" + string(rune('a'+i))
+		m.TokenCount = int64(100 + i)
+	}
+	ha, hb := HashChain(a), HashChain(b)
+	for i := range ha {
+		if ha[i] != hb[i] {
+			t.Errorf("h[%d] depends on id or token_count", i)
+		}
+	}
+	// Any content change changes every later value and no earlier one.
+	b[2].Parts[1].GetToolCall().InputJson = `{"path":".."}`
+	hc := HashChain(b)
+	for i := range ha {
+		if (ha[i] == hc[i]) != (i <= 2) {
+			t.Errorf("h[%d]: equal = %v after changing message 2", i, ha[i] == hc[i])
+		}
+	}
+	// Map order never matters: provider options rebuilt in another order hash the same.
+	d := hashTestConversation()
+	opts, _ := structpb.NewStruct(map[string]any{"a": "x", "b": 1, "cacheControl": map[string]any{"type": "ephemeral"}})
+	d[0].ProviderOptions = map[string]*structpb.Struct{"openai": opts, "anthropic": opts}
+	if HashChain(d)[1] != ha[1] {
+		t.Errorf("provider options order changes the hash")
+	}
+}
+
+func TestCounterHashChainMatchesPure(t *testing.T) {
+	c := NewCounter(1 << 20)
+	msgs := hashTestConversation()
+	want := HashChain(msgs)
+	for range 2 { // cold, then memoized
+		got := c.HashChain(msgs)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("Counter.HashChain h[%d] differs from HashChain", i)
+			}
+		}
+	}
+	// A fork that differs at message 1 shares only h[0..1].
+	fork := hashTestConversation()
+	fork[1] = plUserMsg("list directories")
+	got, pure := c.HashChain(fork), HashChain(fork)
+	for i := range pure {
+		if got[i] != pure[i] {
+			t.Fatalf("fork: h[%d] differs from HashChain", i)
+		}
+	}
+}
+
+// TestCanonCoversEveryMessageField fails when a field is added to Message without deciding
+// whether the prefix hash (Canon, keyHasher) and ApplyPrune's copy carry it.
+func TestCanonCoversEveryMessageField(t *testing.T) {
+	handled := map[protoreflect.Name]bool{
+		"id": true, "role": true, "parts": true, "kind": true, "lifecycle": true,
+		"pinned": true, "provider_options": true, "token_count": true,
+	}
+	fields := (&compactorv1.Message{}).ProtoReflect().Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if name := fields.Get(i).Name(); !handled[name] {
+			t.Errorf("Message.%s is not handled by Canon, Counter.key and ApplyPrune", name)
+		}
+	}
+	parts := (&compactorv1.Part{}).ProtoReflect().Descriptor().Fields()
+	if parts.Len() != 9 {
+		t.Errorf("Part has %d fields; update keyHasher.part and textCounter.part", parts.Len())
+	}
+}

@@ -1,0 +1,396 @@
+package engine
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// Options adjust a plan.
+type Options struct {
+	// Force summarizes even when the conversation is under the trigger (Compact's force).
+	Force bool
+}
+
+// Decision is a plan with what carrying it out needs beyond the PlanResponse.
+type Decision struct {
+	// Response is the plan as the Plan RPC returns it.
+	Response *compactorv1.PlanResponse
+	// Pruned lists the parts to replace by markers, in message and part order; only parts of
+	// messages whose disposition is DISPOSITION_PRUNE. ApplyPrune applies them.
+	Pruned []PrunedPart
+	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
+	TailTurns int
+}
+
+// IrreducibleError says by how much the smallest possible compaction of a conversation
+// exceeds its usable window. It wraps ErrIrreducible (FAILED_PRECONDITION).
+type IrreducibleError struct {
+	// Floor is head + minimum tail + summary room, in tokens.
+	Floor int64
+	// Usable is context_window − reserve_output_tokens.
+	Usable int64
+	// Excess is Floor − Usable (> 0).
+	Excess int64
+	msg    string
+}
+
+// Error says what the floor is made of and by how many tokens it exceeds the window.
+func (e *IrreducibleError) Error() string { return e.msg }
+
+// Unwrap returns ErrIrreducible.
+func (e *IrreducibleError) Unwrap() error { return ErrIrreducible }
+
+// Plan decides what a conversation needs under a policy (see Decide) and returns the
+// response of the Plan RPC. msgs must have passed Validate.
+func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*compactorv1.PlanResponse, error) {
+	d, err := Decide(msgs, p, c, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return d.Response, nil
+}
+
+// Decide plans a compaction. msgs must have passed Validate; c must not be nil. It
+// counts every message (token_count wins over the count; reported_usage replaces the counts
+// of the prefix it covers, scaled so that the sent messages of the prefix sum to it), then:
+//
+//  1. tokens_before ≤ trigger → ACTION_NONE (unless opt.Force);
+//  2. pruning old tool outputs alone brings the conversation to the target, removing at least
+//     prune.clear_at_least_tokens → ACTION_PRUNE;
+//  3. otherwise ACTION_SUMMARIZE: the cut is the start of a turn such that the verbatim tail
+//     (the active non-head messages from the cut on, after pruning) fits the tail budget
+//     min(keep_recent_tokens, target − head − summary_max_tokens) with as many turns as
+//     possible, but keeps at least keep_recent_turns turns whatever it costs; among cuts
+//     whose tail is at least half that long, the start of a user turn is preferred. The
+//     latest summary and the active messages before the cut are summarized; the tail is
+//     pruned.
+//
+// When the floor (head + the last keep_recent_turns turns after pruning + summary_max_tokens)
+// exceeds the usable window, it returns an *IrreducibleError (wrapping ErrIrreducible)
+// instead of a plan. When fewer than keep_recent_turns + 1 turns are active, nothing can be
+// summarized: the result prunes (or does nothing) if the pruned conversation fits the usable
+// window, and is an *IrreducibleError otherwise. Policy errors are *ValidationError.
+//
+// Dispositions: compaction prompts and non-head messages before the latest summary DROP; head
+// messages KEEP; the latest summary and active messages before the cut SUMMARIZE; active
+// messages with pruned parts PRUNE; the rest KEEP. The result is deterministic.
+func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt Options) (*Decision, error) {
+	pol, err := resolvePolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	n := len(msgs)
+	if pol.usageCount > n {
+		return nil, Invalid("policy.reported_usage.message_count",
+			fmt.Sprintf("covers %d messages but the conversation has %d", pol.usageCount, n))
+	}
+	lay := analyze(msgs)
+	counts, keys, err := c.countAll(msgs, pol.tokenizer, false)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := newTextCounter(pol.tokenizer)
+	if err != nil {
+		return nil, err
+	}
+
+	resp := &compactorv1.PlanResponse{
+		Dispositions:    make([]compactorv1.Disposition, n),
+		MessageTokens:   make([]int64, n),
+		CutIndex:        -1,
+		SummaryIndex:    int32(lay.summary),
+		UsableTokens:    pol.usable,
+		TriggerAtTokens: pol.trigger,
+		TargetTokens:    pol.target,
+	}
+	tokens := resp.MessageTokens
+	for i, m := range msgs {
+		if tcnt := m.GetTokenCount(); tcnt > 0 {
+			tokens[i] = tcnt
+		} else {
+			tokens[i] = counts[i].total
+		}
+	}
+	if pol.usageCount > 0 {
+		applyUsage(tokens, lay.class[:pol.usageCount], pol.usageTokens)
+	}
+
+	var head, summary, active int64
+	for i, cl := range lay.class {
+		switch cl {
+		case classHead:
+			head += tokens[i]
+		case classSummary:
+			summary += tokens[i]
+		case classActive:
+			active += tokens[i]
+		}
+	}
+	before := head + summary + active
+	resp.TokensBefore = before
+
+	// Pruning, over the whole active region.
+	pruned := selectPrune(msgs, &lay, counts, pol, c, tc)
+	saved := make([]int64, n) // per message, scaled to its token count
+	for _, pp := range pruned {
+		saved[pp.Message] += scaleSaving(pp.Saved(), tokens[pp.Message], counts[pp.Message].total)
+	}
+	for i := range saved {
+		saved[i] = min(saved[i], tokens[i])
+	}
+	var prunable int64
+	for _, s := range saved {
+		prunable += s
+	}
+
+	d := &Decision{Response: resp}
+	rs := reasonStart(pol, before, opt.Force)
+	m := len(lay.turnStarts)
+	canSummarize := m > pol.keepTurns
+
+	switch {
+	case !opt.Force && before <= pol.trigger:
+		resp.Action = compactorv1.Action_ACTION_NONE
+		resp.TokensAfter = before
+		resp.Reason = rs + ": nothing to do"
+		fill(resp, &lay, -1, nil)
+		return d, nil
+
+	case !opt.Force && prunable > 0 && prunable >= pol.clearAtLeast && before-prunable <= pol.target:
+		resp.Action = compactorv1.Action_ACTION_PRUNE
+		resp.PrunedTokens = prunable
+		resp.TokensAfter = before - prunable
+		resp.Reason = fmt.Sprintf("%s; pruning %d old tool outputs removes %d tokens → %d ≤ target %d: prune only",
+			rs, countOutputs(pruned), prunable, before-prunable, pol.target)
+		d.Pruned = pruned
+		fill(resp, &lay, -1, saved)
+		return d, nil
+
+	case !canSummarize:
+		after := before - prunable
+		if after > pol.usable {
+			excess := after - pol.usable
+			return nil, &IrreducibleError{Floor: after, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
+				"%v: nothing can be summarized (%d active turns, keep_recent_turns %d): head %d + latest summary %d + active turns %d after pruning = %d tokens exceed the usable window %d%s by %d tokens",
+				ErrIrreducible, m, pol.keepTurns, head, summary, active-prunable, after, pol.usable, windowParen(pol), excess)}
+		}
+		why := fmt.Sprintf("only %d active turns, keep_recent_turns %d: nothing to summarize", m, pol.keepTurns)
+		if opt.Force || prunable == 0 || prunable < pol.clearAtLeast {
+			resp.Action = compactorv1.Action_ACTION_NONE
+			resp.TokensAfter = before
+			resp.Reason = rs + "; " + why
+			if prunable > 0 && !opt.Force {
+				resp.Reason += fmt.Sprintf("; pruning would remove only %d tokens (clear_at_least_tokens %d)", prunable, pol.clearAtLeast)
+			}
+			fill(resp, &lay, -1, nil)
+			return d, nil
+		}
+		resp.Action = compactorv1.Action_ACTION_PRUNE
+		resp.PrunedTokens = prunable
+		resp.TokensAfter = after
+		resp.Reason = fmt.Sprintf("%s; %s; pruning %d old tool outputs removes %d tokens → %d (target %d)",
+			rs, why, countOutputs(pruned), prunable, after, pol.target)
+		d.Pruned = pruned
+		fill(resp, &lay, -1, saved)
+		return d, nil
+	}
+
+	// Summarize. tail[k] = tokens of the active messages from turn start k on, after pruning.
+	tail := make([]int64, m+1)
+	{
+		k := m
+		var sum int64
+		for i := n - 1; i >= 0; i-- {
+			if lay.class[i] == classActive {
+				sum += tokens[i] - saved[i]
+			}
+			for k > 0 && int(lay.turnStarts[k-1]) == i {
+				k--
+				tail[k] = sum
+			}
+		}
+	}
+	kMax := m - pol.keepTurns // the last cut that keeps keep_recent_turns turns; ≥ 1
+	floor := head + pol.summaryRoom + tail[kMax]
+	if floor > pol.usable {
+		excess := floor - pol.usable
+		return nil, &IrreducibleError{Floor: floor, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
+			"%v: head %d + last %d turns %d (after pruning) + summary room %d = %d tokens exceed the usable window %d%s by %d tokens",
+			ErrIrreducible, head, pol.keepTurns, tail[kMax], pol.summaryRoom, floor, pol.usable, windowParen(pol), excess)}
+	}
+	budget := min(pol.keepTokens, max(0, pol.target-head-pol.summaryRoom))
+	k := kMax
+	for j := 1; j <= kMax; j++ {
+		if tail[j] <= budget {
+			k = j
+			break
+		}
+	}
+	if k < kMax {
+		for j := k; j <= kMax; j++ {
+			if 2*tail[j] < tail[k] {
+				break
+			}
+			if msgs[lay.turnStarts[j]].GetRole() == compactorv1.Role_ROLE_USER {
+				k = j
+				break
+			}
+		}
+	}
+	cut := int(lay.turnStarts[k])
+	resp.Action = compactorv1.Action_ACTION_SUMMARIZE
+	resp.CutIndex = int32(cut)
+	var tailPruned, summarized int64
+	for i := cut; i < n; i++ {
+		if lay.class[i] == classActive {
+			tailPruned += saved[i]
+		}
+	}
+	for i := 0; i < cut; i++ {
+		if lay.class[i] == classActive || lay.class[i] == classSummary {
+			summarized += tokens[i]
+		}
+	}
+	resp.PrunedTokens = tailPruned
+	after := head + pol.summaryRoom + tail[k]
+	resp.TokensAfter = after
+	d.TailTurns = m - k
+	for _, pp := range pruned {
+		if pp.Message >= cut {
+			d.Pruned = append(d.Pruned, pp)
+		}
+	}
+	fill(resp, &lay, cut, saved)
+	chain := c.chainUpTo(msgs, keys, cut)
+	resp.PrefixHash = HexHash(chain[cut])
+
+	var b strings.Builder
+	b.WriteString(rs)
+	if !opt.Force {
+		fmt.Fprintf(&b, "; pruning alone reaches %d > target %d", before-prunable, pol.target)
+	}
+	fmt.Fprintf(&b, "; summarizing %d tokens before message %d into at most %d tokens and keeping %d turns verbatim from message %d (%d tokens, tail budget %d)",
+		summarized, cut, pol.summaryRoom, d.TailTurns, cut, tail[k], budget)
+	if tailPruned > 0 {
+		fmt.Fprintf(&b, ", pruning %d tokens of old tool outputs in the tail", tailPruned)
+	}
+	fmt.Fprintf(&b, " → head %d + summary %d + tail %d = %d", head, pol.summaryRoom, tail[k], after)
+	if after > pol.trigger {
+		fmt.Fprintf(&b, "; %d is above the trigger %d (floor %d): the next turns will trigger again", after, pol.trigger, floor)
+	}
+	resp.Reason = b.String()
+	return d, nil
+}
+
+// fill sets the dispositions: cut < 0 means no summary.
+func fill(resp *compactorv1.PlanResponse, lay *layout, cut int, saved []int64) {
+	for i, cl := range lay.class {
+		var d compactorv1.Disposition
+		switch {
+		case cl == classDrop:
+			d = compactorv1.Disposition_DISPOSITION_DROP
+		case cl == classHead:
+			d = compactorv1.Disposition_DISPOSITION_KEEP
+		case cut >= 0 && i < cut: // the latest summary and active messages before the cut
+			d = compactorv1.Disposition_DISPOSITION_SUMMARIZE
+		case saved != nil && saved[i] > 0:
+			d = compactorv1.Disposition_DISPOSITION_PRUNE
+		default:
+			d = compactorv1.Disposition_DISPOSITION_KEEP
+		}
+		resp.Dispositions[i] = d
+	}
+}
+
+// reasonStart quotes the numbers that decide whether to act.
+func reasonStart(pol *policy, total int64, force bool) string {
+	var b strings.Builder
+	if force {
+		b.WriteString("forced: ")
+	}
+	b.WriteString("total ")
+	b.WriteString(strconv.FormatInt(total, 10))
+	if total > pol.trigger {
+		b.WriteString(" > trigger ")
+	} else {
+		b.WriteString(" ≤ trigger ")
+	}
+	b.WriteString(strconv.FormatInt(pol.trigger, 10))
+	if pol.triggerRatio > 0 {
+		fmt.Fprintf(&b, " (%s × usable %d", strconv.FormatFloat(pol.triggerRatio, 'g', -1, 64), pol.usable)
+	} else {
+		fmt.Fprintf(&b, " (trigger_tokens; usable %d", pol.usable)
+	}
+	if pol.window > 0 {
+		fmt.Fprintf(&b, " = window %d − reserve %d)", pol.window, pol.reserve)
+	} else {
+		b.WriteString(", no window)")
+	}
+	return b.String()
+}
+
+func windowParen(pol *policy) string {
+	if pol.window > 0 {
+		return fmt.Sprintf(" (window %d − reserve %d)", pol.window, pol.reserve)
+	}
+	return " (trigger_tokens, no window)"
+}
+
+func countOutputs(pp []PrunedPart) int {
+	n := 0
+	for _, p := range pp {
+		if !p.Input {
+			n++
+		}
+	}
+	return n
+}
+
+// scaleSaving converts a saving estimated with the tokenizer to the message's actual token
+// count (caller-supplied or provider-reported): saving × actual / estimate.
+func scaleSaving(saving, actual, estimate int64) int64 {
+	if estimate <= 0 || actual == estimate || saving <= 0 {
+		return max(saving, 0)
+	}
+	return mulDiv(saving, actual, estimate)
+}
+
+// mulDiv returns a×b/c rounded to nearest for non-negative a, b and positive c, exactly.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	lo, carry := bits.Add64(lo, uint64(c)/2, 0)
+	hi += carry
+	if hi >= uint64(c) {
+		return 1<<63 - 1
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(min(q, 1<<63-1))
+}
+
+// applyUsage replaces the counts of the sent messages of the prefix class covers so that
+// they sum to reported, each in proportion to its own count (cumulative rounding, exact).
+func applyUsage(tokens []int64, class []msgClass, reported int64) {
+	var total int64
+	for i, cl := range class {
+		if cl != classDrop {
+			total += tokens[i]
+		}
+	}
+	if total <= 0 {
+		return
+	}
+	var cum, prev int64
+	for i, cl := range class {
+		if cl == classDrop {
+			continue
+		}
+		cum += tokens[i]
+		next := mulDiv(cum, reported, total)
+		tokens[i] = next - prev
+		prev = next
+	}
+}

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// Policy defaults. A zero field of compactorv1.Policy means its default.
+const (
+	// DefaultTriggerRatio is the share of the usable window above which Plan acts.
+	DefaultTriggerRatio = 0.8
+	// DefaultTargetRatio is the share of the usable window an action aims at.
+	DefaultTargetRatio = 0.6
+	// DefaultKeepRecentRatio is the share of the usable window kept verbatim after a summary.
+	DefaultKeepRecentRatio = 0.3
+	// DefaultKeepRecentTurns is the number of newest turns that always stay verbatim.
+	DefaultKeepRecentTurns = 2
+	// DefaultSummaryMaxTokens is the room reserved for a summary.
+	DefaultSummaryMaxTokens = 2000
+	// DefaultMaxReserve caps the default reply reserve (min(20000, window/10)).
+	DefaultMaxReserve = 20000
+	// DefaultPruneKeepRecent is the number of newest tool results never pruned.
+	DefaultPruneKeepRecent = 3
+	// DefaultPruneMinOutputTokens is the smallest tool output pruning touches.
+	DefaultPruneMinOutputTokens = 200
+)
+
+// Tokenizer names accepted in Policy.tokenizer.
+const (
+	TokenizerO200k  = "o200k_base"
+	TokenizerCl100k = "cl100k_base"
+	TokenizerApprox = "approx"
+)
+
+// ValidatePolicy checks a policy on its own (without the conversation) and returns nil or a
+// *ValidationError (wrapping ErrInvalid) naming every offending field by its request path,
+// e.g. "policy.trigger_ratio". A nil policy is invalid: a window or trigger is required.
+//
+// The rules: context_window ≥ 0, and > 0 unless trigger_tokens is set; reserve_output_tokens
+// ≥ 0 and < context_window; ratios in (0, 1] when set, target_ratio ≤ trigger_ratio;
+// trigger_tokens, keep_recent_tokens ≥ 0 and not above the usable window (window − reserve);
+// keep_recent_turns ≥ 0; summary_max_tokens ≥ 0 and below the usable window; tokenizer one of
+// "", "o200k_base", "cl100k_base", "approx"; reported_usage counts ≥ 0, with message_count set
+// when input_tokens is; prune counts ≥ 0 and exclude_tools names non-empty.
+// Plan additionally checks reported_usage.message_count against the conversation length.
+func ValidatePolicy(p *compactorv1.Policy) error {
+	_, err := resolvePolicy(p)
+	return err
+}
+
+// policy is a validated Policy with every default applied.
+type policy struct {
+	window       int64 // 0 when only trigger_tokens was given
+	reserve      int64
+	usable       int64
+	trigger      int64
+	target       int64
+	triggerRatio float64 // 0 when trigger_tokens was given
+	keepTokens   int64
+	keepTurns    int
+	summaryRoom  int64
+	tokenizer    tokenizerID
+	usageTokens  int64
+	usageCount   int
+
+	pruneOff     bool
+	keepResults  int
+	minOutput    int64
+	excludeTools []string
+	clearInputs  bool
+	clearAtLeast int64
+}
+
+func resolvePolicy(p *compactorv1.Policy) (*policy, error) {
+	v := &ValidationError{}
+	add := func(field, desc string) {
+		v.Violations = append(v.Violations, FieldViolation{Field: "policy." + field, Description: desc})
+	}
+	if p == nil {
+		add("context_window", "a policy with context_window or trigger_tokens is required")
+		return nil, v
+	}
+	r := &policy{window: p.GetContextWindow()}
+	switch {
+	case r.window < 0:
+		add("context_window", fmt.Sprintf("must not be negative, got %d", r.window))
+	case r.window == 0 && p.GetTriggerTokens() <= 0:
+		add("context_window", "required (> 0) unless trigger_tokens is set")
+	}
+	r.reserve = p.GetReserveOutputTokens()
+	switch {
+	case r.reserve < 0:
+		add("reserve_output_tokens", fmt.Sprintf("must not be negative, got %d", r.reserve))
+	case r.reserve == 0 && r.window > 0:
+		r.reserve = min(DefaultMaxReserve, r.window/10)
+	case r.window > 0 && r.reserve >= r.window:
+		add("reserve_output_tokens", fmt.Sprintf("must be less than context_window (%d), got %d", r.window, r.reserve))
+	case r.window == 0 && r.reserve > 0:
+		add("reserve_output_tokens", "needs context_window")
+	}
+	ratio := func(field string, x, def float64) float64 {
+		if x == 0 {
+			return def
+		}
+		if !(x > 0 && x <= 1) { // also rejects NaN
+			add(field, fmt.Sprintf("must be in (0, 1], got %v", x))
+			return def
+		}
+		return x
+	}
+	tr := ratio("trigger_ratio", p.GetTriggerRatio(), DefaultTriggerRatio)
+	gr := ratio("target_ratio", p.GetTargetRatio(), DefaultTargetRatio)
+	if p.GetTargetRatio() != 0 && gr > tr && p.GetTriggerTokens() <= 0 {
+		add("target_ratio", fmt.Sprintf("must not exceed trigger_ratio (%v), got %v", tr, gr))
+	}
+	if len(v.Violations) > 0 {
+		// The window is unusable; the checks below depend on it.
+		return nil, v
+	}
+
+	tt := p.GetTriggerTokens()
+	if r.window > 0 {
+		r.usable = r.window - r.reserve
+	} else {
+		// Without a window the trigger stands in for the usable window.
+		r.usable = tt
+	}
+	switch {
+	case tt < 0:
+		add("trigger_tokens", fmt.Sprintf("must not be negative, got %d", tt))
+	case tt > r.usable:
+		add("trigger_tokens", fmt.Sprintf("must not exceed the usable window (context_window − reserve_output_tokens = %d), got %d", r.usable, tt))
+	case tt > 0:
+		r.trigger = tt
+	default:
+		r.triggerRatio = tr
+		r.trigger = floorRatio(tr, r.usable)
+	}
+	r.target = min(floorRatio(gr, r.usable), r.trigger)
+
+	r.keepTokens = p.GetKeepRecentTokens()
+	switch {
+	case r.keepTokens < 0:
+		add("keep_recent_tokens", fmt.Sprintf("must not be negative, got %d", r.keepTokens))
+	case r.keepTokens > r.usable:
+		add("keep_recent_tokens", fmt.Sprintf("must not exceed the usable window (%d), got %d", r.usable, r.keepTokens))
+	case r.keepTokens == 0:
+		r.keepTokens = floorRatio(DefaultKeepRecentRatio, r.usable)
+	}
+	switch n := p.GetKeepRecentTurns(); {
+	case n < 0:
+		add("keep_recent_turns", fmt.Sprintf("must not be negative, got %d", n))
+	case n == 0:
+		r.keepTurns = DefaultKeepRecentTurns
+	default:
+		r.keepTurns = int(n)
+	}
+	r.summaryRoom = p.GetSummaryMaxTokens()
+	switch {
+	case r.summaryRoom < 0:
+		add("summary_max_tokens", fmt.Sprintf("must not be negative, got %d", r.summaryRoom))
+	case r.summaryRoom == 0:
+		r.summaryRoom = DefaultSummaryMaxTokens
+	}
+	if r.summaryRoom >= r.usable && r.usable > 0 {
+		add("summary_max_tokens", fmt.Sprintf("must be less than the usable window (%d), got %d", r.usable, r.summaryRoom))
+	}
+	tk, ok := parseTokenizer(p.GetTokenizer())
+	if !ok {
+		add("tokenizer", fmt.Sprintf("unknown tokenizer %q (want o200k_base, cl100k_base or approx)", p.GetTokenizer()))
+	}
+	r.tokenizer = tk
+	if u := p.GetReportedUsage(); u != nil {
+		switch {
+		case u.GetInputTokens() < 0:
+			add("reported_usage.input_tokens", fmt.Sprintf("must not be negative, got %d", u.GetInputTokens()))
+		case u.GetMessageCount() < 0:
+			add("reported_usage.message_count", fmt.Sprintf("must not be negative, got %d", u.GetMessageCount()))
+		case u.GetInputTokens() > 0 && u.GetMessageCount() == 0:
+			add("reported_usage.message_count", "required when input_tokens is set")
+		case u.GetInputTokens() == 0 && u.GetMessageCount() > 0:
+			add("reported_usage.input_tokens", "required when message_count is set")
+		default:
+			r.usageTokens, r.usageCount = u.GetInputTokens(), int(u.GetMessageCount())
+		}
+	}
+	pp := p.GetPrune()
+	r.pruneOff = pp.GetDisabled()
+	switch n := pp.GetKeepRecent(); {
+	case n < 0:
+		add("prune.keep_recent", fmt.Sprintf("must not be negative, got %d", n))
+	case n == 0:
+		r.keepResults = DefaultPruneKeepRecent
+	default:
+		r.keepResults = int(n)
+	}
+	switch n := pp.GetMinOutputTokens(); {
+	case n < 0:
+		add("prune.min_output_tokens", fmt.Sprintf("must not be negative, got %d", n))
+	case n == 0:
+		r.minOutput = DefaultPruneMinOutputTokens
+	default:
+		r.minOutput = n
+	}
+	for i, name := range pp.GetExcludeTools() {
+		if name == "" {
+			add(fmt.Sprintf("prune.exclude_tools[%d]", i), "must not be empty")
+		}
+	}
+	r.excludeTools = pp.GetExcludeTools()
+	r.clearInputs = pp.GetClearInputs()
+	r.clearAtLeast = pp.GetClearAtLeastTokens()
+	if r.clearAtLeast < 0 {
+		add("prune.clear_at_least_tokens", fmt.Sprintf("must not be negative, got %d", r.clearAtLeast))
+	}
+	if len(v.Violations) > 0 {
+		return nil, v
+	}
+	return r, nil
+}
+
+// excluded reports whether outputs of the named tool are never pruned.
+func (r *policy) excluded(tool string) bool {
+	for _, x := range r.excludeTools {
+		if x == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// floorRatio returns ⌊ratio × n⌋, tolerating the binary representation of decimal ratios
+// (0.6 × 115200 is 69120, not 69119).
+func floorRatio(ratio float64, n int64) int64 {
+	return int64(math.Floor(ratio*float64(n) + 1e-6))
+}

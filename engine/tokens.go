@@ -1,0 +1,698 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// Token costs of the parts of a message that are not plain text. The tokenizers count text
+// exactly; the framing a provider adds around messages, tool calls and media is estimated
+// with these constants (in the spirit of OpenAI's cookbook counting: a few tokens per message
+// for the role and delimiters).
+const (
+	// MessageOverheadTokens is added once per message (role and delimiters).
+	MessageOverheadTokens = 4
+	// ToolCallOverheadTokens is added per tool call (id and call framing) on top of its name
+	// and input.
+	ToolCallOverheadTokens = 8
+	// ToolResultOverheadTokens is added per tool result (call id and framing) on top of its
+	// output.
+	ToolResultOverheadTokens = 4
+	// ApprovalTokens is the cost of an approval request or response (plus the reason's text).
+	ApprovalTokens = 8
+	// DefaultImageTokens is the cost of an image whose dimensions are unknown (given by URL,
+	// or inline in a format whose header is not understood): the most an image costs on
+	// Anthropic's API.
+	DefaultImageTokens = 1600
+	// DefaultFileTokens is the cost of a file whose content is not counted (given by URL, or
+	// inline in a binary format other than PDF).
+	DefaultFileTokens = 2000
+	// PDFPageTokens is the cost of one page of an inline PDF (text plus page image).
+	PDFPageTokens = 2000
+)
+
+// DefaultMemoBytes is the memo budget NewCounter uses when given zero or less.
+const DefaultMemoBytes = 64 << 20
+
+type tokenizerID uint8
+
+const (
+	tokO200k tokenizerID = iota
+	tokCl100k
+	tokApprox
+)
+
+func parseTokenizer(name string) (tokenizerID, bool) {
+	switch name {
+	case "", TokenizerO200k:
+		return tokO200k, true
+	case TokenizerCl100k:
+		return tokCl100k, true
+	case TokenizerApprox:
+		return tokApprox, true
+	}
+	return tokO200k, false
+}
+
+// encoders holds the BPE encoders, loaded lazily from the embedded tables on first use and
+// read-only afterwards. Loading one takes about a second and tens of MB; it is done once per
+// process, never per request.
+var encoders [2]struct {
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	err  error
+}
+
+var loaderOnce sync.Once
+
+func encoder(id tokenizerID) (*tiktoken.Tiktoken, error) {
+	e := &encoders[id]
+	e.once.Do(func() {
+		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
+		name := TokenizerO200k
+		if id == tokCl100k {
+			name = TokenizerCl100k
+		}
+		e.enc, e.err = tiktoken.GetEncoding(name)
+		if e.err != nil {
+			e.err = fmt.Errorf("load tokenizer %s: %w", name, e.err)
+		}
+	})
+	return e.enc, e.err
+}
+
+// Preload loads the named tokenizer's tables now instead of on first use, so that a server
+// can pay the cost at start-up. It returns an error for an unknown name.
+func Preload(tokenizer string) error {
+	id, ok := parseTokenizer(tokenizer)
+	if !ok {
+		return Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", tokenizer))
+	}
+	if id == tokApprox {
+		return nil
+	}
+	_, err := encoder(id)
+	return err
+}
+
+// Encode returns the token ids of text under the named tokenizer ("o200k_base",
+// "cl100k_base"; "" means o200k_base). Special-token text such as "<|endoftext|>" is encoded
+// as ordinary text, as provider APIs do with message content. It exists for tests and tools;
+// the planner only counts.
+func Encode(text, tokenizer string) ([]int, error) {
+	id, ok := parseTokenizer(tokenizer)
+	if !ok || id == tokApprox {
+		return nil, Invalid("policy.tokenizer", fmt.Sprintf("no token ids for tokenizer %q", tokenizer))
+	}
+	enc, err := encoder(id)
+	if err != nil {
+		return nil, err
+	}
+	return enc.EncodeOrdinary(text), nil
+}
+
+// textCounter counts the tokens of text under one tokenizer.
+type textCounter struct {
+	enc *tiktoken.Tiktoken // nil for approx
+}
+
+func newTextCounter(id tokenizerID) (textCounter, error) {
+	if id == tokApprox {
+		return textCounter{}, nil
+	}
+	enc, err := encoder(id)
+	return textCounter{enc: enc}, err
+}
+
+func (t textCounter) text(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	if t.enc == nil {
+		return int64(len(s)+3) / 4
+	}
+	return int64(len(t.enc.EncodeOrdinary(s)))
+}
+
+// msgCount is the token count of one message. parts is set only for messages holding tool
+// calls or results (what pruning needs), one entry per part.
+type msgCount struct {
+	total int64
+	parts []partCount
+}
+
+// partCount is the tokens of one part: total, and payload, the share pruning can remove
+// (a tool result's output, a tool call's input).
+type partCount struct {
+	total, payload int32
+}
+
+// hasToolParts reports whether a message holds tool calls or results.
+func hasToolParts(m *compactorv1.Message) bool {
+	for _, p := range m.GetParts() {
+		switch p.GetContent().(type) {
+		case *compactorv1.Part_ToolCall, *compactorv1.Part_ToolResult:
+			return true
+		}
+	}
+	return false
+}
+
+func clamp32(n int64) int32 {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(n)
+}
+
+// countMessage counts m with t, ignoring m.token_count.
+func (t textCounter) countMessage(m *compactorv1.Message) msgCount {
+	var mc msgCount
+	if hasToolParts(m) {
+		mc.parts = make([]partCount, len(m.GetParts()))
+	}
+	mc.total = MessageOverheadTokens
+	for i, p := range m.GetParts() {
+		total, payload := t.part(p)
+		mc.total += total
+		if mc.parts != nil {
+			mc.parts[i] = partCount{total: clamp32(total), payload: clamp32(payload)}
+		}
+	}
+	return mc
+}
+
+// part returns the tokens of p and the share of them pruning can remove.
+func (t textCounter) part(p *compactorv1.Part) (total, payload int64) {
+	switch c := p.GetContent().(type) {
+	case *compactorv1.Part_Text:
+		n := t.text(c.Text.GetText())
+		return n, n
+	case *compactorv1.Part_Image:
+		n := imageTokens(c.Image)
+		return n, n
+	case *compactorv1.Part_File:
+		n := t.file(c.File)
+		return n, n
+	case *compactorv1.Part_Reasoning:
+		n := t.text(c.Reasoning.GetText()) + int64(len(c.Reasoning.GetRedactedData())+3)/4
+		return n, n
+	case *compactorv1.Part_ToolCall:
+		in := t.text(c.ToolCall.GetInputJson())
+		return ToolCallOverheadTokens + t.text(c.ToolCall.GetToolName()) + in, in
+	case *compactorv1.Part_ToolResult:
+		out := t.output(c.ToolResult.GetOutput())
+		return ToolResultOverheadTokens + out, out
+	case *compactorv1.Part_ApprovalRequest:
+		return ApprovalTokens, 0
+	case *compactorv1.Part_ApprovalResponse:
+		return ApprovalTokens + t.text(c.ApprovalResponse.GetReason()), 0
+	}
+	return 0, 0
+}
+
+func (t textCounter) output(o *compactorv1.ToolOutput) int64 {
+	switch v := o.GetValue().(type) {
+	case *compactorv1.ToolOutput_Text:
+		return t.text(v.Text)
+	case *compactorv1.ToolOutput_Json:
+		return t.text(v.Json)
+	case *compactorv1.ToolOutput_ErrorText:
+		return t.text(v.ErrorText)
+	case *compactorv1.ToolOutput_ErrorJson:
+		return t.text(v.ErrorJson)
+	case *compactorv1.ToolOutput_Denied:
+		return t.text(v.Denied)
+	case *compactorv1.ToolOutput_Content:
+		var n int64
+		for _, p := range v.Content.GetParts() {
+			total, _ := t.part(p)
+			n += total
+		}
+		return n
+	}
+	return 0
+}
+
+// file returns the tokens of a file: the text of an inline text file, PDFPageTokens per page
+// of an inline PDF, DefaultFileTokens otherwise.
+func (t textCounter) file(f *compactorv1.FilePart) int64 {
+	data := f.GetData()
+	if len(data) == 0 {
+		return DefaultFileTokens
+	}
+	mt := strings.ToLower(f.GetMediaType())
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = strings.TrimSpace(mt[:i])
+	}
+	switch {
+	case mt == "application/pdf":
+		return int64(pdfPages(data)) * PDFPageTokens
+	case textual(mt):
+		return t.text(string(data))
+	}
+	return DefaultFileTokens
+}
+
+// textual reports whether a media type is text a model reads as such.
+func textual(mt string) bool {
+	if strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") {
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/javascript", "application/x-yaml",
+		"application/yaml", "application/x-sh", "application/sql", "application/x-python",
+		"application/toml", "application/x-ndjson", "application/csv":
+		return true
+	}
+	return false
+}
+
+// pdfPages counts the page objects of a PDF ("/Type /Page", not "/Type /Pages"); at least 1.
+func pdfPages(data []byte) int {
+	n := 0
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte("/Type"))
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len("/Type"):]
+		j := 0
+		for j < len(rest) && (rest[j] == ' ' || rest[j] == '\r' || rest[j] == '\n' || rest[j] == '\t') {
+			j++
+		}
+		if bytes.HasPrefix(rest[j:], []byte("/Page")) {
+			k := j + len("/Page")
+			if k >= len(rest) || !isNameChar(rest[k]) {
+				n++
+			}
+		}
+	}
+	return max(n, 1)
+}
+
+func isNameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// imageTokens returns the tokens of an image: when its dimensions can be read from the
+// header of inline PNG, JPEG, GIF or WebP data, the larger of OpenAI's high-detail cost
+// (85 + 170 per 512-px tile after fitting in 2048×2048 and scaling the short side to at most
+// 768) and Anthropic's (w×h/750 after scaling the long edge to at most 1568, at most 1600);
+// DefaultImageTokens otherwise.
+func imageTokens(img *compactorv1.ImagePart) int64 {
+	w, h, ok := imageSize(img.GetData())
+	if !ok {
+		return DefaultImageTokens
+	}
+	return max(openAIImageTokens(w, h), anthropicImageTokens(w, h))
+}
+
+func openAIImageTokens(w, h int) int64 {
+	fw, fh := float64(w), float64(h)
+	if s := 2048 / max(fw, fh); s < 1 {
+		fw, fh = fw*s, fh*s
+	}
+	if s := 768 / min(fw, fh); s < 1 {
+		fw, fh = fw*s, fh*s
+	}
+	tiles := int64(math.Ceil(fw/512)) * int64(math.Ceil(fh/512))
+	return 85 + 170*tiles
+}
+
+func anthropicImageTokens(w, h int) int64 {
+	fw, fh := float64(w), float64(h)
+	if s := 1568 / max(fw, fh); s < 1 {
+		fw, fh = fw*s, fh*s
+	}
+	return min(int64(math.Ceil(fw*fh/750)), 1600)
+}
+
+// imageSize reads the pixel dimensions from the header of PNG, GIF, JPEG or WebP data.
+func imageSize(d []byte) (w, h int, ok bool) {
+	switch {
+	case len(d) >= 24 && string(d[:8]) == "\x89PNG\r\n\x1a\n" && string(d[12:16]) == "IHDR":
+		w, h = int(binary.BigEndian.Uint32(d[16:20])), int(binary.BigEndian.Uint32(d[20:24]))
+	case len(d) >= 10 && (string(d[:6]) == "GIF87a" || string(d[:6]) == "GIF89a"):
+		w, h = int(binary.LittleEndian.Uint16(d[6:8])), int(binary.LittleEndian.Uint16(d[8:10]))
+	case len(d) >= 4 && d[0] == 0xFF && d[1] == 0xD8:
+		w, h = jpegSize(d)
+	case len(d) >= 30 && string(d[:4]) == "RIFF" && string(d[8:12]) == "WEBP":
+		switch string(d[12:16]) {
+		case "VP8 ":
+			w = int(binary.LittleEndian.Uint16(d[26:28]) & 0x3fff)
+			h = int(binary.LittleEndian.Uint16(d[28:30]) & 0x3fff)
+		case "VP8L":
+			b := binary.LittleEndian.Uint32(d[21:25])
+			w, h = int(b&0x3fff)+1, int(b>>14&0x3fff)+1
+		case "VP8X":
+			w = int(uint32(d[24])|uint32(d[25])<<8|uint32(d[26])<<16) + 1
+			h = int(uint32(d[27])|uint32(d[28])<<8|uint32(d[29])<<16) + 1
+		}
+	}
+	if w <= 0 || h <= 0 || w > 1<<20 || h > 1<<20 {
+		return 0, 0, false
+	}
+	return w, h, true
+}
+
+// jpegSize walks JPEG segments to the first start-of-frame marker.
+func jpegSize(d []byte) (w, h int) {
+	i := 2
+	for i+9 < len(d) {
+		if d[i] != 0xFF {
+			return 0, 0
+		}
+		marker := d[i+1]
+		if marker == 0xFF { // fill byte
+			i++
+			continue
+		}
+		if marker == 0xD8 || marker == 0x01 || marker >= 0xD0 && marker <= 0xD7 {
+			i += 2
+			continue
+		}
+		size := int(binary.BigEndian.Uint16(d[i+2 : i+4]))
+		if marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
+			return int(binary.BigEndian.Uint16(d[i+7 : i+9])), int(binary.BigEndian.Uint16(d[i+5 : i+7]))
+		}
+		if size < 2 {
+			return 0, 0
+		}
+		i += 2 + size
+	}
+	return 0, 0
+}
+
+// Counter counts the tokens of messages. It memoizes counts by a hash of each message's
+// content (never its id or token_count) in a bounded memo, so a conversation that grows by
+// one turn costs only the new turn; it also memoizes prefix-hash chain steps. One Counter
+// serves a whole process: it is safe for concurrent use, and its memory stays within the
+// budget given to NewCounter (plus the tokenizer tables, loaded once per process).
+type Counter struct {
+	seed   maphash.Seed
+	counts *memo[countKey, msgCount]
+	chain  *memo[chainKey, [32]byte]
+}
+
+// NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
+// charged an estimate of their size including map overhead); memoBytes ≤ 0 means
+// DefaultMemoBytes. Three quarters of the budget go to token counts, the rest to hash-chain
+// steps.
+func NewCounter(memoBytes int) *Counter {
+	if memoBytes <= 0 {
+		memoBytes = DefaultMemoBytes
+	}
+	b := int64(memoBytes)
+	return &Counter{
+		seed:   maphash.MakeSeed(),
+		counts: newMemo[countKey, msgCount](b - b/4),
+		chain:  newMemo[chainKey, [32]byte](b / 4),
+	}
+}
+
+// contentKey identifies a message's content (everything the prefix hash covers: all fields
+// but id and token_count) by a keyed 64-bit hash and its length.
+type contentKey struct {
+	h, n uint64
+}
+
+func (k contentKey) shard() int { return int(k.h >> 59) } // top 5 bits: 32 shards
+
+type countKey struct {
+	contentKey
+	tk tokenizerID
+}
+
+type chainKey struct {
+	prev [32]byte
+	contentKey
+}
+
+const (
+	countEntryBytes = 128 // key, value, slot and map overhead
+	chainEntryBytes = 160
+)
+
+// Message returns the tokens of m under the named tokenizer ("" = o200k_base): m.token_count
+// when it is greater than zero, otherwise compactord's count (memoized). The error is a
+// *ValidationError for an unknown tokenizer name.
+func (c *Counter) Message(m *compactorv1.Message, tokenizer string) (int64, error) {
+	if m.GetTokenCount() > 0 {
+		return m.GetTokenCount(), nil
+	}
+	id, ok := parseTokenizer(tokenizer)
+	if !ok {
+		return 0, Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", tokenizer))
+	}
+	tc, err := newTextCounter(id)
+	if err != nil {
+		return 0, err
+	}
+	if id == tokApprox {
+		return tc.countMessage(m).total, nil
+	}
+	k := countKey{c.key(m), id}
+	if mc, ok := c.counts.get(k.shard(), k); ok {
+		return mc.total, nil
+	}
+	mc := tc.countMessage(m)
+	c.counts.put(k.shard(), k, mc, countEntryBytes+8*int64(len(mc.parts)))
+	return mc.total, nil
+}
+
+// countAll returns the estimate of every message (ignoring token_count) and each message's
+// content key. Messages with a caller token count and no tool parts are not counted (their
+// estimate is left zero) unless all is set. Lookups take each memo shard's lock once.
+func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizerID, all bool) ([]msgCount, []contentKey, error) {
+	n := len(msgs)
+	counts := make([]msgCount, n)
+	keys := make([]contentKey, n)
+	tc, err := newTextCounter(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	need := func(m *compactorv1.Message) bool {
+		return all || m.GetTokenCount() <= 0 || hasToolParts(m)
+	}
+	if id == tokApprox {
+		for i, m := range msgs {
+			keys[i] = c.key(m)
+			if need(m) {
+				counts[i] = tc.countMessage(m)
+			}
+		}
+		return counts, keys, nil
+	}
+	// Bucket message indexes by shard (counting sort), then visit each shard once.
+	var start [memoShards + 1]int32
+	for i, m := range msgs {
+		keys[i] = c.key(m)
+		start[keys[i].shard()+1]++
+	}
+	for s := 1; s <= memoShards; s++ {
+		start[s] += start[s-1]
+	}
+	order := make([]int32, n)
+	fill := start
+	for i := range msgs {
+		s := keys[i].shard()
+		order[fill[s]] = int32(i)
+		fill[s]++
+	}
+	var misses []int32
+	for s := 0; s < memoShards; s++ {
+		lo, hi := start[s], start[s+1]
+		if lo == hi {
+			continue
+		}
+		sh := &c.counts.shards[s]
+		sh.mu.Lock()
+		for _, i := range order[lo:hi] {
+			if !need(msgs[i]) {
+				continue
+			}
+			mc, ok := sh.lookup(countKey{keys[i], id})
+			if ok {
+				counts[i] = mc
+			} else {
+				misses = append(misses, i)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	for _, i := range misses {
+		mc := tc.countMessage(msgs[i])
+		counts[i] = mc
+		k := countKey{keys[i], id}
+		c.counts.put(k.shard(), k, mc, countEntryBytes+8*int64(len(mc.parts)))
+	}
+	return counts, keys, nil
+}
+
+// key hashes everything in m that canon(m) encodes.
+func (c *Counter) key(m *compactorv1.Message) contentKey {
+	x := keyHasher{seed: c.seed}
+	x.u(uint64(m.GetRole())<<16 | uint64(m.GetKind())<<8 | uint64(m.GetLifecycle())<<1 | b2u(m.GetPinned()))
+	x.options(m.GetProviderOptions())
+	x.bytes(m.ProtoReflect().GetUnknown())
+	x.u(uint64(len(m.GetParts())))
+	for _, p := range m.GetParts() {
+		x.part(p)
+	}
+	return contentKey{x.h, x.n}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// keyHasher folds strings hashed with maphash into a running 64-bit state.
+type keyHasher struct {
+	seed maphash.Seed
+	h, n uint64
+}
+
+func (x *keyHasher) u(v uint64) {
+	x.h = bits.RotateLeft64((x.h^v)*0x9E3779B97F4A7C15, 29) * 0xBF58476D1CE4E5B9
+	x.n++
+}
+
+func (x *keyHasher) str(s string) {
+	x.u(maphash.String(x.seed, s))
+	x.n += uint64(len(s))
+}
+
+func (x *keyHasher) bytes(b []byte) {
+	x.u(maphash.Bytes(x.seed, b))
+	x.n += uint64(len(b))
+}
+
+// options hashes provider options by their deterministic encoding, in key order.
+func (x *keyHasher) options(o map[string]*structpb.Struct) {
+	x.u(uint64(len(o)))
+	if len(o) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		x.str(k)
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(o[k])
+		x.bytes(b)
+	}
+}
+
+func (x *keyHasher) part(p *compactorv1.Part) {
+	x.options(p.GetProviderOptions())
+	x.bytes(p.ProtoReflect().GetUnknown())
+	switch c := p.GetContent().(type) {
+	case *compactorv1.Part_Text:
+		x.u(1)
+		x.str(c.Text.GetText())
+	case *compactorv1.Part_Image:
+		x.u(2)
+		switch src := c.Image.GetSource().(type) {
+		case *compactorv1.ImagePart_Data:
+			x.u(1)
+			x.bytes(src.Data)
+		case *compactorv1.ImagePart_Url:
+			x.u(2)
+			x.str(src.Url)
+		default:
+			x.u(0)
+		}
+		x.str(c.Image.GetMediaType())
+	case *compactorv1.Part_File:
+		x.u(3)
+		switch src := c.File.GetSource().(type) {
+		case *compactorv1.FilePart_Data:
+			x.u(1)
+			x.bytes(src.Data)
+		case *compactorv1.FilePart_Url:
+			x.u(2)
+			x.str(src.Url)
+		default:
+			x.u(0)
+		}
+		x.str(c.File.GetMediaType())
+		x.str(c.File.GetFilename())
+	case *compactorv1.Part_Reasoning:
+		x.u(4)
+		x.str(c.Reasoning.GetText())
+		x.str(c.Reasoning.GetSignature())
+		x.str(c.Reasoning.GetRedactedData())
+	case *compactorv1.Part_ToolCall:
+		x.u(5<<1 | b2u(c.ToolCall.GetProviderExecuted()))
+		x.str(c.ToolCall.GetToolCallId())
+		x.str(c.ToolCall.GetToolName())
+		x.str(c.ToolCall.GetInputJson())
+	case *compactorv1.Part_ToolResult:
+		x.u(6)
+		x.str(c.ToolResult.GetToolCallId())
+		x.str(c.ToolResult.GetToolName())
+		x.output(c.ToolResult.GetOutput())
+	case *compactorv1.Part_ApprovalRequest:
+		x.u(7)
+		x.str(c.ApprovalRequest.GetApprovalId())
+		x.str(c.ApprovalRequest.GetToolCallId())
+	case *compactorv1.Part_ApprovalResponse:
+		x.u(8<<1 | b2u(c.ApprovalResponse.GetApproved()))
+		x.str(c.ApprovalResponse.GetApprovalId())
+		x.str(c.ApprovalResponse.GetReason())
+	default:
+		x.u(0)
+	}
+}
+
+func (x *keyHasher) output(o *compactorv1.ToolOutput) {
+	if o == nil {
+		x.u(0)
+		return
+	}
+	switch v := o.GetValue().(type) {
+	case *compactorv1.ToolOutput_Text:
+		x.u(11)
+		x.str(v.Text)
+	case *compactorv1.ToolOutput_Json:
+		x.u(12)
+		x.str(v.Json)
+	case *compactorv1.ToolOutput_ErrorText:
+		x.u(13)
+		x.str(v.ErrorText)
+	case *compactorv1.ToolOutput_ErrorJson:
+		x.u(14)
+		x.str(v.ErrorJson)
+	case *compactorv1.ToolOutput_Denied:
+		x.u(16)
+		x.str(v.Denied)
+	case *compactorv1.ToolOutput_Content:
+		x.u(15)
+		x.u(uint64(len(v.Content.GetParts())))
+		for _, p := range v.Content.GetParts() {
+			x.part(p)
+		}
+	default:
+		x.u(10)
+	}
+}

@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// Reference token ids. Sources: openai/tiktoken tests/test_encoding.py (cl100k_base: "hello
+// world", "rer", "'rer", "today\n …", " \x850", "👍") and zurawiki/tiktoken-rs
+// tests/tiktoken.rs ("This is a test …" for both encodings); "hello world" under o200k_base
+// from the project brief.
+func TestEncodeMatchesReferenceIDs(t *testing.T) {
+	spaces := "This is a test" + strings.Repeat(" ", 9) + "with a lot of spaces"
+	tests := []struct {
+		tokenizer, text string
+		want            []int
+	}{
+		{"o200k_base", "hello world", []int{24912, 2375}},
+		{"", "hello world", []int{24912, 2375}},
+		{"o200k_base", spaces, []int{2500, 382, 261, 1746, 269, 483, 261, 3261, 328, 18608}},
+		{"cl100k_base", "hello world", []int{15339, 1917}},
+		{"cl100k_base", spaces, []int{2028, 374, 264, 1296, 260, 449, 264, 2763, 315, 12908}},
+		{"cl100k_base", "rer", []int{38149}},
+		{"cl100k_base", "'rer", []int{2351, 81}},
+		{"cl100k_base", "today\n ", []int{31213, 198, 220}},
+		{"cl100k_base", "today\n \n", []int{31213, 27907}},
+		{"cl100k_base", "today\n  \n", []int{31213, 14211}},
+		{"cl100k_base", " \u00850", []int{220, 126, 227, 15}},
+		{"cl100k_base", "👍", []int{9468, 239, 235}},
+		{"cl100k_base", "", nil},
+	}
+	for _, tt := range tests {
+		got, err := Encode(tt.text, tt.tokenizer)
+		if err != nil {
+			t.Fatalf("Encode(%q, %q): %v", tt.text, tt.tokenizer, err)
+		}
+		if len(got) != len(tt.want) || (len(got) > 0 && !slices.Equal(got, tt.want)) {
+			t.Errorf("Encode(%q, %q) = %v, want %v", tt.text, tt.tokenizer, got, tt.want)
+		}
+	}
+	if _, err := Encode("x", "approx"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Encode with approx: err = %v, want ErrInvalid", err)
+	}
+}
+
+func TestCounterMessage(t *testing.T) {
+	c := NewCounter(0)
+	m := plUserMsg("hello world")
+	tests := []struct {
+		name      string
+		m         *compactorv1.Message
+		tokenizer string
+		want      int64
+	}{
+		{"o200k text", m, "o200k_base", MessageOverheadTokens + 2},
+		{"default tokenizer", m, "", MessageOverheadTokens + 2},
+		{"cl100k text", m, "cl100k_base", MessageOverheadTokens + 2},
+		{"approx is bytes/4 rounded up", m, "approx", MessageOverheadTokens + 3},
+		{"caller count wins", &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: m.Parts, TokenCount: 77}, "o200k_base", 77},
+		{"tool call", plAsstMsg(plCall("c1", "hello", "hello world")), "o200k_base",
+			MessageOverheadTokens + ToolCallOverheadTokens + 1 + 2},
+		{"tool result", plToolMsg(plResult("c1", "hello", "hello world")), "o200k_base",
+			MessageOverheadTokens + ToolResultOverheadTokens + 2},
+		{"approval", plAsstMsg(plApprovalReq("a1", "c1")), "o200k_base", MessageOverheadTokens + ApprovalTokens},
+		{"image by url", plMsg(compactorv1.Role_ROLE_USER, &compactorv1.Part{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{
+			Source: &compactorv1.ImagePart_Url{Url: "https://example.com/a.png"}}}}), "o200k_base", MessageOverheadTokens + DefaultImageTokens},
+		{"text file inline", plMsg(compactorv1.Role_ROLE_USER, &compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{
+			Source: &compactorv1.FilePart_Data{Data: []byte("hello world")}, MediaType: "text/plain; charset=utf-8"}}}), "o200k_base", MessageOverheadTokens + 2},
+		{"pdf inline: per page", plMsg(compactorv1.Role_ROLE_USER, &compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{
+			Source:    &compactorv1.FilePart_Data{Data: []byte("%PDF-1.4 1 0 obj <</Type /Pages>> 2 0 obj <</Type /Page>> 3 0 obj <</Type/Page /Parent 1 0 R>>")},
+			MediaType: "application/pdf"}}}), "o200k_base", MessageOverheadTokens + 2*PDFPageTokens},
+		{"binary file", plMsg(compactorv1.Role_ROLE_USER, &compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{
+			Source: &compactorv1.FilePart_Data{Data: []byte{1, 2, 3}}, MediaType: "application/zip"}}}), "o200k_base", MessageOverheadTokens + DefaultFileTokens},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 2 { // cold, then from the memo
+				got, err := c.Message(tt.m, tt.tokenizer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != tt.want {
+					t.Errorf("Message = %d, want %d", got, tt.want)
+				}
+			}
+		})
+	}
+	if _, err := c.Message(m, "gpt2"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown tokenizer: err = %v, want ErrInvalid", err)
+	}
+}
+
+func encodeImage(t *testing.T, format string, w, h int) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	var b bytes.Buffer
+	var err error
+	switch format {
+	case "png":
+		err = png.Encode(&b, img)
+	case "jpeg":
+		err = jpeg.Encode(&b, img, nil)
+	case "gif":
+		err = gif.Encode(&b, img, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestImageSizeFromHeader(t *testing.T) {
+	webpX := append([]byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00"),
+		byte(1023&0xff), byte(1023>>8), 0, byte(767&0xff), byte(767>>8), 0)
+	tests := []struct {
+		name       string
+		data       []byte
+		w, h       int
+		recognized bool
+	}{
+		{"png", encodeImage(t, "png", 640, 480), 640, 480, true},
+		{"jpeg", encodeImage(t, "jpeg", 300, 200), 300, 200, true},
+		{"gif", encodeImage(t, "gif", 17, 33), 17, 33, true},
+		{"webp VP8X", webpX, 1024, 768, true},
+		{"garbage", []byte("not an image at all, really"), 0, 0, false},
+		{"truncated png", encodeImage(t, "png", 10, 10)[:20], 0, 0, false},
+	}
+	for _, tt := range tests {
+		w, h, ok := imageSize(tt.data)
+		if ok != tt.recognized || w != tt.w || h != tt.h {
+			t.Errorf("%s: imageSize = %d×%d %v, want %d×%d %v", tt.name, w, h, ok, tt.w, tt.h, tt.recognized)
+		}
+	}
+}
+
+func TestImageTokens(t *testing.T) {
+	tests := []struct {
+		w, h              int
+		openai, anthropic int64
+	}{
+		// 1024×1024: short side to 768 → 768×768 → 2×2 tiles → 85+680; 1024²/750 = 1398.1.
+		{1024, 1024, 765, 1399},
+		// 512×512: one tile; 512²/750 = 349.5.
+		{512, 512, 255, 350},
+		// 4000×3000: fit 2048 → 2048×1536 → short side 768 → 1024×768 → 2×2 tiles; long edge
+		// to 1568 → 1568×1176 → 2458.6, capped at 1600.
+		{4000, 3000, 765, 1600},
+	}
+	for _, tt := range tests {
+		if got := openAIImageTokens(tt.w, tt.h); got != tt.openai {
+			t.Errorf("openAIImageTokens(%d, %d) = %d, want %d", tt.w, tt.h, got, tt.openai)
+		}
+		if got := anthropicImageTokens(tt.w, tt.h); got != tt.anthropic {
+			t.Errorf("anthropicImageTokens(%d, %d) = %d, want %d", tt.w, tt.h, got, tt.anthropic)
+		}
+	}
+	img := &compactorv1.ImagePart{Source: &compactorv1.ImagePart_Data{Data: encodeImage(t, "png", 512, 512)}}
+	if got := imageTokens(img); got != 350 {
+		t.Errorf("imageTokens(512×512 png) = %d, want the larger estimate 350", got)
+	}
+}
+
+func TestCounterMemoizesByContent(t *testing.T) {
+	c := NewCounter(1 << 20)
+	conv := []*compactorv1.Message{plSysMsg("be brief"), plUserMsg("hello world"), plAsstMsg(plText("hi"))}
+	counts1, _, err := c.countAll(conv, tokO200k, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, _ := c.counts.stats()
+	if n1 != 3 {
+		t.Fatalf("memo holds %d entries after 3 messages, want 3", n1)
+	}
+	// Same content under new ids and token counts: all hits, no new entries.
+	again := make([]*compactorv1.Message, len(conv))
+	for i, m := range conv {
+		again[i] = &compactorv1.Message{Id: fmt.Sprint("id", i), Role: m.Role, Parts: m.Parts}
+	}
+	again = append(again, plUserMsg("one more turn"))
+	counts2, _, err := c.countAll(again, tokO200k, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n2, _ := c.counts.stats(); n2 != 4 {
+		t.Errorf("memo holds %d entries after growing by one message, want 4", n2)
+	}
+	for i := range counts1 {
+		if counts1[i].total != counts2[i].total {
+			t.Errorf("message %d: %d then %d", i, counts1[i].total, counts2[i].total)
+		}
+	}
+	// A different tokenizer is a different entry.
+	if _, _, err := c.countAll(conv[:1], tokCl100k, true); err != nil {
+		t.Fatal(err)
+	}
+	if n3, _ := c.counts.stats(); n3 != 5 {
+		t.Errorf("memo holds %d entries after a cl100k count, want 5", n3)
+	}
+	// Changing any content changes the key.
+	k1 := c.key(plUserMsg("a"))
+	for _, m := range []*compactorv1.Message{plUserMsg("b"), plAsstMsg(plText("a")), plPinned(plUserMsg("a")), plSummaryMsg("a")} {
+		if c.key(m) == k1 {
+			t.Errorf("key(%v) equals key of a different message", m)
+		}
+	}
+}
+
+func TestMemoStaysWithinBudget(t *testing.T) {
+	const budget = 64 << 10
+	m := newMemo[int, msgCount](budget)
+	for i := range 100000 {
+		m.put(i%memoShards, i, msgCount{total: int64(i)}, countEntryBytes)
+	}
+	entries, used := m.stats()
+	if used > budget {
+		t.Errorf("memo charges %d bytes, budget %d", used, budget)
+	}
+	if entries == 0 || int64(entries)*countEntryBytes != used {
+		t.Errorf("entries %d, used %d: accounting is off", entries, used)
+	}
+	// Recently used entries survive a sweep.
+	hot := 99999
+	for i := 100000; i < 100000+entries/2; i++ {
+		if _, ok := m.get(hot%memoShards, hot); !ok {
+			t.Fatalf("hot entry evicted after %d inserts", i-100000)
+		}
+		m.put(i%memoShards, i, msgCount{}, countEntryBytes)
+	}
+}
+
+func TestCounterConcurrentUse(t *testing.T) {
+	c := NewCounter(256 << 10)
+	var conv []*compactorv1.Message
+	for i := range 60 {
+		conv = append(conv, plUserMsg(plWords(50, fmt.Sprint("w", i))))
+	}
+	want, _, err := c.countAll(conv, tokApprox, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 20 {
+				// Different goroutines see different growing prefixes.
+				k := 1 + (g*7+r*13)%len(conv)
+				got, _, err := c.countAll(conv[:k], tokApprox, true)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range got {
+					if got[i].total != want[i].total {
+						errs <- fmt.Errorf("message %d: %d, want %d", i, got[i].total, want[i].total)
+						return
+					}
+				}
+				if _, err := c.Message(conv[k-1], "o200k_base"); err != nil {
+					errs <- err
+					return
+				}
+				_ = c.HashChain(conv[:k])
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
