@@ -63,7 +63,10 @@ func withOpt(p *compactorv1.Part, provider, name string, v *structpb.Value) *com
 func ephemeral() *structpb.Value {
 	return structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("ephemeral")}})
 }
-func kind(m *compactorv1.Message, k compactorv1.MessageKind) *compactorv1.Message { m.Kind = k; return m }
+func kind(m *compactorv1.Message, k compactorv1.MessageKind) *compactorv1.Message {
+	m.Kind = k
+	return m
+}
 func dynamic(m *compactorv1.Message) *compactorv1.Message {
 	m.Lifecycle = compactorv1.Lifecycle_LIFECYCLE_DYNAMIC
 	return m
