@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/corpus"
+)
+
+func sumFirstUserText(msgs []*compactorv1.Message) string {
+	for _, m := range msgs {
+		if m.GetRole() == compactorv1.Role_ROLE_USER {
+			if t := extMessageText(m); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+func sumLastUserText(msgs []*compactorv1.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].GetRole() == compactorv1.Role_ROLE_USER {
+			if t := extMessageText(msgs[i]); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// sumPrefix returns the first line of s, at most n bytes, for "is it quoted" checks.
+func sumPrefix(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > n {
+		s = s[:n]
+		for len(s) > 0 && s[len(s)-1] >= 0x80 {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
+	conv := []*compactorv1.Message{
+		sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText("You are a coding agent.")),
+		sumUser("Port the parser in `src/parse.py` to Rust. Keep the public API unchanged."),
+		sumAssistant("I'll read the file first.", sumCall("c1", "read_file", `{"path":"src/parse.py","limit":400,"offset":0,"encoding":"utf-8"}`)),
+		sumResult("c1", "read_file", outText("def parse(s):\n    return s\n")),
+		sumAssistant("", sumCall("c2", "bash", `{"command":"cargo build"}`)),
+		sumResult("c2", "bash", outText("   Compiling parser v0.1.0\nerror[E0425]: cannot find value `tokens` in this scope\n")),
+		sumAssistant("", sumCall("c3", "read_file", `{"path":"src/missing.rs"}`)),
+		sumResult("c3", "read_file", outError("ENOENT: no such file src/missing.rs")),
+		sumUser("Also add tests for empty input."),
+		sumAssistant("Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test."),
+	}
+	tests := []struct {
+		name     string
+		in       SummaryInput
+		opt      ExtractiveOptions
+		contains []string
+		absent   []string
+	}{
+		{
+			name: "everything fits",
+			in:   SummaryInput{Messages: conv},
+			contains: []string{
+				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
+				"## Latest assistant statements\n",
+				"- Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.",
+				"## Errors\n- bash: error[E0425]: cannot find value `tokens` in this scope\n- read_file: error: ENOENT: no such file src/missing.rs\n",
+				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, …)",
+				"- bash(command=cargo build)",
+				"- read_file(path=src/missing.rs) → error",
+				"## Files and identifiers\n",
+				"- src/parse.py\n", "- src/lib.rs\n", "- tokens\n",
+			},
+			absent: []string{"You are a coding agent", "def parse"},
+		},
+		{
+			name:     "tight budget keeps the first and latest requests and the latest statement",
+			in:       SummaryInput{Messages: conv},
+			opt:      ExtractiveOptions{MaxTokens: 90},
+			contains: []string{"Port the parser in `src/parse.py`", "Also add tests for empty input.", "Fixed the `tokens` binding"},
+			absent:   []string{"## Files and identifiers", "## Tool calls"},
+		},
+		{
+			name: "extractive anchor is merged section by section",
+			in: SummaryInput{
+				Messages: conv[8:],
+				Anchor:   ExtractiveSummary(SummaryInput{Messages: conv[:8]}, ExtractiveOptions{}),
+			},
+			contains: []string{
+				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
+				"- bash(command=cargo build)",
+				"- read_file: error: ENOENT",
+			},
+			absent: []string{"## Earlier summary"},
+		},
+		{
+			name:     "free-form anchor is kept as the earlier summary",
+			in:       SummaryInput{Messages: conv[8:], Anchor: "The user asked to port src/parse.py to Rust.\n\n- decided: keep the API"},
+			contains: []string{"## Earlier summary\nThe user asked to port src/parse.py to Rust.\n\n- decided: keep the API\n\n## User requests"},
+		},
+		{
+			name:     "compaction artifacts are skipped",
+			in:       SummaryInput{Messages: append([]*compactorv1.Message{{Role: compactorv1.Role_ROLE_USER, Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, Parts: []*compactorv1.Part{sumText("PLEASE SUMMARIZE")}}}, conv[1:2]...)},
+			contains: []string{"Port the parser"},
+			absent:   []string{"PLEASE SUMMARIZE"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtractiveSummary(tt.in, tt.opt)
+			budget := tt.opt.MaxTokens
+			if budget == 0 {
+				budget = 2048
+			}
+			if n := ApproxTokens(got); int64(n) > budget {
+				t.Errorf("summary is %d tokens, budget %d", n, budget)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(got, s) {
+					t.Errorf("summary lacks %q:\n%s", s, got)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(got, s) {
+					t.Errorf("summary has %q:\n%s", s, got)
+				}
+			}
+			if again := ExtractiveSummary(tt.in, tt.opt); again != got {
+				t.Error("summary is not deterministic")
+			}
+		})
+	}
+}
+
+func TestExtractiveSummaryOnCorpus(t *testing.T) {
+	for _, f := range corpus.Files(t) {
+		if f.Format != "openai" {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
+			first, last := sumFirstUserText(msgs), sumLastUserText(msgs)
+			for _, budget := range []int64{128, 512, 2048, 8192} {
+				opt := ExtractiveOptions{MaxTokens: budget}
+				got := ExtractiveSummary(SummaryInput{Messages: msgs}, opt)
+				if n := ApproxTokens(got); int64(n) > budget {
+					t.Errorf("budget %d: summary is %d tokens", budget, n)
+				}
+				if strings.TrimSpace(got) == "" {
+					t.Errorf("budget %d: empty summary", budget)
+				}
+				if budget >= 512 {
+					for _, want := range []string{sumPrefix(first, 40), sumPrefix(last, 40)} {
+						if !strings.Contains(got, want) {
+							t.Errorf("budget %d: summary does not quote %q", budget, want)
+						}
+					}
+				}
+			}
+
+			// Rolling: summarize the first half, then the rest anchored on it.
+			half := len(msgs) / 2
+			opt := ExtractiveOptions{MaxTokens: 2048}
+			s1 := ExtractiveSummary(SummaryInput{Messages: msgs[:half]}, opt)
+			s2 := ExtractiveSummary(SummaryInput{Messages: msgs[half:], Anchor: s1}, opt)
+			if n := ApproxTokens(s2); n > 2048 {
+				t.Errorf("rolling summary is %d tokens", n)
+			}
+			if first := sumFirstUserText(msgs[:half]); first != "" && !strings.Contains(s2, sumPrefix(first, 40)) {
+				t.Errorf("rolling summary lost the first request %q", sumPrefix(first, 40))
+			}
+		})
+	}
+}
+
+func TestExtractiveSummaryGolden(t *testing.T) {
+	for _, name := range []string{"taubench-airline-t42-r1.openai.json", "sweagent-testrepo-1c2844-fc.openai.json"} {
+		t.Run(name, func(t *testing.T) {
+			var f corpus.File
+			for _, c := range corpus.Files(t) {
+				if c.Name == name {
+					f = c
+				}
+			}
+			if f.Name == "" {
+				t.Fatalf("corpus file %s not found", name)
+			}
+			msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
+			got := ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 1024})
+			golden(t, "summary/extractive-"+strings.TrimSuffix(name, ".openai.json")+".golden", got)
+		})
+	}
+}
+
+func BenchmarkExtractiveSummary(b *testing.B) {
+	f := corpus.Largest(b)
+	if f.Format != "openai" {
+		b.Skipf("largest corpus file %s is not OpenAI-shaped", f.Name)
+	}
+	msgs := sumReadOpenAIChat(b, corpus.Read(b, f))
+	b.ReportAllocs()
+	for b.Loop() {
+		ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 4096})
+	}
+}

@@ -1,0 +1,313 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// PromptVersion identifies the summary prompt and the extractive summary format. It is part
+// of every summary cache key: any change to the wording of SummarySystemPrompt, SummaryPrompt,
+// Transcript or ExtractiveSummary must bump it so stale summaries are not reused.
+const PromptVersion = "v1"
+
+// SummaryInput is what one summarization covers.
+type SummaryInput struct {
+	// Messages are the messages to summarize, oldest first: the active messages before the
+	// cut. The previous summary is passed as Anchor, not as a message; any COMPACT_SUMMARY or
+	// COMPACT_PROMPT message among Messages is skipped.
+	Messages []*compactorv1.Message
+	// Anchor is the text of the previous summary (see SummaryText), folded into the new one;
+	// empty when there is none.
+	Anchor string
+	// Instructions are the caller's extra focus for the summary (CompactRequest.instructions).
+	Instructions string
+}
+
+// summarySystemPrompt is the system prompt of PromptVersion "v1".
+const summarySystemPrompt = `You write the summary that replaces the earlier part of a conversation between a user and an AI assistant (often a coding or tool-using agent) when that conversation no longer fits the assistant's context window. After compaction the assistant sees only your summary and the most recent messages, so anything you leave out is lost.
+
+Rules:
+- Be specific and dense. Prefer exact quotes, names, file paths, identifiers, commands, numbers and error messages to paraphrase.
+- Quote the user's requests and constraints verbatim.
+- Never invent anything that is not in the conversation or the previous summary.
+- Do not answer the user, do not continue the work and do not call tools: output only the summary, in plain text with the section headings you are given.`
+
+// SummarySystemPrompt returns the system prompt for LLM summarizers.
+func SummarySystemPrompt() string { return summarySystemPrompt }
+
+// SummarySections are the headings the summary prompt asks for, in order. They are the parts
+// of a conversation that matter most to continue it after compaction.
+var SummarySections = []struct{ Heading, Ask string }{
+	{"User requests and constraints", "Every request, question, preference and constraint the user expressed, each quoted verbatim (shorten only very long pasted content, marking the cut with …). Keep the order; mark requests that were later changed or withdrawn."},
+	{"Key decisions", "Decisions taken and why, including approaches that were rejected."},
+	{"Files and identifiers", "Every file path, function, type, variable, command, URL and other identifier that matters, verbatim, with what was done to or learned about each."},
+	{"Errors and fixes", "Errors met (quote the key line of each message) and how each was fixed, or that it is still open."},
+	{"Pending tasks", "Work the user asked for that is not done yet."},
+	{"Current work", "What was being worked on right before this summary, in detail: the file, the change, the state it is in."},
+	{"Next step", "The exact next step to take, consistent with the user's most recent request (quote it). If the work is complete and nothing was asked next, say so."},
+}
+
+// SummaryPrompt returns the user prompt for LLM summarizers: the previous summary (when
+// there is one), the transcript of in.Messages, the sections to write and the caller's
+// instructions. opt bounds how much of each tool call and tool output the transcript shows.
+func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
+	var b strings.Builder
+	if a := strings.TrimSpace(in.Anchor); a != "" {
+		b.WriteString("The conversation was compacted before. This is the summary of everything before the transcript below:\n\n<previous-summary>\n")
+		b.WriteString(a)
+		b.WriteString("\n</previous-summary>\n\n")
+	}
+	b.WriteString("<transcript>\n")
+	b.WriteString(Transcript(in.Messages, opt))
+	b.WriteString("</transcript>\n\n")
+	if strings.TrimSpace(in.Anchor) != "" {
+		b.WriteString("Write one summary that covers both the previous summary and the transcript: keep everything from the previous summary that still matters and update what the transcript changed. Use these sections:\n\n")
+	} else {
+		b.WriteString("Summarize the transcript in these sections:\n\n")
+	}
+	for i, s := range SummarySections {
+		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, s.Heading, s.Ask)
+	}
+	if ins := strings.TrimSpace(in.Instructions); ins != "" {
+		b.WriteString("\nAdditional instructions for this summary:\n<instructions>\n")
+		b.WriteString(ins)
+		b.WriteString("\n</instructions>\n")
+	}
+	return b.String()
+}
+
+// Framing of the COMPACT_SUMMARY message text. summaryOpen ends the preamble; summaryClose
+// starts the epilogue; SummaryText strips both.
+const (
+	summaryPreamble = "This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (%d messages); the messages after this one continue it verbatim."
+	summaryOpen     = "\n\n<summary>\n"
+	summaryClose    = "\n</summary>\n\n"
+	summaryEpilogue = "Continue from where the conversation left off, without asking the user to repeat anything above."
+)
+
+// SummaryMessageText frames a summary as the text of the COMPACT_SUMMARY message, so the
+// model knows the session continues from a summary of covered earlier messages.
+func SummaryMessageText(summary string, covered int) string {
+	return fmt.Sprintf(summaryPreamble, covered) + summaryOpen + strings.TrimSpace(summary) + summaryClose + summaryEpilogue
+}
+
+// SummaryMessage returns the COMPACT_SUMMARY message (role user) carrying SummaryMessageText.
+func SummaryMessage(summary string, covered int) *compactorv1.Message {
+	return &compactorv1.Message{
+		Role: compactorv1.Role_ROLE_USER,
+		Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY,
+		Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{
+			Text: &compactorv1.TextPart{Text: SummaryMessageText(summary, covered)},
+		}}},
+	}
+}
+
+// SummaryText returns the summary inside a COMPACT_SUMMARY message: its text parts joined,
+// with the framing of SummaryMessageText removed when present (summaries written by other
+// tools are returned whole). Use it as SummaryInput.Anchor.
+func SummaryText(m *compactorv1.Message) string {
+	var parts []string
+	for _, p := range m.GetParts() {
+		if t := p.GetText(); t != nil {
+			parts = append(parts, t.GetText())
+		}
+	}
+	s := strings.Join(parts, "\n")
+	if strings.HasPrefix(s, "This session continues from an earlier conversation") {
+		if i := strings.Index(s, summaryOpen); i >= 0 {
+			rest := s[i+len(summaryOpen):]
+			if j := strings.LastIndex(rest, summaryClose); j >= 0 {
+				return strings.TrimSpace(rest[:j])
+			}
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// TranscriptOptions bound the transcript. Zero values take the defaults.
+type TranscriptOptions struct {
+	// MaxToolOutputBytes caps each tool output; longer ones keep their head and tail (errors
+	// and results usually sit at the end). Default 2000.
+	MaxToolOutputBytes int
+	// MaxToolInputBytes caps each tool call's input JSON. Default 1000.
+	MaxToolInputBytes int
+	// MaxTextBytes caps each text part (long pasted content). Default 20000.
+	MaxTextBytes int
+}
+
+func (o TranscriptOptions) withDefaults() TranscriptOptions {
+	if o.MaxToolOutputBytes <= 0 {
+		o.MaxToolOutputBytes = 2000
+	}
+	if o.MaxToolInputBytes <= 0 {
+		o.MaxToolInputBytes = 1000
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = 20000
+	}
+	return o
+}
+
+// Transcript renders messages as a plain-text transcript for LLM summarizers: one block per
+// message headed by its role, tool calls with their (capped) inputs, tool outputs capped to
+// head and tail, images and files as placeholders. Reasoning is left out (it is long, often
+// encrypted, and the visible text states its conclusions), as are COMPACT_PROMPT and
+// COMPACT_SUMMARY messages.
+func Transcript(msgs []*compactorv1.Message, opt TranscriptOptions) string {
+	opt = opt.withDefaults()
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.GetKind() {
+		case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
+			continue
+		}
+		b.WriteString("[")
+		b.WriteString(sumRole(m.GetRole()))
+		b.WriteString("]\n")
+		for _, p := range m.GetParts() {
+			sumWritePart(&b, p, opt)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func sumRole(r compactorv1.Role) string {
+	switch r {
+	case compactorv1.Role_ROLE_SYSTEM:
+		return "system"
+	case compactorv1.Role_ROLE_USER:
+		return "user"
+	case compactorv1.Role_ROLE_ASSISTANT:
+		return "assistant"
+	case compactorv1.Role_ROLE_TOOL:
+		return "tool"
+	}
+	return "unknown"
+}
+
+func sumWritePart(b *strings.Builder, p *compactorv1.Part, opt TranscriptOptions) {
+	switch c := p.GetContent().(type) {
+	case *compactorv1.Part_Text:
+		if t := strings.TrimSpace(c.Text.GetText()); t != "" {
+			b.WriteString(Truncate(t, opt.MaxTextBytes))
+			b.WriteString("\n")
+		}
+	case *compactorv1.Part_Image:
+		fmt.Fprintf(b, "[image%s]\n", sumPrefixed(" ", c.Image.GetMediaType()))
+	case *compactorv1.Part_File:
+		sumWriteFile(b, c.File, opt.MaxToolOutputBytes)
+	case *compactorv1.Part_Reasoning:
+	case *compactorv1.Part_ToolCall:
+		tc := c.ToolCall
+		fmt.Fprintf(b, "[tool call %s%s] %s\n", tc.GetToolName(), sumPrefixed(" id=", tc.GetToolCallId()),
+			Truncate(strings.TrimSpace(tc.GetInputJson()), opt.MaxToolInputBytes))
+	case *compactorv1.Part_ToolResult:
+		tr := c.ToolResult
+		label, body := ToolOutputText(tr.GetOutput())
+		fmt.Fprintf(b, "[tool %s %s%s]\n", label, tr.GetToolName(), sumPrefixed(" id=", tr.GetToolCallId()))
+		if body = strings.TrimSpace(body); body != "" {
+			b.WriteString(Truncate(body, opt.MaxToolOutputBytes))
+			b.WriteString("\n")
+		}
+	case *compactorv1.Part_ApprovalRequest:
+		fmt.Fprintf(b, "[approval requested for tool call %s]\n", c.ApprovalRequest.GetToolCallId())
+	case *compactorv1.Part_ApprovalResponse:
+		r := c.ApprovalResponse
+		verdict := "denied"
+		if r.GetApproved() {
+			verdict = "approved"
+		}
+		fmt.Fprintf(b, "[approval %s%s]\n", verdict, sumPrefixed(": ", r.GetReason()))
+	}
+}
+
+func sumWriteFile(b *strings.Builder, f *compactorv1.FilePart, max int) {
+	fmt.Fprintf(b, "[file%s%s", sumPrefixed(" ", f.GetFilename()), sumPrefixed(" ", f.GetMediaType()))
+	if u := f.GetUrl(); u != "" {
+		fmt.Fprintf(b, " %s]\n", Truncate(u, 200))
+		return
+	}
+	d := f.GetData()
+	fmt.Fprintf(b, ", %d bytes]\n", len(d))
+	if sumTextMedia(f.GetMediaType()) && utf8.Valid(d) {
+		b.WriteString(Truncate(strings.TrimSpace(string(d)), max))
+		b.WriteString("\n")
+	}
+}
+
+func sumTextMedia(mt string) bool {
+	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		mt == "application/xml" || strings.HasSuffix(mt, "+xml")
+}
+
+func sumPrefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// ToolOutputText returns a label for a tool output ("result", "error" or "denied") and its
+// text: text and JSON outputs as they are, content outputs as their text parts with
+// placeholders for images and files.
+func ToolOutputText(o *compactorv1.ToolOutput) (label, text string) {
+	switch v := o.GetValue().(type) {
+	case *compactorv1.ToolOutput_Text:
+		return "result", v.Text
+	case *compactorv1.ToolOutput_Json:
+		return "result", v.Json
+	case *compactorv1.ToolOutput_ErrorText:
+		return "error", v.ErrorText
+	case *compactorv1.ToolOutput_ErrorJson:
+		return "error", v.ErrorJson
+	case *compactorv1.ToolOutput_Denied:
+		return "denied", v.Denied
+	case *compactorv1.ToolOutput_Content:
+		var b strings.Builder
+		for _, p := range v.Content.GetParts() {
+			switch c := p.GetContent().(type) {
+			case *compactorv1.Part_Text:
+				b.WriteString(c.Text.GetText())
+				b.WriteString("\n")
+			case *compactorv1.Part_Image:
+				fmt.Fprintf(&b, "[image%s]\n", sumPrefixed(" ", c.Image.GetMediaType()))
+			case *compactorv1.Part_File:
+				fmt.Fprintf(&b, "[file%s%s]\n", sumPrefixed(" ", c.File.GetFilename()), sumPrefixed(" ", c.File.GetMediaType()))
+			}
+		}
+		return "result", b.String()
+	}
+	return "result", ""
+}
+
+// Truncate returns s when it is at most max bytes; otherwise its head (two thirds of max)
+// and tail (one third), cut at UTF-8 boundaries (preferring line ends), joined by a marker
+// saying how many bytes were left out. The result may exceed max by the marker's length.
+func Truncate(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	headLen := max * 2 / 3
+	tailLen := max - headLen
+	head := s[:headLen]
+	for !utf8.ValidString(head) && len(head) > 0 {
+		head = head[:len(head)-1]
+	}
+	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
+		head = head[:i]
+	}
+	tail := s[len(s)-tailLen:]
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
+		tail = tail[i+1:]
+	}
+	omitted := len(s) - len(head) - len(tail)
+	return head + "\n… [" + strconv.Itoa(omitted) + " bytes omitted] …\n" + tail
+}
