@@ -17,7 +17,7 @@ WORKDIR /src
 # Dependencies first: this layer is reused until go.mod or go.sum change.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
-    go mod download -x
+    go mod download
 COPY . .
 ARG TARGETOS
 ARG TARGETARCH
