@@ -73,7 +73,8 @@ func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*comp
 // exceeds the usable window, it returns an *IrreducibleError (wrapping ErrIrreducible)
 // instead of a plan. When fewer than keep_recent_turns + 1 turns are active, nothing can be
 // summarized: the result prunes (or does nothing) if the pruned conversation fits the usable
-// window, and is an *IrreducibleError otherwise. Policy errors are *ValidationError.
+// window, and is an *IrreducibleError otherwise; a conversation above the usable window is
+// pruned even for less than clear_at_least_tokens. Policy errors are *ValidationError.
 //
 // Dispositions: compaction prompts and non-head messages before the latest summary DROP; head
 // messages KEEP; the latest summary and active messages before the cut SUMMARIZE; active
@@ -179,7 +180,9 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 				ErrIrreducible, m, pol.keepTurns, head, summary, active-prunable, after, pol.usable, windowParen(pol), excess)}
 		}
 		why := fmt.Sprintf("only %d active turns, keep_recent_turns %d: nothing to summarize", m, pol.keepTurns)
-		if opt.Force || prunable == 0 || prunable < pol.clearAtLeast {
+		// Over the usable window pruning is a must, whatever it costs the prompt cache.
+		mustPrune := before > pol.usable
+		if prunable == 0 || !mustPrune && (opt.Force || prunable < pol.clearAtLeast) {
 			resp.Action = compactorv1.Action_ACTION_NONE
 			resp.TokensAfter = before
 			resp.Reason = rs + "; " + why

@@ -1,0 +1,519 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// refLinks lists, by brute force, every pair of messages a cut must not separate: a tool call
+// and its result, an approval request and its call, an approval request and its response;
+// and, as (i, n), pending calls and approvals of the active region.
+func refLinks(msgs []*compactorv1.Message) [][2]int {
+	n := len(msgs)
+	last := LatestSummary(msgs)
+	type ref struct {
+		id  string
+		msg int
+	}
+	var calls, approvals []ref
+	var links [][2]int
+	for j, m := range msgs {
+		for _, p := range m.GetParts() {
+			switch {
+			case p.GetToolCall() != nil:
+				calls = append(calls, ref{p.GetToolCall().GetToolCallId(), j})
+			case p.GetToolResult() != nil:
+				for k := len(calls) - 1; k >= 0; k-- {
+					if calls[k].id == p.GetToolResult().GetToolCallId() {
+						links = append(links, [2]int{calls[k].msg, j})
+						calls = append(calls[:k], calls[k+1:]...)
+						break
+					}
+				}
+			case p.GetApprovalRequest() != nil:
+				for k := len(calls) - 1; k >= 0; k-- {
+					if calls[k].id == p.GetApprovalRequest().GetToolCallId() {
+						links = append(links, [2]int{calls[k].msg, j})
+						break
+					}
+				}
+				approvals = append(approvals, ref{p.GetApprovalRequest().GetApprovalId(), j})
+			case p.GetApprovalResponse() != nil:
+				for k := len(approvals) - 1; k >= 0; k-- {
+					if approvals[k].id == p.GetApprovalResponse().GetApprovalId() {
+						links = append(links, [2]int{approvals[k].msg, j})
+						approvals = append(approvals[:k], approvals[k+1:]...)
+						break
+					}
+				}
+			}
+		}
+	}
+	for _, r := range append(calls, approvals...) {
+		if r.msg > last {
+			links = append(links, [2]int{r.msg, n})
+		}
+	}
+	return links
+}
+
+// refTurnStarts returns, by brute force, the messages a cut may precede: active user or
+// assistant messages that no link spans.
+func refTurnStarts(msgs []*compactorv1.Message) []int {
+	links := refLinks(msgs)
+	last := LatestSummary(msgs)
+	var starts []int
+	for c := last + 1; c < len(msgs); c++ {
+		m := msgs[c]
+		if InHead(m) || m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT {
+			continue
+		}
+		if m.GetRole() != compactorv1.Role_ROLE_USER && m.GetRole() != compactorv1.Role_ROLE_ASSISTANT {
+			continue
+		}
+		ok := true
+		for _, l := range links {
+			if l[0] < c && c <= l[1] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			starts = append(starts, c)
+		}
+	}
+	return starts
+}
+
+func isActive(msgs []*compactorv1.Message, i int) bool {
+	m := msgs[i]
+	return i > LatestSummary(msgs) && !InHead(m) && m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT
+}
+
+// checkInvariants checks what every plan promises, independently of how Decide computes it.
+func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.Policy, d *Decision) {
+	t.Helper()
+	r := d.Response
+	n := len(msgs)
+	pol, err := resolvePolicy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Dispositions) != n || len(r.MessageTokens) != n {
+		t.Fatalf("%d dispositions, %d token counts for %d messages", len(r.Dispositions), len(r.MessageTokens), n)
+	}
+	last := LatestSummary(msgs)
+	if int(r.SummaryIndex) != last || r.UsableTokens != pol.usable || r.TriggerAtTokens != pol.trigger || r.TargetTokens != pol.target {
+		t.Errorf("summary_index %d usable %d trigger %d target %d; want %d %d %d %d", r.SummaryIndex, r.UsableTokens,
+			r.TriggerAtTokens, r.TargetTokens, last, pol.usable, pol.trigger, pol.target)
+	}
+	var before, head int64
+	for i, s := range Sent(msgs) {
+		if s {
+			before += r.MessageTokens[i]
+			if InHead(msgs[i]) {
+				head += r.MessageTokens[i]
+			}
+		}
+	}
+	if r.TokensBefore != before {
+		t.Errorf("tokens_before %d, want the sent messages' %d", r.TokensBefore, before)
+	}
+	pruneParts := map[int]int{}
+	for _, pp := range d.Pruned {
+		pruneParts[pp.Message]++
+		part := msgs[pp.Message].GetParts()[pp.Part]
+		if pp.Input && part.GetToolCall() == nil || !pp.Input && part.GetToolResult() == nil {
+			t.Errorf("pruned part %+v is not a tool call/result", pp)
+		}
+		if pol.excluded(pp.Tool) {
+			t.Errorf("pruned an output of excluded tool %s", pp.Tool)
+		}
+		if r.Dispositions[pp.Message] != dPrune {
+			t.Errorf("message %d has pruned parts but disposition %v", pp.Message, r.Dispositions[pp.Message])
+		}
+	}
+	cut := int(r.CutIndex)
+	for i, disp := range r.Dispositions {
+		m := msgs[i]
+		switch {
+		case disp == compactorv1.Disposition_DISPOSITION_UNSPECIFIED:
+			t.Errorf("message %d: no disposition", i)
+		case m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT:
+			if disp != dDrop {
+				t.Errorf("compaction prompt %d: %v, want DROP", i, disp)
+			}
+		case InHead(m):
+			if disp != dKeep {
+				t.Errorf("head message %d (system/preface/pinned): %v, want KEEP", i, disp)
+			}
+		case i < last:
+			if disp != dDrop {
+				t.Errorf("summarized history %d: %v, want DROP", i, disp)
+			}
+		case r.Action == compactorv1.Action_ACTION_SUMMARIZE && i < cut:
+			if disp != dSummarize {
+				t.Errorf("message %d before the cut %d: %v, want SUMMARIZE", i, cut, disp)
+			}
+		case disp == dPrune:
+			if pruneParts[i] == 0 {
+				t.Errorf("message %d: PRUNE without pruned parts", i)
+			}
+		case disp != dKeep:
+			t.Errorf("message %d: %v, want KEEP or PRUNE", i, disp)
+		}
+	}
+	// Savings per message (no caller counts in these conversations' pruned messages).
+	saved := make([]int64, n)
+	for _, pp := range d.Pruned {
+		saved[pp.Message] += pp.Saved()
+	}
+	var pruned int64
+	for i := range saved {
+		saved[i] = min(saved[i], r.MessageTokens[i])
+		pruned += saved[i]
+	}
+	if r.PrunedTokens != pruned {
+		t.Errorf("pruned_tokens %d, parts say %d", r.PrunedTokens, pruned)
+	}
+	num := func(x int64) string { return strconv.FormatInt(x, 10) }
+	quotes := []string{"total " + num(before), "trigger " + num(pol.trigger), "usable " + num(pol.usable)}
+	if pol.window > 0 {
+		quotes = append(quotes, fmt.Sprintf("window %d − reserve %d", pol.window, pol.reserve))
+	}
+	switch r.Action {
+	case compactorv1.Action_ACTION_NONE, compactorv1.Action_ACTION_PRUNE:
+		if cut != -1 || r.PrefixHash != "" {
+			t.Errorf("%v with cut %d, prefix_hash %q", r.Action, cut, r.PrefixHash)
+		}
+		if r.TokensAfter != before-pruned {
+			t.Errorf("tokens_after %d, want %d − %d", r.TokensAfter, before, pruned)
+		}
+		if r.TokensAfter > pol.usable && before > pol.trigger {
+			t.Errorf("%v leaves %d tokens, above usable %d", r.Action, r.TokensAfter, pol.usable)
+		}
+		nothing := strings.Contains(r.Reason, "nothing to summarize")
+		if r.Action == compactorv1.Action_ACTION_NONE && before > pol.trigger && !nothing {
+			t.Errorf("NONE over the trigger: %s", r.Reason)
+		}
+		if r.Action == compactorv1.Action_ACTION_PRUNE {
+			if pruned == 0 || pruned < pol.clearAtLeast && before <= pol.usable {
+				t.Errorf("PRUNE removing %d tokens (clear_at_least %d)", pruned, pol.clearAtLeast)
+			}
+			if r.TokensAfter > pol.target && !nothing {
+				t.Errorf("PRUNE to %d, above target %d: %s", r.TokensAfter, pol.target, r.Reason)
+			}
+			quotes = append(quotes, num(pruned), num(r.TokensAfter))
+		}
+		if r.Action == compactorv1.Action_ACTION_NONE && pruned != 0 {
+			t.Errorf("NONE with pruned parts")
+		}
+	case compactorv1.Action_ACTION_SUMMARIZE:
+		if cut <= 0 || cut >= n || !isActive(msgs, cut) {
+			t.Fatalf("cut %d is not an active message", cut)
+		}
+		starts := refTurnStarts(msgs)
+		tailTurns, k := 0, -1
+		for j, s := range starts {
+			if s == cut {
+				k = j
+			}
+			if s >= cut {
+				tailTurns++
+			}
+		}
+		if k < 1 {
+			t.Fatalf("cut %d is not the start of a turn after the first (turn starts %v)", cut, starts)
+		}
+		if tailTurns < pol.keepTurns || tailTurns != d.TailTurns {
+			t.Errorf("tail keeps %d turns (decision says %d), keep_recent_turns %d", tailTurns, d.TailTurns, pol.keepTurns)
+		}
+		if r.PrefixHash != HexHash(HashChain(msgs)[cut]) {
+			t.Errorf("prefix_hash is not h[cut]")
+		}
+		tailOf := func(c int) (s int64) {
+			for i := c; i < n; i++ {
+				if isActive(msgs, i) {
+					s += r.MessageTokens[i] - saved[i]
+				}
+			}
+			return s
+		}
+		tail := tailOf(cut)
+		if r.TokensAfter != head+pol.summaryRoom+tail {
+			t.Errorf("tokens_after %d != head %d + summary room %d + tail %d", r.TokensAfter, head, pol.summaryRoom, tail)
+		}
+		if r.TokensAfter > pol.usable {
+			t.Errorf("tokens_after %d above usable %d", r.TokensAfter, pol.usable)
+		}
+		budget := min(pol.keepTokens, max(0, pol.target-head-pol.summaryRoom))
+		if minTail := tailOf(starts[len(starts)-pol.keepTurns]); minTail <= budget && tail > budget {
+			t.Errorf("tail %d over budget %d although %d turns fit in %d", tail, budget, pol.keepTurns, minTail)
+		}
+		for _, l := range refLinks(msgs) {
+			if l[0] < cut && cut <= l[1] {
+				t.Errorf("cut %d separates messages %d and %d", cut, l[0], l[1])
+			}
+		}
+		quotes = append(quotes, num(r.TokensAfter), "message "+num(int64(cut)))
+	default:
+		t.Errorf("action %v", r.Action)
+	}
+	for _, q := range quotes {
+		if !strings.Contains(r.Reason, q) {
+			t.Errorf("reason %q does not quote %q", r.Reason, q)
+		}
+	}
+}
+
+// checkIrreducible checks an irreducible error against the conversation.
+func checkIrreducible(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, err error) {
+	t.Helper()
+	var ie *IrreducibleError
+	if !errors.As(err, &ie) || !errors.Is(err, ErrIrreducible) {
+		t.Fatalf("Decide: %v", err)
+	}
+	pol, _ := resolvePolicy(p)
+	if ie.Usable != pol.usable || ie.Excess != ie.Floor-ie.Usable || ie.Excess <= 0 {
+		t.Errorf("floor %d usable %d excess %d", ie.Floor, ie.Usable, ie.Excess)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("by %d tokens", ie.Excess)) {
+		t.Errorf("error %q does not say by how much", err)
+	}
+	// The floor is at least what the head costs, and at most head + summary room + the
+	// unpruned minimum tail (or the whole active region when nothing can be summarized).
+	big := proto.Clone(p).(*compactorv1.Policy)
+	big.ContextWindow, big.TriggerTokens, big.ReserveOutputTokens = 1<<40, 0, 0
+	big.KeepRecentTokens = 0
+	r, err := Plan(msgs, big, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head, active, summary int64
+	for i, s := range Sent(msgs) {
+		switch {
+		case !s:
+		case InHead(msgs[i]):
+			head += r.MessageTokens[i]
+		case i == LatestSummary(msgs):
+			summary += r.MessageTokens[i]
+		default:
+			active += r.MessageTokens[i]
+		}
+	}
+	starts := refTurnStarts(msgs)
+	upper := head + summary + active
+	if len(starts) > pol.keepTurns {
+		upper = head + pol.summaryRoom
+		for i := starts[len(starts)-pol.keepTurns]; i < len(msgs); i++ {
+			if isActive(msgs, i) {
+				upper += r.MessageTokens[i]
+			}
+		}
+	}
+	if ie.Floor < head || ie.Floor > upper {
+		t.Errorf("floor %d outside [head %d, unpruned floor %d]", ie.Floor, head, upper)
+	}
+}
+
+var genTools = []string{"read_file", "grep", "bash", "edit"}
+
+// genConversation generates a valid conversation: random mixes of user and assistant turns,
+// parallel tool calls answered in one or several messages, provider-executed calls, approvals
+// (granted, denied, pending), summaries with their prompts, and system, preface and pinned
+// messages anywhere.
+func genConversation(r *rand.Rand) []*compactorv1.Message {
+	var msgs []*compactorv1.Message
+	ids := 0
+	newID := func(prefix string) string { ids++; return fmt.Sprint(prefix, ids) }
+	txt := func() string {
+		n := r.IntN(300)
+		if r.IntN(8) == 0 {
+			n = r.IntN(3000)
+		}
+		return plWords(n, strconv.Itoa(r.IntN(1000)))
+	}
+	input := func() string { return fmt.Sprintf(`{"path":"f%d.go"}`, r.IntN(6)) }
+	if r.IntN(3) > 0 {
+		msgs = append(msgs, plSysMsg(txt()))
+	}
+	if r.IntN(4) == 0 {
+		m := plUserMsg("env: linux")
+		m.Kind = compactorv1.MessageKind_MESSAGE_KIND_SESSION_PREFACE
+		msgs = append(msgs, m)
+	}
+	turns := 1 + r.IntN(40)
+	for range turns {
+		switch x := r.IntN(24); {
+		case x < 6:
+			msgs = append(msgs, plUserMsg(txt()))
+		case x < 8:
+			msgs = append(msgs, plAsstMsg(plText(txt())))
+		case x < 15:
+			k := 1 + r.IntN(3)
+			var parts, results []*compactorv1.Part
+			if r.IntN(2) == 0 {
+				parts = append(parts, plText(txt()))
+			}
+			for range k {
+				id, tool := newID("call"), genTools[r.IntN(len(genTools))]
+				parts = append(parts, plCall(id, tool, input()))
+				results = append(results, plResult(id, tool, txt()))
+			}
+			msgs = append(msgs, plAsstMsg(parts...))
+			if r.IntN(5) == 0 { // commentary before the results arrive
+				msgs = append(msgs, plAsstMsg(plText("waiting")))
+			}
+			if r.IntN(2) == 0 {
+				msgs = append(msgs, plToolMsg(results...))
+			} else {
+				for _, res := range results {
+					msgs = append(msgs, plToolMsg(res))
+				}
+			}
+		case x < 16:
+			id, ap := newID("call"), newID("ap")
+			msgs = append(msgs, plAsstMsg(plCall(id, "bash", input()), plApprovalReq(ap, id)))
+			ok := r.IntN(3) > 0
+			msgs = append(msgs, plToolMsg(plApprovalResp(ap, ok)))
+			if ok {
+				msgs = append(msgs, plToolMsg(plResult(id, "bash", txt())))
+			} else {
+				msgs = append(msgs, plToolMsg(&compactorv1.Part{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
+					ToolCallId: id, Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Denied{Denied: "no"}}}}}))
+			}
+		case x < 17:
+			id := newID("srv")
+			c := plCall(id, "web_search", `{"q":"x"}`)
+			c.GetToolCall().ProviderExecuted = true
+			msgs = append(msgs, plAsstMsg(c, plResult(id, "web_search", txt()), plText(txt())))
+		case x < 18:
+			m := plSysMsg(txt())
+			m.Lifecycle = compactorv1.Lifecycle_LIFECYCLE_DYNAMIC
+			msgs = append(msgs, m)
+		case x < 19:
+			msgs = append(msgs, plPinned(plUserMsg(txt())))
+		case x < 20:
+			if r.IntN(2) == 0 {
+				msgs = append(msgs, plPromptMsg("summarize the conversation"))
+			}
+			msgs = append(msgs, plSummaryMsg(txt()))
+		default:
+			id, tool := newID("call"), genTools[0]
+			msgs = append(msgs, plAsstMsg(plCall(id, tool, `{"path":"f0.go"}`)), plToolMsg(plResult(id, tool, txt())))
+		}
+	}
+	switch r.IntN(8) {
+	case 0:
+		msgs = append(msgs, plAsstMsg(plCall(newID("call"), "bash", input())))
+	case 1:
+		id := newID("call")
+		msgs = append(msgs, plAsstMsg(plCall(id, "bash", input()), plApprovalReq(newID("ap"), id)))
+	}
+	return msgs
+}
+
+// genPolicy picks a policy around the conversation's size so that every action happens.
+func genPolicy(r *rand.Rand, total int64) *compactorv1.Policy {
+	factors := []float64{0.2, 0.5, 0.8, 1.0, 1.2, 1.6, 3}
+	w := max(int64(float64(total)*factors[r.IntN(len(factors))]), 400)
+	p := &compactorv1.Policy{ContextWindow: w, Tokenizer: "approx", SummaryMaxTokens: min(1+r.Int64N(2000), w*8/10-1)}
+	if r.IntN(3) == 0 {
+		p.ReserveOutputTokens = r.Int64N(w / 4)
+	}
+	usable := w - max(p.ReserveOutputTokens, min(20000, w/10))
+	if r.IntN(2) == 0 {
+		p.KeepRecentTokens = r.Int64N(usable)
+	}
+	p.KeepRecentTurns = int32(r.IntN(5))
+	if r.IntN(4) == 0 {
+		p.TriggerRatio = 0.5 + r.Float64()/2
+		p.TargetRatio = p.TriggerRatio * r.Float64()
+		if p.TargetRatio == 0 {
+			p.TargetRatio = p.TriggerRatio
+		}
+	}
+	if r.IntN(6) == 0 {
+		p.TriggerTokens = 1 + r.Int64N(usable)
+	}
+	if r.IntN(3) == 0 {
+		pp := &compactorv1.PrunePolicy{
+			Disabled:           r.IntN(6) == 0,
+			KeepRecent:         int32(r.IntN(5)),
+			MinOutputTokens:    r.Int64N(400),
+			ClearInputs:        r.IntN(2) == 0,
+			ClearAtLeastTokens: r.Int64N(2000),
+		}
+		if r.IntN(2) == 0 {
+			pp.ExcludeTools = []string{genTools[r.IntN(len(genTools))]}
+		}
+		p.Prune = pp
+	}
+	return p
+}
+
+func TestPlanPropertiesOnGeneratedConversations(t *testing.T) {
+	n := 1500
+	if testing.Short() {
+		n = 200
+	}
+	counter := NewCounter(8 << 20)
+	actions := map[string]int{}
+	for seed := range n {
+		r := rand.New(rand.NewPCG(uint64(seed), 42))
+		msgs := genConversation(r)
+		if err := Validate(msgs); err != nil {
+			t.Fatalf("seed %d: generator made an invalid conversation: %v", seed, err)
+		}
+		total := sentTokens(t, counter, msgs, "approx")
+		p := genPolicy(r, total)
+		if ValidatePolicy(p) != nil {
+			continue
+		}
+		force := r.IntN(10) == 0
+		d, err := Decide(msgs, p, counter, Options{Force: force})
+		if err != nil {
+			checkIrreducible(t, msgs, p, counter, err)
+			actions["irreducible"]++
+			continue
+		}
+		actions[d.Response.Action.String()]++
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			checkInvariants(t, msgs, p, d)
+			// Deterministic: a cold counter and a warm one give the same plan.
+			d2, err := Decide(msgs, p, NewCounter(1<<20), Options{Force: force})
+			if err != nil || !proto.Equal(d.Response, d2.Response) {
+				t.Errorf("cold counter: different plan or error %v", err)
+			}
+			d3, _ := Decide(msgs, p, counter, Options{Force: force})
+			if !proto.Equal(d.Response, d3.Response) || fmt.Sprint(d.Pruned) != fmt.Sprint(d3.Pruned) {
+				t.Errorf("second plan differs")
+			}
+			// ApplyPrune leaves the conversation valid, and Plan's after-count is what the
+			// pruned conversation costs when nothing is summarized.
+			out := ApplyPrune(msgs, d)
+			if err := Validate(out); err != nil {
+				t.Errorf("pruned conversation invalid: %v", err)
+			}
+			if d.Response.Action != compactorv1.Action_ACTION_SUMMARIZE {
+				if got := sentTokens(t, counter, out, "approx"); got != d.Response.TokensAfter {
+					t.Errorf("pruned conversation counts %d, tokens_after %d", got, d.Response.TokensAfter)
+				}
+			}
+		})
+	}
+	t.Logf("actions over %d conversations: %v", n, actions)
+	for _, a := range []string{"ACTION_NONE", "ACTION_PRUNE", "ACTION_SUMMARIZE", "irreducible"} {
+		if actions[a] == 0 {
+			t.Errorf("the generator never produced %s", a)
+		}
+	}
+}
