@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 )
@@ -31,10 +32,14 @@ type GRPCOptions struct {
 	// MaxMessageBytes is the largest request accepted; larger ones get RESOURCE_EXHAUSTED.
 	// Zero means 16 MiB.
 	MaxMessageBytes int
-	// UnaryInterceptors and StreamInterceptors run after logging and panic recovery, in
-	// order (e.g. metrics).
+	// UnaryInterceptors and StreamInterceptors run in order between call logging and panic
+	// recovery, so they see a panicking call as INTERNAL (e.g. metrics).
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
+	// MaxConnectionAge closes client connections after this long (with a grace period for
+	// their calls), so clients re-resolve and spread load over replicas added since they
+	// connected (headless Service + round_robin on Kubernetes). Zero means forever.
+	MaxConnectionAge time.Duration
 	// ServerOptions are appended to the server's options.
 	ServerOptions []grpc.ServerOption
 }
@@ -65,10 +70,12 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		return status.Error(codes.Internal, "internal error")
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
-	unary := append([]grpc.UnaryServerInterceptor{
+	unary := append(append([]grpc.UnaryServerInterceptor{
 		logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...),
-		recovery.UnaryServerInterceptor(recover),
-	}, o.UnaryInterceptors...)
+	}, o.UnaryInterceptors...), recovery.UnaryServerInterceptor(recover))
+	stream := append(append([]grpc.StreamServerInterceptor{
+		logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
+	}, o.StreamInterceptors...), recovery.StreamServerInterceptor(recover))
 	otelOpts := []otelgrpc.Option{otelgrpc.WithPropagators(propagation.TraceContext{})}
 	if o.TracerProvider != nil {
 		otelOpts = append(otelOpts, otelgrpc.WithTracerProvider(o.TracerProvider))
@@ -77,11 +84,14 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		grpc.MaxRecvMsgSize(maxBytes),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelOpts...)),
 		grpc.ChainUnaryInterceptor(unary...),
-		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{
-			logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
-			recovery.StreamServerInterceptor(recover),
-		}, o.StreamInterceptors...)...),
+		grpc.ChainStreamInterceptor(stream...),
 	}, o.ServerOptions...)
+	if o.MaxConnectionAge > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge:      o.MaxConnectionAge,
+			MaxConnectionAgeGrace: DrainTimeout,
+		}))
+	}
 	srv := grpc.NewServer(opts...)
 	compactorv1.RegisterCompactorServiceServer(srv, s)
 	hs := health.NewServer()

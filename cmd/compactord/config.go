@@ -20,6 +20,7 @@ type config struct {
 	ConfigFile      string
 	MaxMessageBytes byteSize
 	DrainTimeout    time.Duration
+	MaxConnAge      time.Duration
 	CacheMaxBytes   byteSize
 	CacheTTL        time.Duration
 	LogLevel        string
@@ -44,6 +45,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML file with named summarizers")
 	fs.Var(&c.MaxMessageBytes, "max-message-bytes", "largest request accepted (bytes; KiB/MiB/GiB suffixes allowed)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 20*time.Second, "how long SIGTERM waits for in-flight calls")
+	fs.DurationVar(&c.MaxConnAge, "max-connection-age", 5*time.Minute, "close client connections after this long so clients rebalance over new replicas (0: never)")
 	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -85,6 +87,8 @@ func (c config) check() error {
 		return errors.New("--max-message-bytes: must be positive")
 	case c.DrainTimeout <= 0:
 		return errors.New("--drain-timeout: must be positive")
+	case c.MaxConnAge < 0:
+		return errors.New("--max-connection-age: must not be negative")
 	case c.CacheMaxBytes <= 0:
 		return errors.New("--cache-max-bytes: must be positive")
 	case c.CacheTTL <= 0:

@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Logger:             logger,
 		TracerProvider:     tp,
 		MaxMessageBytes:    int(cfg.MaxMessageBytes),
+		MaxConnectionAge:   cfg.MaxConnAge,
 		UnaryInterceptors:  []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor()},
 		StreamInterceptors: []grpc.StreamServerInterceptor{m.StreamServerInterceptor()},
 	})
