@@ -17,18 +17,25 @@ import (
 type Options struct {
 	// Limits bounds the conversations the server accepts; zero means engine.DefaultLimits.
 	Limits engine.Limits
+	// Counter counts tokens for every request; nil means a new engine.Counter with the
+	// default memo size. Share one per process.
+	Counter *engine.Counter
 }
 
 // Server implements compactorv1.CompactorServiceServer. It holds no per-request state and is
 // safe for concurrent use.
 type Server struct {
 	compactorv1.UnimplementedCompactorServiceServer
-	limits engine.Limits
+	limits  engine.Limits
+	counter *engine.Counter
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
-	s := &Server{limits: o.Limits}
+	s := &Server{limits: o.Limits, counter: o.Counter}
+	if s.counter == nil {
+		s.counter = engine.NewCounter(0)
+	}
 	if s.limits == (engine.Limits{}) {
 		s.limits = engine.DefaultLimits()
 	}
@@ -45,7 +52,11 @@ func (s *Server) Plan(ctx context.Context, req *compactorv1.PlanRequest) (*compa
 	if err := s.validate(req.GetMessages()); err != nil {
 		return nil, toStatus(err)
 	}
-	return nil, status.Error(codes.Unimplemented, "Plan is not implemented yet: it lands with issue 4 (token accounting and planning)")
+	resp, err := engine.Plan(req.GetMessages(), req.GetPolicy(), s.counter)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return resp, nil
 }
 
 // Compact implements CompactorService.Compact.

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/service"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var m *metrics.Metrics // nil records nothing
 	if cfg.MetricsListen != "" {
 		m = metrics.New(prometheus.NewRegistry())
+	}
+	// Load the default tokenizer's tables now rather than inside the first request.
+	if err := engine.Preload("o200k_base"); err != nil {
+		return err
 	}
 	srv := service.New(service.Options{})
 	g := service.NewGRPC(srv, service.GRPCOptions{
