@@ -24,6 +24,7 @@ func (l *lowerer) responses() {
 		switch m.GetRole() {
 		case compactorv1.Role_ROLE_SYSTEM:
 			w.obj()
+			w.kstr("type", "message")
 			w.kstr("role", sysRole)
 			w.key("content")
 			l.chatTexts(m.GetParts(), "input_text")
@@ -35,6 +36,7 @@ func (l *lowerer) responses() {
 				continue
 			}
 			w.obj()
+			w.kstr("type", "message")
 			w.kstr("role", "user")
 			w.key("content")
 			w.arr()
@@ -133,20 +135,17 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at string) {
 	}
 }
 
-// responsesAssistant writes an assistant message as items in part order: runs of text as one
-// message item, each tool call as a function_call, reasoning as an item reference or inline.
-// It reports whether inline reasoning was written (which needs "include").
+// responsesAssistant writes an assistant message as items in part order: each text as a
+// message item with string content, each tool call as a function_call, reasoning as an item
+// reference or inline. It reports whether inline reasoning was written (which needs
+// "include").
+//
+// Assistant text goes as {"type":"message","role":"assistant","content":"..."}: the API takes
+// it, and unlike an output_text list without the output message's id and status it is a shape
+// the official SDK's input item types recognize.
 func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReasoning bool) bool {
 	w := &l.w
-	open := false
 	inlined := false
-	closeMsg := func() {
-		if open {
-			w.endArr()
-			w.endObj()
-			open = false
-		}
-	}
 	for j, p := range m.GetParts() {
 		at := where(i, j)
 		switch c := p.GetContent().(type) {
@@ -155,23 +154,16 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReason
 				l.warn("%s: empty text dropped", at)
 				continue
 			}
-			if !open {
-				w.obj()
-				w.kstr("role", "assistant")
-				w.key("content")
-				w.arr()
-				open = true
-			}
 			w.obj()
-			w.kstr("type", "output_text")
-			w.kstr("text", c.Text.GetText())
+			w.kstr("type", "message")
+			w.kstr("role", "assistant")
+			w.kstr("content", c.Text.GetText())
 			w.endObj()
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
 				l.warn("%s: provider-executed tool call has no OpenAI Responses form; dropped", at)
 				continue
 			}
-			closeMsg()
 			w.obj()
 			w.kstr("type", "function_call")
 			w.kstr("call_id", c.ToolCall.GetToolCallId())
@@ -184,7 +176,6 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReason
 			enc := optionString(o, "openai", "reasoningEncryptedContent")
 			switch {
 			case inlineReasoning && enc != "":
-				closeMsg()
 				w.obj()
 				w.kstr("type", "reasoning")
 				if id != "" {
@@ -203,7 +194,6 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReason
 				w.endObj()
 				inlined = true
 			case id != "":
-				closeMsg()
 				w.obj()
 				w.kstr("type", "item_reference")
 				w.kstr("id", id)
@@ -215,7 +205,6 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReason
 			l.warn("%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 		}
 	}
-	closeMsg()
 	return inlined
 }
 
