@@ -34,50 +34,78 @@ func (p *jpath) k(key string) *jpath { return &jpath{parent: p, key: key} }
 func (p *jpath) i(i int) *jpath      { return &jpath{parent: p, idx: i, isIdx: true} }
 
 // String renders the path as root.key[3].key.
-func (p *jpath) String() string {
+func (p *jpath) String() string { return string(p.appendTo(nil)) }
+
+// appendTo renders the path recursively; it keeps no pointer to any segment, so paths built
+// on the stack while walking stay there.
+func (p *jpath) appendTo(b []byte) []byte {
 	if p == nil {
-		return ""
+		return b
 	}
-	var segs []*jpath
-	for q := p; q != nil; q = q.parent {
-		segs = append(segs, q)
+	b = p.parent.appendTo(b)
+	switch {
+	case p.isIdx:
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(p.idx), 10)
+		b = append(b, ']')
+	case p.parent == nil:
+		b = append(b, p.key...)
+	default:
+		b = append(b, '.')
+		b = append(b, p.key...)
 	}
-	var b strings.Builder
-	for j := len(segs) - 1; j >= 0; j-- {
-		s := segs[j]
-		switch {
-		case s.isIdx:
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(s.idx))
-			b.WriteByte(']')
-		case j == len(segs)-1:
-			b.WriteString(s.key)
-		default:
-			b.WriteByte('.')
-			b.WriteString(s.key)
-		}
-	}
-	return b.String()
+	return b
 }
 
 func (p *jpath) invalid(desc string) error { return engine.Invalid(p.String(), desc) }
 
 // validateJSON checks that s holds exactly one JSON value (surrounding whitespace allowed),
-// in valid UTF-8, nested at most maxDepth deep. Errors name the path where parsing stopped.
+// in valid UTF-8, nested at most maxDepth deep. Errors name the path where parsing stopped,
+// under root (which may be nil). The walk keeps its path in one reused stack, so validating
+// allocates nothing whatever the input.
 func validateJSON(s string, root *jpath) error {
-	v := validator{s: s}
+	v := validator{s: s, root: root}
 	i := v.ws(0)
-	i, err := v.value(i, root, 0)
+	i, err := v.value(i, 0)
 	if err != nil {
 		return err
 	}
 	if i = v.ws(i); i != len(s) {
-		return root.invalid(v.unexpected(i, "after the top-level value"))
+		return v.fail(v.unexpected(i, "after the top-level value"))
 	}
 	return nil
 }
 
-type validator struct{ s string }
+// seg is one step of the validator's path: a raw (quoted) key or an index.
+type seg struct {
+	rawKey string
+	idx    int
+	isIdx  bool
+}
+
+type validator struct {
+	s     string
+	root  *jpath
+	stack []seg
+}
+
+// fail reports desc at the current path.
+func (v *validator) fail(desc string) error {
+	b := v.root.appendTo(nil)
+	for _, sg := range v.stack {
+		if sg.isIdx {
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(sg.idx), 10)
+			b = append(b, ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, unquote(sg.rawKey)...)
+	}
+	return engine.Invalid(string(b), desc)
+}
 
 func (v *validator) ws(i int) int {
 	for i < len(v.s) {
@@ -99,31 +127,29 @@ func (v *validator) unexpected(i int, where string) string {
 	return "malformed JSON: unexpected " + strconv.QuoteRune(r) + " at offset " + strconv.Itoa(i) + " " + where
 }
 
-func (v *validator) value(i int, p *jpath, depth int) (int, error) {
+func (v *validator) value(i int, depth int) (int, error) {
 	if i >= len(v.s) {
-		return i, p.invalid(v.unexpected(i, "where a value was expected"))
+		return i, v.fail(v.unexpected(i, "where a value was expected"))
 	}
 	switch c := v.s[i]; {
-	case c == '{':
+	case c == '{' || c == '[':
 		if depth >= maxDepth {
-			return i, p.invalid("JSON nested deeper than " + strconv.Itoa(maxDepth) + " levels")
+			return i, v.fail("JSON nested deeper than " + strconv.Itoa(maxDepth) + " levels")
 		}
-		return v.object(i, p, depth+1)
-	case c == '[':
-		if depth >= maxDepth {
-			return i, p.invalid("JSON nested deeper than " + strconv.Itoa(maxDepth) + " levels")
+		if c == '{' {
+			return v.object(i, depth+1)
 		}
-		return v.array(i, p, depth+1)
+		return v.array(i, depth+1)
 	case c == '"':
 		j, ok := v.str(i)
 		if !ok {
-			return j, p.invalid(v.badString(j))
+			return j, v.fail(v.badString(j))
 		}
 		return j, nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		j, ok := v.number(i)
 		if !ok {
-			return j, p.invalid(v.unexpected(j, "in a number"))
+			return j, v.fail(v.unexpected(j, "in a number"))
 		}
 		return j, nil
 	case strings.HasPrefix(v.s[i:], "true"):
@@ -133,7 +159,7 @@ func (v *validator) value(i int, p *jpath, depth int) (int, error) {
 	case strings.HasPrefix(v.s[i:], "null"):
 		return i + 4, nil
 	}
-	return i, p.invalid(v.unexpected(i, "where a value was expected"))
+	return i, v.fail(v.unexpected(i, "where a value was expected"))
 }
 
 func (v *validator) badString(j int) string {
@@ -149,29 +175,29 @@ func (v *validator) badString(j int) string {
 	return "malformed JSON: invalid escape in string at offset " + strconv.Itoa(j)
 }
 
-func (v *validator) object(i int, p *jpath, depth int) (int, error) {
+func (v *validator) object(i int, depth int) (int, error) {
 	i = v.ws(i + 1)
 	if i < len(v.s) && v.s[i] == '}' {
 		return i + 1, nil
 	}
 	for {
 		if i >= len(v.s) || v.s[i] != '"' {
-			return i, p.invalid(v.unexpected(i, "where an object key was expected"))
+			return i, v.fail(v.unexpected(i, "where an object key was expected"))
 		}
 		j, ok := v.str(i)
 		if !ok {
-			return j, p.invalid(v.badString(j))
+			return j, v.fail(v.badString(j))
 		}
-		key := unquote(v.s[i:j])
+		v.stack = append(v.stack, seg{rawKey: v.s[i:j]})
 		i = v.ws(j)
 		if i >= len(v.s) || v.s[i] != ':' {
-			return i, p.k(key).invalid(v.unexpected(i, "where ':' was expected"))
+			return i, v.fail(v.unexpected(i, "where ':' was expected"))
 		}
-		i = v.ws(i + 1)
 		var err error
-		if i, err = v.value(i, p.k(key), depth); err != nil {
+		if i, err = v.value(v.ws(i+1), depth); err != nil {
 			return i, err
 		}
+		v.stack = v.stack[:len(v.stack)-1]
 		i = v.ws(i)
 		if i < len(v.s) && v.s[i] == ',' {
 			i = v.ws(i + 1)
@@ -180,18 +206,20 @@ func (v *validator) object(i int, p *jpath, depth int) (int, error) {
 		if i < len(v.s) && v.s[i] == '}' {
 			return i + 1, nil
 		}
-		return i, p.invalid(v.unexpected(i, "where ',' or '}' was expected"))
+		return i, v.fail(v.unexpected(i, "where ',' or '}' was expected"))
 	}
 }
 
-func (v *validator) array(i int, p *jpath, depth int) (int, error) {
+func (v *validator) array(i int, depth int) (int, error) {
 	i = v.ws(i + 1)
 	if i < len(v.s) && v.s[i] == ']' {
 		return i + 1, nil
 	}
+	v.stack = append(v.stack, seg{isIdx: true})
 	for n := 0; ; n++ {
+		v.stack[len(v.stack)-1].idx = n
 		var err error
-		if i, err = v.value(i, p.i(n), depth); err != nil {
+		if i, err = v.value(i, depth); err != nil {
 			return i, err
 		}
 		i = v.ws(i)
@@ -199,10 +227,11 @@ func (v *validator) array(i int, p *jpath, depth int) (int, error) {
 			i = v.ws(i + 1)
 			continue
 		}
+		v.stack = v.stack[:len(v.stack)-1]
 		if i < len(v.s) && v.s[i] == ']' {
 			return i + 1, nil
 		}
-		return i, p.invalid(v.unexpected(i, "where ',' or ']' was expected"))
+		return i, v.fail(v.unexpected(i, "where ',' or ']' was expected"))
 	}
 }
 
