@@ -74,13 +74,17 @@ func (c *Counter) HashChain(msgs []*compactorv1.Message) [][32]byte {
 	return c.chainUpTo(msgs, keys, len(msgs))
 }
 
-// chainUpTo returns h[0..k] using precomputed content keys.
+// chainUpTo returns h[0..k], using the content keys already computed and filling in the
+// others.
 func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {
 	out := make([][32]byte, k+1)
 	out[0] = PrefixSeed
 	var h hash.Hash
 	var buf []byte
 	for i := 0; i < k; i++ {
+		if !keys[i].valid() {
+			keys[i] = c.key(msgs[i])
+		}
 		ck := chainKey{prev: out[i], contentKey: keys[i]}
 		if v, ok := c.chain.get(ck.shard(), ck); ok {
 			out[i+1] = v
@@ -97,3 +101,36 @@ func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k in
 
 // HexHash formats a chain value as PlanResponse.prefix_hash does.
 func HexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }
+
+// prefixKey identifies a prefix by its length and two independent folds of its messages'
+// content keys.
+type prefixKey struct {
+	a, b uint64
+	k    int
+}
+
+func (k prefixKey) shard() int { return int(k.a >> 59) }
+
+// chainAt returns h[k] of msgs: from the prefix memo when this prefix was seen before,
+// otherwise by walking the step memo (and remembering the result). keys holds the content
+// keys computed so far; missing ones are filled in.
+func (c *Counter) chainAt(msgs []*compactorv1.Message, keys []contentKey, k int) [32]byte {
+	a, b := c.init, ^c.init
+	for i := 0; i < k; i++ {
+		if !keys[i].valid() {
+			keys[i] = c.key(msgs[i])
+		}
+		a = (a ^ keys[i].h) * 0x9E3779B97F4A7C15
+		a ^= a >> 29
+		b = (b ^ keys[i].n ^ keys[i].h>>32) * 0xBF58476D1CE4E5B9
+		b ^= b >> 31
+		b += keys[i].h
+	}
+	pk := prefixKey{a, b, k}
+	if v, ok := c.prefixes.get(pk.shard(), pk); ok {
+		return v
+	}
+	v := c.chainUpTo(msgs, keys, k)[k]
+	c.prefixes.put(pk.shard(), pk, v, chainEntryBytes)
+	return v
+}

@@ -89,8 +89,15 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		return nil, Invalid("policy.reported_usage.message_count",
 			fmt.Sprintf("covers %d messages but the conversation has %d", pol.usageCount, n))
 	}
-	lay := analyze(msgs)
-	counts, keys, err := c.countAll(msgs, pol.tokenizer, false)
+	sc := c.getScratch()
+	defer c.putScratch(sc)
+	lay := analyze(msgs, sc)
+	sc.counts = resize(sc.counts, n)
+	sc.keys = resize(sc.keys, n)
+	counts, keys := sc.counts, sc.keys
+	err = c.fillCounts(msgs, pol.tokenizer, counts, keys, sc, func(m *compactorv1.Message) bool {
+		return m.GetTokenCount() <= 0
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -133,10 +140,30 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 	before := head + summary + active
 	resp.TokensBefore = before
+	d := &Decision{Response: resp}
+	rs := reasonStart(pol, before, opt.Force)
 
-	// Pruning, over the whole active region.
-	pruned := selectPrune(msgs, &lay, counts, pol, c, tc)
-	saved := make([]int64, n) // per message, scaled to its token count
+	if !opt.Force && before <= pol.trigger {
+		resp.Action = compactorv1.Action_ACTION_NONE
+		resp.TokensAfter = before
+		resp.Reason = rs + ": nothing to do"
+		fill(resp, &lay, -1, nil)
+		return d, nil
+	}
+
+	// Pruning, over the whole active region. It needs the part counts of messages whose
+	// total came from the caller.
+	if len(lay.results) > 0 && !pol.pruneOff {
+		err := c.fillCounts(msgs, pol.tokenizer, counts, keys, sc, func(m *compactorv1.Message) bool {
+			return m.GetTokenCount() > 0 && hasToolParts(m)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	pruned := selectPrune(msgs, &lay, counts, pol, c, tc, sc)
+	sc.saved = resize(sc.saved, n)
+	saved := sc.saved // per message, scaled to its token count
 	for _, pp := range pruned {
 		saved[pp.Message] += scaleSaving(pp.Saved(), tokens[pp.Message], counts[pp.Message].total)
 	}
@@ -148,19 +175,10 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		prunable += s
 	}
 
-	d := &Decision{Response: resp}
-	rs := reasonStart(pol, before, opt.Force)
 	m := len(lay.turnStarts)
 	canSummarize := m > pol.keepTurns
 
 	switch {
-	case !opt.Force && before <= pol.trigger:
-		resp.Action = compactorv1.Action_ACTION_NONE
-		resp.TokensAfter = before
-		resp.Reason = rs + ": nothing to do"
-		fill(resp, &lay, -1, nil)
-		return d, nil
-
 	case !opt.Force && prunable > 0 && prunable >= pol.clearAtLeast && before-prunable <= pol.target:
 		resp.Action = compactorv1.Action_ACTION_PRUNE
 		resp.PrunedTokens = prunable
@@ -203,7 +221,8 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 
 	// Summarize. tail[k] = tokens of the active messages from turn start k on, after pruning.
-	tail := make([]int64, m+1)
+	sc.tail = resize(sc.tail, m+1)
+	tail := sc.tail
 	{
 		k := m
 		var sum int64
@@ -268,8 +287,7 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		}
 	}
 	fill(resp, &lay, cut, saved)
-	chain := c.chainUpTo(msgs, keys, cut)
-	resp.PrefixHash = HexHash(chain[cut])
+	resp.PrefixHash = HexHash(c.chainAt(msgs, keys, cut))
 
 	var b strings.Builder
 	b.WriteString(rs)

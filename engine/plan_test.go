@@ -161,19 +161,19 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lay := analyze(msgs)
+	lay := analyze(msgs, nil)
 	counts, _, _ := c.countAll(msgs, tokApprox, true)
-	got := selectPrune(msgs, &lay, counts, pol, c, textCounter{})
+	got := selectPrune(msgs, &lay, counts, pol, c, textCounter{}, nil)
 	if len(got) != 1 || got[0].Message != 2 || !got[0].Duplicate || got[0].Tool != "read_file" {
 		t.Fatalf("selectPrune = %+v, want only the older a.go output as a duplicate", got)
 	}
-	if !strings.Contains(got[0].Marker, "superseded") {
-		t.Errorf("marker %q does not say the output was superseded", got[0].Marker)
+	if !strings.Contains(got[0].Marker(), "superseded") {
+		t.Errorf("marker %q does not say the output was superseded", got[0].Marker())
 	}
 
 	// exclude_tools protects even duplicates; clear_inputs replaces the call input with JSON.
 	pol.excludeTools = []string{"read_file"}
-	if got := selectPrune(msgs, &lay, counts, pol, c, textCounter{}); len(got) != 0 {
+	if got := selectPrune(msgs, &lay, counts, pol, c, textCounter{}, nil); len(got) != 0 {
 		t.Errorf("excluded tool pruned: %+v", got)
 	}
 	pol.excludeTools = nil
@@ -182,12 +182,12 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 	pol.clearInputs = true
 	msgs[1].Parts[0].GetToolCall().InputJson = `{"path":"a.go","content":"` + strings.Repeat("z", 2000) + `"}`
 	counts, _, _ = c.countAll(msgs, tokApprox, true)
-	got = selectPrune(msgs, &lay, counts, pol, c, textCounter{})
+	got = selectPrune(msgs, &lay, counts, pol, c, textCounter{}, nil)
 	var inputs int
 	for _, p := range got {
 		if p.Input {
 			inputs++
-			if p.Message != 1 || !json.Valid([]byte(p.Marker)) {
+			if p.Message != 1 || !json.Valid([]byte(p.Marker())) {
 				t.Errorf("input marker %+v: want message 1 with valid JSON", p)
 			}
 		}
@@ -254,7 +254,7 @@ func TestPlanNeverSplitsToolTurn(t *testing.T) {
 		plUserMsg("now delete the rest"),
 		plAsstMsg(plCall("y", "rm", `{}`), plApprovalReq("ap2", "y")),
 	}
-	lay := analyze(msgs)
+	lay := analyze(msgs, nil)
 	want := []int32{0, 1, 2, 3, 7, 10, 11, 12}
 	if fmt.Sprint(lay.turnStarts) != fmt.Sprint(want) {
 		t.Errorf("turn starts %v, want %v", lay.turnStarts, want)

@@ -24,10 +24,17 @@ type PrunedPart struct {
 	Duplicate bool
 	// Tokens is the estimated size of the output (or input) removed.
 	Tokens int64
-	// Marker replaces what was removed: the output text, or the input JSON.
-	Marker string
-	// MarkerTokens is the size of Marker.
+	// MarkerTokens is the size of Marker().
 	MarkerTokens int64
+}
+
+// Marker returns what replaces the removed output (its text) or input (its JSON): a short
+// note naming the tool and the tokens removed.
+func (p PrunedPart) Marker() string {
+	if p.Input {
+		return inputMarker(p.Tool, p.Tokens)
+	}
+	return outputMarker(p.Tool, p.Tokens, p.Duplicate)
 }
 
 // Saved is the number of tokens pruning the part saves (Tokens − MarkerTokens, before any
@@ -75,16 +82,33 @@ func appendJSONStringBody(b []byte, s string) []byte {
 	return b
 }
 
-// markerTokens counts a marker's tokens, memoized: markers repeat from one call to the next.
-func (c *Counter) markerTokens(s string, id tokenizerID, tc textCounter) int64 {
-	if id == tokApprox {
-		return tc.text(s)
+// Marker kinds, for markerTokens.
+const (
+	markerOutput = 1 + iota
+	markerDuplicate
+	markerInput
+)
+
+// markerTokens counts the tokens of a marker, memoized by what it says (markers repeat from
+// one call to the next) so that the warm path builds no strings.
+func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizerID, tc textCounter) int64 {
+	build := func() string {
+		if kind == markerInput {
+			return inputMarker(tool, tokens)
+		}
+		return outputMarker(tool, tokens, kind == markerDuplicate)
 	}
-	k := countKey{contentKey{maphash.String(c.seed, s), uint64(len(s)) | 1<<63}, id}
+	if id == tokApprox {
+		return tc.text(build())
+	}
+	h := maphash.String(c.seed, tool)
+	h = bits.RotateLeft64(h*0x9E3779B97F4A7C15, 29) ^ uint64(tokens)
+	// n without the high bit never equals a message key's.
+	k := countKey{contentKey{h * 0xBF58476D1CE4E5B9, uint64(kind)}, id}
 	if v, ok := c.counts.get(k.shard(), k); ok {
 		return v.total
 	}
-	n := tc.text(s)
+	n := tc.text(build())
 	c.counts.put(k.shard(), k, msgCount{total: n}, countEntryBytes)
 	return n
 }
@@ -95,14 +119,28 @@ func (c *Counter) markerTokens(s string, id tokenizerID, tc textCounter) int64 {
 // excluded tools, and only where the marker is smaller than what it replaces. With
 // clear_inputs, the inputs of the calls whose outputs are pruned go too. The result is in
 // message and part order.
-func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc textCounter) []PrunedPart {
+func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc textCounter, sc *scratch) []PrunedPart {
 	if pol.pruneOff || len(lay.results) == 0 {
 		return nil
 	}
 	res := lay.results
-	dup := duplicates(msgs, res, c.seed)
-	var out []PrunedPart
+	if sc == nil {
+		sc = new(scratch)
+	}
+	dup := duplicates(msgs, res, counts, sc)
+	out := make([]PrunedPart, 0, len(res))
+	sorted := true
 	for k, r := range res {
+		parts := counts[r.msg].parts
+		if parts == nil {
+			continue
+		}
+		payload := int64(parts[r.part].payload)
+		isDup := dup != nil && dup[k]
+		protected := k >= len(res)-pol.keepResults
+		if payload == 0 || !isDup && (protected || payload < pol.minOutput) {
+			continue
+		}
 		rp := msgs[r.msg].GetParts()[r.part].GetToolResult()
 		var call *compactorv1.ToolCallPart
 		if r.callMsg >= 0 {
@@ -115,23 +153,19 @@ func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, po
 		if pol.excluded(tool) {
 			continue
 		}
-		parts := counts[r.msg].parts
-		if parts == nil {
-			continue
+		kind := markerOutput
+		if isDup {
+			kind = markerDuplicate
 		}
-		payload := int64(parts[r.part].payload)
-		isDup := dup != nil && dup[k]
-		protected := k >= len(res)-pol.keepResults
-		if payload == 0 || !isDup && (protected || payload < pol.minOutput) {
-			continue
+		mt := int64(parts[r.part].marker)
+		if kind != markerOutput || tool != rp.GetToolName() || mt == 0 {
+			mt = c.markerTokens(kind, tool, payload, pol.tokenizer, tc)
 		}
-		marker := outputMarker(tool, payload, isDup)
-		mt := c.markerTokens(marker, pol.tokenizer, tc)
 		if mt >= payload {
 			continue
 		}
 		out = append(out, PrunedPart{Message: int(r.msg), Part: int(r.part), Tool: tool, Duplicate: isDup,
-			Tokens: payload, Marker: marker, MarkerTokens: mt})
+			Tokens: payload, MarkerTokens: mt})
 		if !pol.clearInputs || call == nil || lay.class[r.callMsg] != classActive {
 			continue
 		}
@@ -140,68 +174,62 @@ func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, po
 			continue
 		}
 		in := int64(cparts[r.callPart].payload)
-		im := inputMarker(tool, in)
-		imt := c.markerTokens(im, pol.tokenizer, tc)
+		imt := c.markerTokens(markerInput, tool, in, pol.tokenizer, tc)
 		if imt < in {
 			out = append(out, PrunedPart{Message: int(r.callMsg), Part: int(r.callPart), Tool: tool, Input: true,
-				Duplicate: isDup, Tokens: in, Marker: im, MarkerTokens: imt})
+				Duplicate: isDup, Tokens: in, MarkerTokens: imt})
+			sorted = false
 		}
 	}
-	slices.SortFunc(out, func(a, b PrunedPart) int {
-		if a.Message != b.Message {
-			return a.Message - b.Message
-		}
-		return a.Part - b.Part
-	})
+	if !sorted {
+		slices.SortFunc(out, func(a, b PrunedPart) int {
+			if a.Message != b.Message {
+				return a.Message - b.Message
+			}
+			return a.Part - b.Part
+		})
+	}
 	return out
 }
 
 // duplicates marks the results whose call has the same tool name and input as the call of a
-// newer result. It returns nil when there are none.
-func duplicates(msgs []*compactorv1.Message, res []toolLink, seed maphash.Seed) []bool {
+// newer result, using an open-addressing table in sc. It returns nil when there are none.
+func duplicates(msgs []*compactorv1.Message, res []toolLink, counts []msgCount, sc *scratch) []bool {
 	if len(res) < 2 {
 		return nil
 	}
-	type seen struct {
-		h   uint64
-		idx int32
+	size := 4
+	for size < 2*len(res) {
+		size *= 2
 	}
-	calls := make([]*compactorv1.ToolCallPart, len(res))
-	hs := make([]seen, 0, len(res))
-	for k, r := range res {
-		if r.callMsg < 0 {
-			continue
-		}
-		call := msgs[r.callMsg].GetParts()[r.callPart].GetToolCall()
-		calls[k] = call
-		h := maphash.String(seed, call.GetToolName())
-		h = bits.RotateLeft64(h*0x9E3779B97F4A7C15, 31) ^ maphash.String(seed, call.GetInputJson())
-		hs = append(hs, seen{h, int32(k)})
+	sc.dupTable = resize(sc.dupTable, size) // result index + 1; 0 = empty
+	table := sc.dupTable
+	callOf := func(k int) *compactorv1.ToolCallPart {
+		r := res[k]
+		return msgs[r.callMsg].GetParts()[r.callPart].GetToolCall()
 	}
-	// Sort by hash, newest first within equal hashes; every entry after the first of a run
-	// of identical calls is an older duplicate.
-	slices.SortFunc(hs, func(a, b seen) int {
-		switch {
-		case a.h < b.h:
-			return -1
-		case a.h > b.h:
-			return 1
-		}
-		return int(b.idx - a.idx)
-	})
 	var dup []bool
-	for i := 1; i < len(hs); i++ {
-		if hs[i].h != hs[i-1].h {
+	for k := len(res) - 1; k >= 0; k-- { // newest first
+		r := res[k]
+		if r.callMsg < 0 || counts[r.callMsg].parts == nil {
 			continue
 		}
-		// Find the newest identical call in this run (hash collisions are compared exactly).
-		for j := i - 1; j >= 0 && hs[j].h == hs[i].h; j-- {
-			a, b := calls[hs[i].idx], calls[hs[j].idx]
+		h := counts[r.callMsg].parts[r.callPart].call
+		for slot := int(h) & (size - 1); ; slot = (slot + 1) & (size - 1) {
+			j := int(table[slot]) - 1
+			if j < 0 {
+				table[slot] = int32(k + 1)
+				break
+			}
+			if counts[res[j].callMsg].parts[res[j].callPart].call != h {
+				continue
+			}
+			a, b := callOf(k), callOf(j)
 			if a.GetToolName() == b.GetToolName() && a.GetInputJson() == b.GetInputJson() {
 				if dup == nil {
 					dup = make([]bool, len(res))
 				}
-				dup[hs[i].idx] = true
+				dup[k] = true
 				break
 			}
 		}
@@ -241,14 +269,14 @@ func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message
 		if p.Input {
 			c := orig.GetToolCall()
 			np.Content = &compactorv1.Part_ToolCall{ToolCall: &compactorv1.ToolCallPart{
-				ToolCallId: c.GetToolCallId(), ToolName: c.GetToolName(), InputJson: p.Marker,
+				ToolCallId: c.GetToolCallId(), ToolName: c.GetToolName(), InputJson: p.Marker(),
 				ProviderExecuted: c.GetProviderExecuted(),
 			}}
 		} else {
 			r := orig.GetToolResult()
 			np.Content = &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
 				ToolCallId: r.GetToolCallId(), ToolName: p.Tool,
-				Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: p.Marker}},
+				Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: p.Marker()}},
 			}}
 		}
 		parts[p.Part] = np

@@ -156,9 +156,14 @@ type msgCount struct {
 }
 
 // partCount is the tokens of one part: total, and payload, the share pruning can remove
-// (a tool result's output, a tool call's input).
+// (a tool result's output, a tool call's input). For a tool call, call identifies the tool
+// name and input (a keyed hash) so that identical calls are found without rehashing.
 type partCount struct {
 	total, payload int32
+	call           uint64
+	// marker is, for a tool result with a tool name, the tokens of the marker that would
+	// replace its output (0 when not computed).
+	marker int32
 }
 
 // hasToolParts reports whether a message holds tool calls or results.
@@ -179,8 +184,8 @@ func clamp32(n int64) int32 {
 	return int32(n)
 }
 
-// countMessage counts m with t, ignoring m.token_count.
-func (t textCounter) countMessage(m *compactorv1.Message) msgCount {
+// countMessage counts m with t, ignoring m.token_count. seed keys the tool-call hashes.
+func (t textCounter) countMessage(m *compactorv1.Message, seed maphash.Seed) msgCount {
 	var mc msgCount
 	if hasToolParts(m) {
 		mc.parts = make([]partCount, len(m.GetParts()))
@@ -191,9 +196,21 @@ func (t textCounter) countMessage(m *compactorv1.Message) msgCount {
 		mc.total += total
 		if mc.parts != nil {
 			mc.parts[i] = partCount{total: clamp32(total), payload: clamp32(payload)}
+			if c := p.GetToolCall(); c != nil {
+				mc.parts[i].call = callHash(seed, c)
+			}
+			if r := p.GetToolResult(); r != nil && r.GetToolName() != "" && payload > 2*MessageOverheadTokens {
+				mc.parts[i].marker = clamp32(t.text(outputMarker(r.GetToolName(), payload, false)))
+			}
 		}
 	}
 	return mc
+}
+
+// callHash identifies a tool call by its tool name and input.
+func callHash(seed maphash.Seed, c *compactorv1.ToolCallPart) uint64 {
+	h := maphash.String(seed, c.GetToolName())
+	return bits.RotateLeft64(h*0x9E3779B97F4A7C15, 31) ^ maphash.String(seed, c.GetInputJson())
 }
 
 // part returns the tokens of p and the share of them pruning can remove.
@@ -404,24 +421,30 @@ func jpegSize(d []byte) (w, h int) {
 // serves a whole process: it is safe for concurrent use, and its memory stays within the
 // budget given to NewCounter (plus the tokenizer tables, loaded once per process).
 type Counter struct {
-	seed   maphash.Seed
-	counts *memo[countKey, msgCount]
-	chain  *memo[chainKey, [32]byte]
+	pool     sync.Pool // of *scratch
+	seed     maphash.Seed
+	init     uint64 // initial key-hash state, random per Counter
+	counts   *memo[countKey, msgCount]
+	chain    *memo[chainKey, [32]byte]
+	prefixes *memo[prefixKey, [32]byte]
 }
 
 // NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
 // charged an estimate of their size including map overhead); memoBytes ≤ 0 means
 // DefaultMemoBytes. Three quarters of the budget go to token counts, the rest to hash-chain
-// steps.
+// steps and prefix hashes.
 func NewCounter(memoBytes int) *Counter {
 	if memoBytes <= 0 {
 		memoBytes = DefaultMemoBytes
 	}
 	b := int64(memoBytes)
+	seed := maphash.MakeSeed()
 	return &Counter{
-		seed:   maphash.MakeSeed(),
-		counts: newMemo[countKey, msgCount](b - b/4),
-		chain:  newMemo[chainKey, [32]byte](b / 4),
+		seed:     seed,
+		init:     maphash.String(seed, "compactord"),
+		counts:   newMemo[countKey, msgCount](b - b/4),
+		chain:    newMemo[chainKey, [32]byte](b / 8),
+		prefixes: newMemo[prefixKey, [32]byte](b / 8),
 	}
 }
 
@@ -432,6 +455,9 @@ type contentKey struct {
 }
 
 func (k contentKey) shard() int { return int(k.h >> 59) } // top 5 bits: 32 shards
+
+// valid reports whether the key was computed (n carries a marker bit).
+func (k contentKey) valid() bool { return k.n != 0 }
 
 type countKey struct {
 	contentKey
@@ -464,55 +490,115 @@ func (c *Counter) Message(m *compactorv1.Message, tokenizer string) (int64, erro
 		return 0, err
 	}
 	if id == tokApprox {
-		return tc.countMessage(m).total, nil
+		return tc.countMessage(m, c.seed).total, nil
 	}
 	k := countKey{c.key(m), id}
 	if mc, ok := c.counts.get(k.shard(), k); ok {
 		return mc.total, nil
 	}
-	mc := tc.countMessage(m)
-	c.counts.put(k.shard(), k, mc, countEntryBytes+8*int64(len(mc.parts)))
+	mc := tc.countMessage(m, c.seed)
+	c.counts.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
 	return mc.total, nil
 }
 
-// countAll returns the estimate of every message (ignoring token_count) and each message's
-// content key. Messages with a caller token count and no tool parts are not counted (their
-// estimate is left zero) unless all is set. Lookups take each memo shard's lock once.
+// scratch is the working memory of one Decide call, reused through Counter.pool so that a
+// warm plan allocates little more than its response.
+type scratch struct {
+	counts     []msgCount
+	keys       []contentKey
+	sel        []bool
+	order      []int32
+	class      []msgClass
+	blocked    []int32
+	turnStarts []int32
+	results    []toolLink
+	open       []openRef
+	approvals  []openRef
+	saved      []int64
+	tail       []int64
+	dupTable   []int32
+}
+
+// resize returns s with length n and zeroed elements, reallocating only when it must.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+func (c *Counter) getScratch() *scratch {
+	if sc, ok := c.pool.Get().(*scratch); ok {
+		return sc
+	}
+	return new(scratch)
+}
+
+// putScratch drops the references sc holds (memo values, ids) and returns it to the pool.
+func (c *Counter) putScratch(sc *scratch) {
+	clear(sc.counts[:cap(sc.counts)])
+	clear(sc.open[:cap(sc.open)])
+	clear(sc.approvals[:cap(sc.approvals)])
+	c.pool.Put(sc)
+}
+
+// countAll returns the estimate of every message (ignoring token_count) and the content
+// keys it computed (a zero key was not computed). Unless all is set, messages with a caller
+// token count are left uncounted (zero); fillCounts counts them later if needed.
 func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizerID, all bool) ([]msgCount, []contentKey, error) {
-	n := len(msgs)
-	counts := make([]msgCount, n)
-	keys := make([]contentKey, n)
+	counts := make([]msgCount, len(msgs))
+	keys := make([]contentKey, len(msgs))
+	err := c.fillCounts(msgs, id, counts, keys, nil, func(m *compactorv1.Message) bool {
+		return all || m.GetTokenCount() <= 0
+	})
+	return counts, keys, err
+}
+
+// fillCounts counts the messages need selects, memoized, into counts (and their content keys
+// into keys). Lookups take each memo shard's lock once.
+func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts []msgCount, keys []contentKey, sc *scratch, need func(*compactorv1.Message) bool) error {
 	tc, err := newTextCounter(id)
 	if err != nil {
-		return nil, nil, err
-	}
-	need := func(m *compactorv1.Message) bool {
-		return all || m.GetTokenCount() <= 0 || hasToolParts(m)
+		return err
 	}
 	if id == tokApprox {
 		for i, m := range msgs {
-			keys[i] = c.key(m)
 			if need(m) {
-				counts[i] = tc.countMessage(m)
+				counts[i] = tc.countMessage(m, c.seed)
 			}
 		}
-		return counts, keys, nil
+		return nil
 	}
 	// Bucket message indexes by shard (counting sort), then visit each shard once.
 	var start [memoShards + 1]int32
+	if sc == nil {
+		sc = new(scratch)
+	}
+	sc.sel = resize(sc.sel, len(msgs))
+	sel := sc.sel
 	for i, m := range msgs {
-		keys[i] = c.key(m)
-		start[keys[i].shard()+1]++
+		if need(m) {
+			sel[i] = true
+			if !keys[i].valid() {
+				keys[i] = c.key(m)
+			}
+			start[keys[i].shard()+1]++
+		}
 	}
 	for s := 1; s <= memoShards; s++ {
 		start[s] += start[s-1]
 	}
-	order := make([]int32, n)
+	sc.order = resize(sc.order, int(start[memoShards]))
+	order := sc.order
 	fill := start
 	for i := range msgs {
-		s := keys[i].shard()
-		order[fill[s]] = int32(i)
-		fill[s]++
+		if sel[i] {
+			s := keys[i].shard()
+			order[fill[s]] = int32(i)
+			fill[s]++
+		}
 	}
 	var misses []int32
 	for s := 0; s < memoShards; s++ {
@@ -523,9 +609,6 @@ func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizerID, all bool
 		sh := &c.counts.shards[s]
 		sh.mu.Lock()
 		for _, i := range order[lo:hi] {
-			if !need(msgs[i]) {
-				continue
-			}
 			mc, ok := sh.lookup(countKey{keys[i], id})
 			if ok {
 				counts[i] = mc
@@ -536,25 +619,27 @@ func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizerID, all bool
 		sh.mu.Unlock()
 	}
 	for _, i := range misses {
-		mc := tc.countMessage(msgs[i])
+		mc := tc.countMessage(msgs[i], c.seed)
 		counts[i] = mc
 		k := countKey{keys[i], id}
-		c.counts.put(k.shard(), k, mc, countEntryBytes+8*int64(len(mc.parts)))
+		c.counts.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
 	}
-	return counts, keys, nil
+	return nil
 }
 
 // key hashes everything in m that canon(m) encodes.
 func (c *Counter) key(m *compactorv1.Message) contentKey {
-	x := keyHasher{seed: c.seed}
-	x.u(uint64(m.GetRole())<<16 | uint64(m.GetKind())<<8 | uint64(m.GetLifecycle())<<1 | b2u(m.GetPinned()))
+	x := keyHasher{seed: c.seed, h: c.init}
+	x.mix(uint64(m.GetRole())<<16 | uint64(m.GetKind())<<8 | uint64(m.GetLifecycle())<<1 | b2u(m.GetPinned()))
 	x.options(m.GetProviderOptions())
-	x.bytes(m.ProtoReflect().GetUnknown())
-	x.u(uint64(len(m.GetParts())))
+	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+		x.bytes(u)
+	}
+	x.mix(uint64(len(m.GetParts())))
 	for _, p := range m.GetParts() {
 		x.part(p)
 	}
-	return contentKey{x.h, x.n}
+	return contentKey{x.h ^ x.h>>31, x.n | 1<<63}
 }
 
 func b2u(b bool) uint64 {
@@ -564,30 +649,54 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
-// keyHasher folds strings hashed with maphash into a running 64-bit state.
+// keyHasher folds a message's fields into a 64-bit state: small values and short strings
+// through a multiply-xorshift step, longer strings through the keyed maphash. It starts from
+// a per-Counter random state, so keys differ from one process to the next.
 type keyHasher struct {
 	seed maphash.Seed
 	h, n uint64
 }
 
-func (x *keyHasher) u(v uint64) {
-	x.h = bits.RotateLeft64((x.h^v)*0x9E3779B97F4A7C15, 29) * 0xBF58476D1CE4E5B9
-	x.n++
+func (x *keyHasher) mix(v uint64) {
+	h := (x.h ^ v) * 0x9E3779B97F4A7C15
+	x.h = h ^ h>>29
 }
 
+func (x *keyHasher) tag(b byte) { x.mix(uint64(b) | 0xA5<<56) }
+
 func (x *keyHasher) str(s string) {
-	x.u(maphash.String(x.seed, s))
-	x.n += uint64(len(s))
+	n := len(s)
+	x.n += uint64(n)
+	switch {
+	case n > 16:
+		x.mix(maphash.String(x.seed, s) ^ uint64(n)<<48)
+	case n >= 8:
+		x.mix(uint64(n) | 0x5A<<56)
+		x.mix(le64(s[:8]))
+		x.mix(le64(s[n-8:]))
+	default:
+		var v uint64
+		for i := 0; i < n; i++ {
+			v |= uint64(s[i]) << (8 * i)
+		}
+		x.mix(v ^ uint64(n)<<56)
+	}
+}
+
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 func (x *keyHasher) bytes(b []byte) {
-	x.u(maphash.Bytes(x.seed, b))
+	x.mix(maphash.Bytes(x.seed, b) ^ uint64(len(b))<<48)
 	x.n += uint64(len(b))
 }
 
 // options hashes provider options by their deterministic encoding, in key order.
 func (x *keyHasher) options(o map[string]*structpb.Struct) {
-	x.u(uint64(len(o)))
+	x.mix(uint64(len(o)))
 	if len(o) == 0 {
 		return
 	}
@@ -605,94 +714,96 @@ func (x *keyHasher) options(o map[string]*structpb.Struct) {
 
 func (x *keyHasher) part(p *compactorv1.Part) {
 	x.options(p.GetProviderOptions())
-	x.bytes(p.ProtoReflect().GetUnknown())
+	if u := p.ProtoReflect().GetUnknown(); len(u) > 0 {
+		x.bytes(u)
+	}
 	switch c := p.GetContent().(type) {
 	case *compactorv1.Part_Text:
-		x.u(1)
+		x.tag(1)
 		x.str(c.Text.GetText())
 	case *compactorv1.Part_Image:
-		x.u(2)
+		x.tag(2)
 		switch src := c.Image.GetSource().(type) {
 		case *compactorv1.ImagePart_Data:
-			x.u(1)
+			x.tag(1)
 			x.bytes(src.Data)
 		case *compactorv1.ImagePart_Url:
-			x.u(2)
+			x.tag(2)
 			x.str(src.Url)
 		default:
-			x.u(0)
+			x.tag(0)
 		}
 		x.str(c.Image.GetMediaType())
 	case *compactorv1.Part_File:
-		x.u(3)
+		x.tag(3)
 		switch src := c.File.GetSource().(type) {
 		case *compactorv1.FilePart_Data:
-			x.u(1)
+			x.tag(1)
 			x.bytes(src.Data)
 		case *compactorv1.FilePart_Url:
-			x.u(2)
+			x.tag(2)
 			x.str(src.Url)
 		default:
-			x.u(0)
+			x.tag(0)
 		}
 		x.str(c.File.GetMediaType())
 		x.str(c.File.GetFilename())
 	case *compactorv1.Part_Reasoning:
-		x.u(4)
+		x.tag(4)
 		x.str(c.Reasoning.GetText())
 		x.str(c.Reasoning.GetSignature())
 		x.str(c.Reasoning.GetRedactedData())
 	case *compactorv1.Part_ToolCall:
-		x.u(5<<1 | b2u(c.ToolCall.GetProviderExecuted()))
+		x.tag(byte(5<<1 | b2u(c.ToolCall.GetProviderExecuted())))
 		x.str(c.ToolCall.GetToolCallId())
 		x.str(c.ToolCall.GetToolName())
 		x.str(c.ToolCall.GetInputJson())
 	case *compactorv1.Part_ToolResult:
-		x.u(6)
+		x.tag(6)
 		x.str(c.ToolResult.GetToolCallId())
 		x.str(c.ToolResult.GetToolName())
 		x.output(c.ToolResult.GetOutput())
 	case *compactorv1.Part_ApprovalRequest:
-		x.u(7)
+		x.tag(7)
 		x.str(c.ApprovalRequest.GetApprovalId())
 		x.str(c.ApprovalRequest.GetToolCallId())
 	case *compactorv1.Part_ApprovalResponse:
-		x.u(8<<1 | b2u(c.ApprovalResponse.GetApproved()))
+		x.tag(byte(8<<1 | b2u(c.ApprovalResponse.GetApproved())))
 		x.str(c.ApprovalResponse.GetApprovalId())
 		x.str(c.ApprovalResponse.GetReason())
 	default:
-		x.u(0)
+		x.tag(0)
 	}
 }
 
 func (x *keyHasher) output(o *compactorv1.ToolOutput) {
 	if o == nil {
-		x.u(0)
+		x.tag(0)
 		return
 	}
 	switch v := o.GetValue().(type) {
 	case *compactorv1.ToolOutput_Text:
-		x.u(11)
+		x.tag(11)
 		x.str(v.Text)
 	case *compactorv1.ToolOutput_Json:
-		x.u(12)
+		x.tag(12)
 		x.str(v.Json)
 	case *compactorv1.ToolOutput_ErrorText:
-		x.u(13)
+		x.tag(13)
 		x.str(v.ErrorText)
 	case *compactorv1.ToolOutput_ErrorJson:
-		x.u(14)
+		x.tag(14)
 		x.str(v.ErrorJson)
 	case *compactorv1.ToolOutput_Denied:
-		x.u(16)
+		x.tag(16)
 		x.str(v.Denied)
 	case *compactorv1.ToolOutput_Content:
-		x.u(15)
-		x.u(uint64(len(v.Content.GetParts())))
+		x.tag(15)
+		x.mix(uint64(len(v.Content.GetParts())))
 		for _, p := range v.Content.GetParts() {
 			x.part(p)
 		}
 	default:
-		x.u(10)
+		x.tag(10)
 	}
 }

@@ -56,19 +56,25 @@ type openRef struct {
 	msg, part int32
 }
 
-// analyze computes the layout of msgs (already validated).
-func analyze(msgs []*compactorv1.Message) layout {
+// analyze computes the layout of msgs (already validated), in sc's memory when sc is not
+// nil (the layout is then valid until sc is reused).
+func analyze(msgs []*compactorv1.Message, sc *scratch) layout {
+	if sc == nil {
+		sc = new(scratch)
+	}
 	n := len(msgs)
-	lay := layout{summary: LatestSummary(msgs), class: make([]msgClass, n)}
+	sc.class = resize(sc.class, n)
+	lay := layout{summary: LatestSummary(msgs), class: sc.class, turnStarts: sc.turnStarts[:0], results: sc.results[:0]}
 	// blocked[c] > 0 after the prefix sum: a cut before message c would split a link.
-	blocked := make([]int32, n+2)
+	sc.blocked = resize(sc.blocked, n+2)
+	blocked := sc.blocked
 	link := func(i, j int32) {
 		if i < j {
 			blocked[i+1]++
 			blocked[j+1]--
 		}
 	}
-	var calls, approvals []openRef
+	calls, approvals := sc.open[:0], sc.approvals[:0]
 	for i, m := range msgs {
 		lay.class[i] = classify(m, i, lay.summary)
 		mi := int32(i)
@@ -130,5 +136,6 @@ func analyze(msgs []*compactorv1.Message) layout {
 			lay.turnStarts = append(lay.turnStarts, int32(c))
 		}
 	}
+	sc.open, sc.approvals, sc.turnStarts, sc.results = calls, approvals, lay.turnStarts, lay.results
 	return lay
 }

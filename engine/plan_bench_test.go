@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/corpus"
+)
+
+// Benchmarks for docs/PERFORMANCE.md ("Plan"). Run:
+//
+//	go test -run '^$' -bench 'Tokenize|Plan' -benchmem ./engine
+
+// benchPolicy makes the largest corpus conversation (≈450k tokens) summarize: a 1M window
+// with the trigger at 30% of it.
+var benchPolicy = &compactorv1.Policy{ContextWindow: 1_000_000, TriggerRatio: 0.3, TargetRatio: 0.2}
+
+// texts returns every string of msgs the tokenizer reads, and their total size.
+func texts(msgs []*compactorv1.Message) ([]string, int64) {
+	var out []string
+	var n int64
+	add := func(s string) {
+		if s != "" {
+			out = append(out, s)
+			n += int64(len(s))
+		}
+	}
+	for _, m := range msgs {
+		for _, p := range m.GetParts() {
+			add(p.GetText().GetText())
+			add(p.GetToolCall().GetToolName())
+			add(p.GetToolCall().GetInputJson())
+			add(p.GetToolResult().GetOutput().GetText())
+			add(p.GetToolResult().GetOutput().GetErrorText())
+		}
+	}
+	return out, n
+}
+
+func largest(b *testing.B) []*compactorv1.Message {
+	msgs := readCorpusFile(b, corpus.Largest(b))
+	if err := Validate(msgs); err != nil {
+		b.Fatal(err)
+	}
+	return msgs
+}
+
+// BenchmarkTokenizeLargest is raw tokenization alone: every string of the largest corpus
+// conversation through the o200k_base encoder, nothing else.
+func BenchmarkTokenizeLargest(b *testing.B) {
+	msgs := largest(b)
+	strs, n := texts(msgs)
+	enc, err := encoder(tokO200k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range strs {
+			_ = enc.EncodeOrdinary(s)
+		}
+	}
+}
+
+// BenchmarkPlanLargestCold plans the largest corpus conversation with an empty memo each
+// time: tokenization of everything plus all of Plan.
+func BenchmarkPlanLargestCold(b *testing.B) {
+	msgs := largest(b)
+	_, n := texts(msgs)
+	if _, err := encoder(tokO200k); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Plan(msgs, benchPolicy, NewCounter(0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlanLargestWarm plans the largest corpus conversation again and again with one
+// Counter: every count and hash-chain step comes from the memo.
+func BenchmarkPlanLargestWarm(b *testing.B) {
+	msgs := largest(b)
+	c := NewCounter(0)
+	r, err := Plan(msgs, benchPolicy, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d messages: %v, %d → %d tokens", len(msgs), r.Action, r.TokensBefore, r.TokensAfter)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Plan(msgs, benchPolicy, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// conversation200 is a 200-message coding-agent conversation: a system prompt, user requests
+// and rounds of one tool call with a mid-sized output, ≈ 60 kB of text.
+func conversation200() []*compactorv1.Message {
+	msgs := []*compactorv1.Message{plSysMsg(plWords(300, "sys"))}
+	for i := 0; len(msgs) < 200; i++ {
+		if i%10 == 0 {
+			msgs = append(msgs, plUserMsg(plWords(40, fmt.Sprint("u", i))))
+			continue
+		}
+		id := fmt.Sprint("call_", i)
+		msgs = append(msgs,
+			plAsstMsg(plText(plWords(15, fmt.Sprint("a", i))), plCall(id, "read_file", fmt.Sprintf(`{"path":"src/file%d.go"}`, i))),
+			plToolMsg(plResult(id, "read_file", plWords(80, fmt.Sprint("o", i)))))
+	}
+	return msgs[:200]
+}
+
+// BenchmarkPlanWarm200 plans a 200-message conversation with a warm memo, at windows where
+// nothing is needed, where pruning does it and where it summarizes; and with every message's
+// token_count supplied by the caller (no hashing: the planner alone).
+func BenchmarkPlanWarm200(b *testing.B) {
+	msgs := conversation200()
+	_, n := texts(msgs)
+	counted := make([]*compactorv1.Message, len(msgs))
+	c0 := NewCounter(0)
+	for i, m := range msgs {
+		k, err := c0.Message(m, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		counted[i] = &compactorv1.Message{Role: m.Role, Parts: m.Parts, TokenCount: k}
+	}
+	for _, bc := range []struct {
+		name string
+		w    int64
+		msgs []*compactorv1.Message
+	}{
+		{"none", 200000, msgs}, {"prune", 40000, msgs}, {"summarize", 16000, msgs},
+		{"none_caller_counts", 200000, counted}, {"summarize_caller_counts", 16000, counted},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			msgs, w := bc.msgs, bc.w
+			p := &compactorv1.Policy{ContextWindow: w}
+			c := NewCounter(0)
+			r, err := Plan(msgs, p, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("%d messages, %d bytes of text: %v, %d → %d tokens", len(msgs), n, r.Action, r.TokensBefore, r.TokensAfter)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Plan(msgs, p, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlanWarmCorpus plans the corpus conversations with the most messages, warm.
+func BenchmarkPlanWarmCorpus(b *testing.B) {
+	for _, name := range []string{"minisweagent-gemini3-django__django-14349.openai.json", "minisweagent-gemini3-django__django-16560.openai.json"} {
+		var f corpus.File
+		for _, x := range corpus.Files(b) {
+			if x.Name == name {
+				f = x
+			}
+		}
+		if f.Name == "" {
+			b.Skipf("%s not in the corpus", name)
+		}
+		msgs := readCorpusFile(b, f)
+		_, n := texts(msgs)
+		b.Run(fmt.Sprintf("%dmsgs_%dkB", len(msgs), n/1000), func(b *testing.B) {
+			p := &compactorv1.Policy{ContextWindow: 32000}
+			c := NewCounter(0)
+			r, err := Plan(msgs, p, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("%v, %d → %d tokens", r.Action, r.TokensBefore, r.TokensAfter)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Plan(msgs, p, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
