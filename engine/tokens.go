@@ -478,12 +478,12 @@ const (
 // when it is greater than zero, otherwise compactord's count (memoized). The error is a
 // *ValidationError for an unknown tokenizer name.
 func (c *Counter) Message(m *compactorv1.Message, tokenizer string) (int64, error) {
-	if m.GetTokenCount() > 0 {
-		return m.GetTokenCount(), nil
-	}
 	id, ok := parseTokenizer(tokenizer)
 	if !ok {
 		return 0, Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", tokenizer))
+	}
+	if m.GetTokenCount() > 0 {
+		return m.GetTokenCount(), nil
 	}
 	tc, err := newTextCounter(id)
 	if err != nil {
