@@ -1,0 +1,526 @@
+// Command loadtest drives compactord with ghz and writes a Markdown report.
+//
+// It builds and starts the server (one replica with its in-memory cache, or N replicas
+// sharing a throwaway redis-server), starts a fake OpenAI-compatible LLM on loopback with a
+// fixed latency, builds every scenario's request from the real corpus, checks each scenario
+// with a preflight call, measures the health-check baseline and then every scenario at the
+// same concurrency, and writes RPS, latency percentiles, errors and ratios to the baseline to
+// results/<date>.md. With -soak it then replays a mix for the given time and samples the
+// servers' memory. Everything listens on loopback; every child process is stopped on exit.
+//
+//	cd loadtest && go run . -out results/$(date -u +%F).md
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+)
+
+// flags are the driver's options.
+type flags struct {
+	scenarios   string
+	out         string
+	replicas    int
+	redis       bool
+	bin         string
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency uint
+	slices      int
+	only        string
+	soak        time.Duration
+	soakSlice   time.Duration
+	llmLatency  time.Duration
+	keep        bool
+}
+
+func main() {
+	var f flags
+	flag.StringVar(&f.scenarios, "scenarios", "scenarios.yaml", "scenario file")
+	flag.StringVar(&f.out, "out", "", "report path (default results/<UTC date>.md)")
+	flag.IntVar(&f.replicas, "replicas", 3, "compactord replicas; ghz balances round-robin over them")
+	flag.BoolVar(&f.redis, "redis", true, "share a throwaway redis-server as the summary cache (false: each replica's in-memory cache; needs -replicas 1)")
+	flag.StringVar(&f.bin, "bin", "", "compactord binary (default: build ../cmd/compactord into the temp dir)")
+	flag.DurationVar(&f.duration, "duration", 0, "measured duration of every scenario (default: from the scenario file)")
+	flag.DurationVar(&f.warmup, "warmup", -1, "unmeasured warm-up before every scenario (default, -1: from the scenario file)")
+	flag.IntVar(&f.slices, "slices", 0, "measured slices of every scenario, each after a baseline slice (default: from the scenario file)")
+	flag.UintVar(&f.concurrency, "concurrency", 0, "ghz workers for every scenario (default: from the scenario file)")
+	flag.StringVar(&f.only, "only", "", "run only the scenarios matching this regexp (the baseline always runs)")
+	flag.DurationVar(&f.soak, "soak", 0, "after the scenarios, replay the soak mix this long and sample memory (e.g. 5m)")
+	flag.DurationVar(&f.soakSlice, "soak-slice", 15*time.Second, "length of one soak slice")
+	flag.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
+	flag.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ok, err := run(ctx, f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+	if !ok {
+		fmt.Fprintln(os.Stderr, "loadtest: errors or failed scenarios; see the report")
+		os.Exit(1)
+	}
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, a...)...)
+}
+
+// run does the whole load test and reports whether it had zero errors.
+func run(ctx context.Context, f flags) (bool, error) {
+	started := time.Now()
+	if f.replicas < 1 || f.replicas > 8 {
+		return false, errors.New("-replicas must be 1..8")
+	}
+	if !f.redis && f.replicas > 1 {
+		return false, errors.New("-redis=false needs -replicas 1: replicas share summaries only through Redis")
+	}
+	sf, err := os.Open(f.scenarios)
+	if err != nil {
+		return false, err
+	}
+	suite, err := ParseSuite(sf)
+	sf.Close()
+	if err != nil {
+		return false, err
+	}
+	if err := applyOverrides(suite, f); err != nil {
+		return false, err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return false, err
+	}
+	repoRoot := filepath.Dir(wd)
+	if _, err := os.Stat(filepath.Join(repoRoot, "cmd", "compactord")); err != nil {
+		return false, fmt.Errorf("run from loadtest/ inside the repository: %w", err)
+	}
+	corpus, err := corpusDir(repoRoot)
+	if err != nil {
+		return false, err
+	}
+	tmp, err := os.MkdirTemp("", "compactord-loadtest-")
+	if err != nil {
+		return false, err
+	}
+	if f.keep {
+		logf("temp dir (kept): %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+
+	bin := f.bin
+	if bin == "" {
+		bin = filepath.Join(tmp, "compactord")
+		logf("building compactord")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/compactord")
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return false, fmt.Errorf("building compactord: %w\n%s", err, out)
+		}
+	}
+
+	// Everything started from here on is stopped on the way out, newest first.
+	var procs []*proc
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop(5 * time.Second)
+		}
+	}()
+
+	llm := &FakeLLM{Latency: f.llmLatency}
+	if err := llm.Start(); err != nil {
+		return false, err
+	}
+	defer llm.Close()
+	cfgPath := filepath.Join(tmp, "compactord.yaml")
+	if err := os.WriteFile(cfgPath, []byte(serverConfig(llm.BaseURL())), 0o600); err != nil {
+		return false, err
+	}
+
+	topology := fmt.Sprintf("%d replica(s), in-memory summary cache", f.replicas)
+	serverArgs := []string{
+		"--listen", "127.0.0.1:0", "--metrics-listen", "", "--drain-timeout", "2s",
+		"--config", cfgPath,
+	}
+	if f.redis {
+		rp, raddr, err := startRedis(ctx, tmp)
+		if err != nil {
+			return false, err
+		}
+		procs = append(procs, rp)
+		serverArgs = append(serverArgs, "--redis-url", "redis://"+raddr+"/0")
+		topology = fmt.Sprintf("%d replicas sharing a throwaway %s on loopback (no persistence)", f.replicas, redisVersion())
+	}
+	topology += fmt.Sprintf("; ghz balances calls round-robin over the replicas through one client connection (a gRPC round_robin policy over a static resolver, as a client behind a headless Service would); fake OpenAI-compatible LLM with %s fixed latency; servers on their default flags otherwise (JSON log line per call at info level, drained to a file)", f.llmLatency)
+
+	e := &env{llm: llm}
+	for i := 0; i < f.replicas; i++ {
+		name := fmt.Sprintf("replica-%d", i+1)
+		p, addr, err := startProc(ctx, tmp, name, "serving", bin, serverArgs,
+			[]string{"LOADTEST_FAKE_LLM_KEY=fake-key", "OTEL_TRACES_EXPORTER=none"})
+		if err != nil {
+			return false, err
+		}
+		procs = append(procs, p)
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		if err != nil {
+			return false, err
+		}
+		defer conn.Close()
+		e.replicas = append(e.replicas, &replica{name: name, addr: addr, proc: p, conn: conn})
+		logf("%s serving on %s (pid %d)", name, addr, p.cmd.Process.Pid)
+	}
+	addrs := make([]resolver.Address, len(e.replicas))
+	for i, r := range e.replicas {
+		addrs[i] = resolver.Address{Addr: r.addr}
+	}
+	rb := manual.NewBuilderWithScheme("loadtest")
+	rb.InitialState(resolver.State{Addresses: addrs})
+	resolver.Register(rb)
+	e.host = "loadtest:///compactord"
+	if e.protoset, err = protoset(); err != nil {
+		return false, err
+	}
+
+	mem := make([]MemRow, 0, len(procs))
+	memProcs := append(replicaProcs(e), redisProcs(procs)...)
+	for _, p := range memProcs {
+		k, err := rssKiB(p.cmd.Process.Pid)
+		if err != nil {
+			return false, fmt.Errorf("reading RSS of %s: %w", p.name, err)
+		}
+		mem = append(mem, MemRow{Process: p.name, StartKiB: k, PeakSample: k})
+	}
+	sampleMem := func() []int64 {
+		out := make([]int64, len(memProcs))
+		for i, p := range memProcs {
+			if k, err := rssKiB(p.cmd.Process.Pid); err == nil {
+				out[i] = k
+				mem[i].PeakSample = max(mem[i].PeakSample, k)
+			}
+		}
+		return out
+	}
+
+	rep := &Report{
+		Date:     started,
+		Command:  "cd loadtest && go run . " + strings.Join(os.Args[1:], " "),
+		Commit:   gitDescribe(repoRoot),
+		Env:      fmt.Sprintf("%s %s/%s, %d CPUs (load generator and servers share them), ghz runner v0.121.0", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
+		Topology: topology,
+	}
+
+	payloads := map[string]*Payload{}
+	// prepare builds a scenario's payload and makes its preflight calls.
+	prepare := func(sc *Scenario) (*Payload, Result, error) {
+		res := Result{Name: sc.Name, Call: sc.Call, Concurrency: sc.Concurrency, Target: sc.Target}
+		p, err := buildPayload(ctx, e.replicas[0].conn, corpus, sc)
+		if err != nil {
+			return nil, res, err
+		}
+		res.Payload = describePayload(sc, p)
+		if f.keep {
+			if _, err := writePayload(tmp, sc.Name, p.Request); err != nil {
+				return nil, res, err
+			}
+		}
+		res.Notes, err = e.preflight(ctx, sc, p)
+		return p, res, err
+	}
+	base := &suite.Scenarios[0]
+	bp, baseAll, err := prepare(base)
+	if err != nil {
+		return false, fmt.Errorf("baseline %s: %w", base.Name, err)
+	}
+	payloads[base.Name] = bp
+	// The baseline alone first: it warms the servers up and stands for the whole run even
+	// when no other scenario can run. Every scenario's slices then alternate with baseline
+	// slices, and all baseline slices add up to the baseline row.
+	if r, _, err := e.measure(ctx, base, bp, nil, nil); err != nil {
+		return false, err
+	} else {
+		baseAll.add(r)
+		logf("%-22s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s", r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest())
+	}
+	sampleMem()
+	var results []Result
+	for i := 1; i < len(suite.Scenarios); i++ {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		sc := &suite.Scenarios[i]
+		p, res, err := prepare(sc)
+		if err != nil {
+			res.Failure = err.Error()
+			logf("%-22s FAILED before load: %s", sc.Name, oneLine(err.Error(), 300))
+			results = append(results, res)
+			continue
+		}
+		payloads[sc.Name] = p
+		r, b, err := e.measure(ctx, sc, p, base, bp)
+		if err != nil {
+			return false, err
+		}
+		r.Payload, r.Notes, r.Baseline = res.Payload, append(res.Notes, r.Notes...), b
+		baseAll.add(b)
+		results = append(results, *r)
+		sampleMem()
+		rr, pr := r.ratios(nil)
+		logf("%-22s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
+			r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), b.RPS(), rr, pr)
+	}
+	baseAll.finish()
+	baseAll.Notes = append(baseAll.Notes, "the baseline row adds up every baseline slice of the run: the opening run and the slices interleaved with each scenario")
+	rep.Results = append([]Result{baseAll}, results...)
+
+	if f.soak > 0 {
+		var mix []*Scenario
+		for i := range suite.Scenarios {
+			if sc := &suite.Scenarios[i]; sc.Soak && payloads[sc.Name] != nil {
+				mix = append(mix, sc)
+			}
+		}
+		if len(mix) == 0 {
+			rep.Notes = append(rep.Notes, "-soak was set but no scenario marked soak: true ran; no soak.")
+		} else {
+			s, err := e.soak(ctx, mix, payloads, f.soak, f.soakSlice, sampleMem)
+			if err != nil {
+				return false, err
+			}
+			rep.Soak = s
+		}
+	}
+
+	end := sampleMem()
+	for i := range mem {
+		mem[i].EndKiB = end[i]
+	}
+	rep.Memory = mem
+	rep.Notes = append(rep.Notes,
+		"RPS counts every call of the measured run over its wall time; the warm-up before each scenario is not counted.",
+		"Percentiles are nearest-rank over the calls that returned OK, measured by the ghz client (queueing in the client included).",
+		"Requests are built from the real corpus (../shared/corpus/real), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
+		"Cache-miss requests differ only in a marker prepended to the first user message, so every call has a new prefix hash and makes one summarizer call.",
+		fmt.Sprintf("Total driver wall time: %s.", time.Since(started).Round(time.Second)),
+	)
+
+	out := f.out
+	if out == "" {
+		out = filepath.Join("results", started.UTC().Format("2006-01-02")+".md")
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(out, []byte(rep.Markdown()), 0o644); err != nil {
+		return false, err
+	}
+	logf("wrote %s (%s)", out, time.Since(started).Round(time.Second))
+	return rep.OK(), nil
+}
+
+// measure runs the warm-up and then the measured load of sc in sc.Slices slices, each right
+// after an equally long slice of the baseline (when base is not nil), and checks the servers
+// survived. It returns the scenario's result and the interleaved baseline's.
+func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scenario, bp *Payload) (r, b *Result, err error) {
+	if sc.Warmup > 0 {
+		if _, err := e.load(sc, p, time.Duration(sc.Warmup)); err != nil {
+			return nil, nil, fmt.Errorf("%s warm-up: %w", sc.Name, err)
+		}
+	}
+	slice := time.Duration(sc.Duration) / time.Duration(sc.Slices)
+	r = &Result{Name: sc.Name, Call: sc.Call, Concurrency: sc.Concurrency, Target: sc.Target}
+	if base != nil {
+		b = &Result{Name: base.Name, Call: base.Call, Concurrency: base.Concurrency}
+	}
+	var calls int64
+	for i := 0; i < sc.Slices; i++ {
+		if base != nil {
+			br, err := e.load(base, bp, slice)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s (baseline slice for %s): %w", base.Name, sc.Name, err)
+			}
+			b.add(br)
+		}
+		before := e.llm.Calls()
+		sr, err := e.load(sc, p, slice)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", sc.Name, err)
+		}
+		calls += e.llm.Calls() - before
+		r.add(sr)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if err := e.alive(); err != nil {
+			return nil, nil, fmt.Errorf("during %s: %w", sc.Name, err)
+		}
+	}
+	r.finish()
+	if b != nil {
+		b.finish()
+	}
+	if sc.Cache != "" || calls > 0 {
+		per := 0.0
+		if r.Requests > 0 {
+			per = float64(calls) / float64(r.Requests)
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("fake-LLM calls during the measured run: %d (%.2f per request)", calls, per))
+	}
+	return r, b, nil
+}
+
+// soak replays mix in slices until d has passed, sampling memory after each slice.
+func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Payload, d, slice time.Duration, sample func() []int64) (*Soak, error) {
+	s := &Soak{Duration: d, Slice: slice, RefIndex: min(len(mix)-1, int(d/slice)-1), MaxGrowth: 1.2}
+	s.RefIndex = max(s.RefIndex, 0)
+	start := time.Now()
+	maxSlices := int(d/slice) + 1
+	logf("soak: %s in %s slices over %d scenarios", d, slice, len(mix))
+	for i := 0; i < maxSlices && time.Since(start)+slice/2 < d; i++ {
+		sc := mix[i%len(mix)]
+		r, err := e.load(sc, payloads[sc.Name], slice)
+		if err != nil {
+			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := e.alive(); err != nil {
+			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
+		}
+		rss := sample()
+		s.Samples = append(s.Samples, SoakSample{Elapsed: time.Since(start), Scenario: sc.Name, Requests: r.Requests, Errors: r.Errors, RSSKiB: rss[:len(e.replicas)]})
+		logf("soak %3d %-22s %8d req errors %d rss %v KiB", i+1, sc.Name, r.Requests, r.Errors, rss)
+	}
+	s.Duration = time.Since(start)
+	return s, nil
+}
+
+// applyOverrides applies the command-line load settings and the -only filter.
+func applyOverrides(s *Suite, f flags) error {
+	var only *regexp.Regexp
+	if f.only != "" {
+		var err error
+		if only, err = regexp.Compile(f.only); err != nil {
+			return fmt.Errorf("-only: %w", err)
+		}
+	}
+	kept := s.Scenarios[:0]
+	for i, sc := range s.Scenarios {
+		if i > 0 && only != nil && !only.MatchString(sc.Name) {
+			continue
+		}
+		if f.duration > 0 {
+			sc.Duration = Duration(f.duration)
+		}
+		if f.warmup >= 0 {
+			sc.Warmup = Duration(f.warmup)
+		}
+		if f.concurrency > 0 {
+			sc.Concurrency = f.concurrency
+		}
+		if f.slices > 0 {
+			sc.Slices = f.slices
+		}
+		if err := sc.check(); err != nil {
+			return fmt.Errorf("scenario %q with the command-line settings: %w", sc.Name, err)
+		}
+		kept = append(kept, sc)
+	}
+	s.Scenarios = kept
+	return nil
+}
+
+// serverConfig is the --config file: the fake LLM as an OpenAI-compatible summarizer.
+func serverConfig(baseURL string) string {
+	return fmt.Sprintf(`# written by loadtest: the fake LLM on loopback
+summarizers:
+  - name: fake-llm
+    kind: openai
+    base_url: %s
+    model: fake-summarizer
+    api_key_env: LOADTEST_FAKE_LLM_KEY
+    timeout: 10s
+    max_output_tokens: 512
+`, baseURL)
+}
+
+func describePayload(sc *Scenario, p *Payload) string {
+	var parts []string
+	switch {
+	case sc.Conversation != nil:
+		parts = append(parts, fmt.Sprintf("`%s`, %d of %d messages", sc.Conversation.File, p.Messages, p.Of))
+	case sc.Body != nil:
+		parts = append(parts, fmt.Sprintf("body `%s`", sc.Body.File))
+	}
+	if js, err := sc.requestJSON(); err == nil && string(js) != "{}" {
+		parts = append(parts, "request "+"`"+string(js)+"`")
+	}
+	parts = append(parts, fmt.Sprintf("%.1f KiB per request", float64(p.Bytes)/1024))
+	return strings.Join(parts, ", ")
+}
+
+func replicaProcs(e *env) []*proc {
+	out := make([]*proc, len(e.replicas))
+	for i, r := range e.replicas {
+		out[i] = r.proc
+	}
+	return out
+}
+
+func redisProcs(ps []*proc) []*proc {
+	var out []*proc
+	for _, p := range ps {
+		if p.name == "redis" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func gitDescribe(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	s := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		s += " (with uncommitted changes in the work tree)"
+	}
+	return s
+}
+
+func redisVersion() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "redis-server"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return "redis-server " + v
+		}
+	}
+	return "redis-server"
+}

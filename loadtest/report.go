@@ -1,0 +1,437 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Result is one measured load run of a scenario.
+type Result struct {
+	Name        string
+	Call        string
+	Concurrency uint
+	// Elapsed is the wall time of the measured run, in-flight calls included.
+	Elapsed  time.Duration
+	Requests uint64
+	// Errors counts the calls that did not return OK; ErrorDist groups them by message.
+	Errors    uint64
+	ErrorDist map[string]int
+	// P50, P95 and P99 are latency percentiles (nearest rank) of the calls that returned OK.
+	P50, P95, P99 time.Duration
+	// ServerCPU is the CPU time the replicas used during the measured run (the fake LLM
+	// and Redis excluded); ClientCPU is the driver's (ghz).
+	ServerCPU, ClientCPU time.Duration
+	// Payload describes the request sent.
+	Payload string
+	// Target is the scenario's pass mark, nil when it only reports.
+	Target *Target
+	// Baseline is the baseline measured in the slices interleaved with this scenario's; the
+	// ratios are against it. Nil for the baseline itself.
+	Baseline *Result
+	// Failure, when set, is why the scenario could not run (preflight call failed, ...).
+	Failure string
+	// Notes are checks made around the run (cache statuses seen, fake LLM calls counted).
+	Notes []string
+
+	lat []time.Duration // latencies of the OK calls, until finish
+}
+
+// add merges another run of the same scenario into r (Elapsed and counts add up); call
+// finish once all are in.
+func (r *Result) add(o *Result) {
+	r.Elapsed += o.Elapsed
+	r.Requests += o.Requests
+	r.Errors += o.Errors
+	r.ServerCPU += o.ServerCPU
+	r.ClientCPU += o.ClientCPU
+	if r.ErrorDist == nil {
+		r.ErrorDist = map[string]int{}
+	}
+	for k, n := range o.ErrorDist {
+		r.ErrorDist[k] += n
+	}
+	r.lat = append(r.lat, o.lat...)
+}
+
+// finish computes the percentiles of the latencies gathered so far.
+func (r *Result) finish() {
+	ps := percentiles(r.lat, 0.50, 0.95, 0.99)
+	r.P50, r.P95, r.P99 = ps[0], ps[1], ps[2]
+}
+
+// RPS is requests per second of wall time.
+func (r *Result) RPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// ServerCPUPerRequest is the replicas' CPU time per call.
+func (r *Result) ServerCPUPerRequest() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Requests)
+}
+
+// ClientCPUPerRequest is the load generator's CPU time per call.
+func (r *Result) ClientCPUPerRequest() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.ClientCPU / time.Duration(r.Requests)
+}
+
+// percentiles returns the nearest-rank percentiles ps (in [0,1]) of lat, sorting lat.
+func percentiles(lat []time.Duration, ps ...float64) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	if len(lat) == 0 {
+		return out
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	for i, p := range ps {
+		k := int(math.Ceil(p*float64(len(lat)))) - 1
+		k = max(0, min(k, len(lat)-1))
+		out[i] = lat[k]
+	}
+	return out
+}
+
+// Verdict is a scenario's outcome against its target, relative to the baseline b.
+func (r *Result) Verdict(b *Result) (ok bool, text string) {
+	switch {
+	case r.Failure != "":
+		return false, "**FAILED** (did not run)"
+	case r.Requests == 0:
+		return false, "**FAIL** (no requests)"
+	case r.Errors > 0:
+		return false, fmt.Sprintf("**FAIL** (%d errors)", r.Errors)
+	case r.Target == nil:
+		return true, "—"
+	}
+	rr, pr := r.ratios(b)
+	var miss []string
+	if rr < r.Target.RPSRatio {
+		miss = append(miss, fmt.Sprintf("RPS ratio %.2f < %.2f", rr, r.Target.RPSRatio))
+	}
+	if r.Target.P99Ratio > 0 && pr > r.Target.P99Ratio {
+		miss = append(miss, fmt.Sprintf("p99 ratio %.2f > %.2f", pr, r.Target.P99Ratio))
+	}
+	if len(miss) > 0 {
+		return false, "**FAIL** (" + strings.Join(miss, ", ") + ")"
+	}
+	return true, "pass"
+}
+
+// ratios are RPS / baseline RPS and p99 / baseline p99 (0 when the baseline has none).
+func (r *Result) ratios(b *Result) (rps, p99 float64) {
+	if r.Baseline != nil {
+		b = r.Baseline
+	}
+	if b == nil {
+		return 0, 0
+	}
+	if b.RPS() > 0 {
+		rps = r.RPS() / b.RPS()
+	}
+	if b.P99 > 0 {
+		p99 = float64(r.P99) / float64(b.P99)
+	}
+	return rps, p99
+}
+
+func (t *Target) String() string {
+	if t == nil {
+		return "—"
+	}
+	s := fmt.Sprintf("RPS ≥ %.2f×", t.RPSRatio)
+	if t.P99Ratio > 0 {
+		s += fmt.Sprintf(", p99 ≤ %g×", t.P99Ratio)
+	}
+	return s
+}
+
+// MemRow is the resident memory of one process the driver started.
+type MemRow struct {
+	Process    string
+	StartKiB   int64 // after start-up, before any load
+	EndKiB     int64 // after the last scenario (and the soak, when run)
+	PeakSample int64 // largest sample taken between scenarios
+}
+
+// SoakSample is the state after one slice of the soak.
+type SoakSample struct {
+	Elapsed  time.Duration
+	Scenario string
+	Requests uint64
+	Errors   uint64
+	RSSKiB   []int64 // per server process, in Report.Memory order
+}
+
+// Soak is the memory-flatness run: the soak mix replayed in slices, RSS sampled after each.
+type Soak struct {
+	Duration time.Duration
+	Slice    time.Duration
+	Samples  []SoakSample
+	// RefIndex is the sample the end is compared with: the one after the first full pass
+	// through the mix, when the caches and pools have warmed up.
+	RefIndex int
+	// MaxGrowth is the largest end/reference RSS ratio that counts as flat.
+	MaxGrowth float64
+}
+
+// Report is everything the results file says.
+type Report struct {
+	Date     time.Time
+	Command  string
+	Commit   string
+	Env      string
+	Topology string
+	// Results has the baseline first.
+	Results []Result
+	Memory  []MemRow
+	Soak    *Soak
+	Notes   []string
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "—"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+func fmtMicros(d time.Duration) string {
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+func fmtMiB(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+// OK reports whether every scenario ran without errors (targets aside).
+func (rep *Report) OK() bool {
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Failure != "" || r.Errors > 0 || r.Requests == 0 {
+			return false
+		}
+	}
+	if s := rep.Soak; s != nil {
+		for _, x := range s.Samples {
+			if x.Errors > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TargetsMet reports whether every scenario with a target passed it.
+func (rep *Report) TargetsMet() bool {
+	b := rep.baseline()
+	for i := range rep.Results {
+		if ok, _ := rep.Results[i].Verdict(b); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (rep *Report) baseline() *Result {
+	if len(rep.Results) == 0 {
+		return nil
+	}
+	return &rep.Results[0]
+}
+
+// Markdown renders the report.
+func (rep *Report) Markdown() string {
+	var w strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
+	b := rep.baseline()
+	p("# compactord load test, %s\n\n", rep.Date.UTC().Format("2006-01-02 15:04 MST"))
+	p("- command: `%s`\n", rep.Command)
+	p("- commit: %s\n", rep.Commit)
+	p("- machine: %s\n", rep.Env)
+	p("- servers: %s\n", rep.Topology)
+	if b != nil {
+		p("- baseline: `%s` (%s), measured in the same run; ratios below are against it\n", b.Name, b.Call)
+	}
+	errs := "zero errors"
+	if !rep.OK() {
+		errs = "**errors or failed scenarios: see below**"
+	}
+	targets := "every target met"
+	if !rep.TargetsMet() {
+		targets = "**some targets missed**"
+	}
+	p("- outcome: %s; %s\n\n", errs, targets)
+
+	p("## Scenarios\n\n")
+	p("Each scenario's measured time is split into slices, each run right after an equally long slice of the baseline; its ratios are against those interleaved baseline slices (column \"baseline RPS\"), so both saw the same background load. Server CPU is the replicas' user+system time per call.\n\n")
+	p("| scenario | call | conc. | duration | requests | RPS | p50 | p95 | p99 | errors | server CPU/call | baseline RPS | RPS ratio | p99 ratio | target | result |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		name := r.Name
+		if i == 0 {
+			name += " (baseline)"
+		}
+		_, v := r.Verdict(b)
+		if r.Failure != "" {
+			p("| %s | %s | %d | — | — | — | — | — | — | — | — | — | — | — | %s | %s |\n", name, shortCall(r.Call), r.Concurrency, r.Target, v)
+			continue
+		}
+		rr, pr := r.ratios(b)
+		brps := b.RPS()
+		if r.Baseline != nil {
+			brps = r.Baseline.RPS()
+		}
+		p("| %s | %s | %d | %.1f s | %d | %.0f | %s | %s | %s | %d | %s | %.0f | %.2f | %.2f | %s | %s |\n",
+			name, shortCall(r.Call), r.Concurrency, r.Elapsed.Seconds(), r.Requests, r.RPS(),
+			fmtDur(r.P50), fmtDur(r.P95), fmtDur(r.P99), r.Errors, fmtMicros(r.ServerCPUPerRequest()), brps, rr, pr, r.Target, v)
+	}
+	p("\n")
+
+	p("## Payloads and checks\n\n")
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		p("- **%s**: %s", r.Name, r.Payload)
+		for _, n := range r.Notes {
+			p("; %s", n)
+		}
+		p("\n")
+	}
+	p("\n")
+
+	var failed []*Result
+	for i := range rep.Results {
+		if r := &rep.Results[i]; r.Failure != "" || len(r.ErrorDist) > 0 {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) > 0 {
+		p("## Failures and errors\n\n")
+		for _, r := range failed {
+			if r.Failure != "" {
+				p("- **%s** did not run: `%s`\n", r.Name, oneLine(r.Failure, 400))
+			}
+			keys := make([]string, 0, len(r.ErrorDist))
+			for k := range r.ErrorDist {
+				keys = append(keys, k)
+			}
+			sort.Slice(keys, func(i, j int) bool {
+				if r.ErrorDist[keys[i]] != r.ErrorDist[keys[j]] {
+					return r.ErrorDist[keys[i]] > r.ErrorDist[keys[j]]
+				}
+				return keys[i] < keys[j]
+			})
+			for i, k := range keys {
+				if i == 5 {
+					p("- **%s**: %d more distinct errors\n", r.Name, len(keys)-5)
+					break
+				}
+				p("- **%s**: %d × `%s`\n", r.Name, r.ErrorDist[k], oneLine(k, 300))
+			}
+		}
+		p("\n")
+	}
+
+	p("## Server memory (VmRSS)\n\n")
+	p("| process | at start | peak between scenarios | at end |\n|---|--:|--:|--:|\n")
+	for _, m := range rep.Memory {
+		p("| %s | %s | %s | %s |\n", m.Process, fmtMiB(m.StartKiB), fmtMiB(m.PeakSample), fmtMiB(m.EndKiB))
+	}
+	p("\n")
+
+	if s := rep.Soak; s != nil && len(s.Samples) > 0 {
+		p("## Soak: memory over %s\n\n", s.Duration.Round(time.Second))
+		p("The soak mix replayed in %s slices; RSS sampled after each slice. Flat means: RSS at the end ≤ %.2f × RSS after the first full pass through the mix (sample %d).\n\n",
+			s.Slice, s.MaxGrowth, s.RefIndex+1)
+		p("| # | elapsed | slice | requests | errors |")
+		for _, m := range rep.Memory {
+			if !strings.HasPrefix(m.Process, "redis") {
+				p(" %s |", m.Process)
+			}
+		}
+		p("\n|--:|--:|---|--:|--:|")
+		for _, m := range rep.Memory {
+			if !strings.HasPrefix(m.Process, "redis") {
+				p("--:|")
+			}
+		}
+		p("\n")
+		for i, x := range s.Samples {
+			p("| %d | %s | %s | %d | %d |", i+1, x.Elapsed.Round(time.Second), x.Scenario, x.Requests, x.Errors)
+			for _, k := range x.RSSKiB {
+				p(" %s |", fmtMiB(k))
+			}
+			p("\n")
+		}
+		p("\n")
+		flat, detail := s.Flat()
+		verdict := "flat"
+		if !flat {
+			verdict = "**grew**"
+		}
+		p("Memory: %s (%s).\n\n", verdict, detail)
+	}
+
+	if len(rep.Notes) > 0 {
+		p("## Notes\n\n")
+		for _, n := range rep.Notes {
+			p("- %s\n", n)
+		}
+	}
+	return w.String()
+}
+
+// Flat reports whether every process ended within MaxGrowth of its reference sample.
+func (s *Soak) Flat() (bool, string) {
+	if len(s.Samples) == 0 || s.RefIndex >= len(s.Samples) {
+		return false, "no samples"
+	}
+	ref, end := s.Samples[s.RefIndex], s.Samples[len(s.Samples)-1]
+	ok := true
+	var parts []string
+	for i := range end.RSSKiB {
+		if i >= len(ref.RSSKiB) || ref.RSSKiB[i] == 0 {
+			return false, "missing samples"
+		}
+		g := float64(end.RSSKiB[i]) / float64(ref.RSSKiB[i])
+		if g > s.MaxGrowth {
+			ok = false
+		}
+		parts = append(parts, fmt.Sprintf("%.2f×", g))
+	}
+	return ok, "end / reference per server: " + strings.Join(parts, ", ")
+}
+
+func shortCall(call string) string {
+	if i := strings.LastIndex(call, "."); i >= 0 && strings.HasPrefix(call, "compactor.") {
+		return call[i+1:]
+	}
+	return call
+}
+
+// oneLine squeezes s onto one line of at most n bytes for a Markdown cell or list item.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "`", "'")
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
+}
