@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
@@ -31,11 +34,61 @@ func Canon(b []byte, m *compactorv1.Message) []byte {
 	}
 	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, c)
 	if err != nil {
-		// Marshal fails only on invalid UTF-8 in a string field; encode without the check so
-		// that the chain stays defined for every input.
-		out, _ = proto.MarshalOptions{Deterministic: true, AllowPartial: true}.MarshalAppend(b, c)
+		// Marshal fails only on invalid UTF-8 in a string field, which gRPC never delivers
+		// (it rejects such requests). For direct callers, hash the form with invalid bytes
+		// replaced by U+FFFD, so that the chain stays defined for every input.
+		s := proto.Clone(c)
+		sanitizeUTF8(s.ProtoReflect())
+		out, _ = proto.MarshalOptions{Deterministic: true}.MarshalAppend(b[:len(b):len(b)], s)
 	}
 	return out
+}
+
+// sanitizeUTF8 replaces invalid UTF-8 in every string field of m, recursively.
+func sanitizeUTF8(m protoreflect.Message) {
+	fix := func(v protoreflect.Value) protoreflect.Value {
+		return protoreflect.ValueOfString(strings.ToValidUTF8(v.String(), "\uFFFD"))
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				if fd.Kind() == protoreflect.StringKind {
+					l.Set(i, fix(l.Get(i)))
+				} else if fd.Message() != nil {
+					sanitizeUTF8(l.Get(i).Message())
+				}
+			}
+		case fd.IsMap():
+			mp := v.Map()
+			type kv struct {
+				k protoreflect.MapKey
+				v protoreflect.Value
+			}
+			var bad []kv
+			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if fd.MapValue().Message() != nil {
+					sanitizeUTF8(mv.Message())
+				} else if fd.MapValue().Kind() == protoreflect.StringKind {
+					mp.Set(k, fix(mv))
+				}
+				if fd.MapKey().Kind() == protoreflect.StringKind && !utf8.ValidString(k.String()) {
+					bad = append(bad, kv{k, mv})
+				}
+				return true
+			})
+			for _, e := range bad {
+				mp.Clear(e.k)
+				mp.Set(protoreflect.ValueOfString(strings.ToValidUTF8(e.k.String(), "\uFFFD")).MapKey(), e.v)
+			}
+		case fd.Kind() == protoreflect.StringKind:
+			m.Set(fd, fix(v))
+		case fd.Message() != nil:
+			sanitizeUTF8(v.Message())
+		}
+		return true
+	})
 }
 
 // chainStep returns SHA-256(prev ‖ canon(m)), reusing h and buf.

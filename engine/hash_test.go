@@ -119,3 +119,18 @@ func TestCanonCoversEveryMessageField(t *testing.T) {
 		t.Errorf("Part has %d fields; update keyHasher.part and textCounter.part", parts.Len())
 	}
 }
+
+func TestHashChainInvalidUTF8(t *testing.T) {
+	bad := []*compactorv1.Message{plUserMsg("ok \xff\xfe bytes")}
+	good := []*compactorv1.Message{plUserMsg("ok \uFFFD bytes")} // a run of invalid bytes becomes one U+FFFD
+	hb, hg := HashChain(bad), HashChain(good)
+	if hb[1] != hg[1] {
+		t.Errorf("invalid UTF-8 does not hash as its sanitized form")
+	}
+	if hb[1] == HashChain([]*compactorv1.Message{plUserMsg("ok  bytes")})[1] {
+		t.Errorf("invalid bytes vanish from the hash")
+	}
+	if bad[0].Parts[0].GetText().GetText() != "ok \xff\xfe bytes" {
+		t.Errorf("Canon modified its input")
+	}
+}

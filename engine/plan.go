@@ -185,7 +185,7 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		resp.TokensAfter = before - prunable
 		resp.Reason = fmt.Sprintf("%s; pruning %d old tool outputs removes %d tokens → %d ≤ target %d: prune only",
 			rs, countOutputs(pruned), prunable, before-prunable, pol.target)
-		d.Pruned = pruned
+		d.Pruned = keepSaving(pruned, saved, 0)
 		fill(resp, &lay, -1, saved)
 		return d, nil
 
@@ -215,7 +215,7 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		resp.TokensAfter = after
 		resp.Reason = fmt.Sprintf("%s; %s; pruning %d old tool outputs removes %d tokens → %d (target %d)",
 			rs, why, countOutputs(pruned), prunable, after, pol.target)
-		d.Pruned = pruned
+		d.Pruned = keepSaving(pruned, saved, 0)
 		fill(resp, &lay, -1, saved)
 		return d, nil
 	}
@@ -281,11 +281,7 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	after := head + pol.summaryRoom + tail[k]
 	resp.TokensAfter = after
 	d.TailTurns = m - k
-	for _, pp := range pruned {
-		if pp.Message >= cut {
-			d.Pruned = append(d.Pruned, pp)
-		}
-	}
+	d.Pruned = keepSaving(pruned, saved, cut)
 	fill(resp, &lay, cut, saved)
 	resp.PrefixHash = HexHash(c.chainAt(msgs, keys, cut))
 
@@ -305,6 +301,18 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 	resp.Reason = b.String()
 	return d, nil
+}
+
+// keepSaving returns the pruned parts of messages from index from on whose pruning saves
+// tokens (their disposition is PRUNE).
+func keepSaving(pruned []PrunedPart, saved []int64, from int) []PrunedPart {
+	var out []PrunedPart
+	for _, pp := range pruned {
+		if pp.Message >= from && saved[pp.Message] > 0 {
+			out = append(out, pp)
+		}
+	}
+	return out
 }
 
 // fill sets the dispositions: cut < 0 means no summary.
