@@ -1,0 +1,79 @@
+package summarize
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+)
+
+// DefaultAnthropicBaseURL is used when an anthropic summarizer has no base_url.
+const DefaultAnthropicBaseURL = "https://api.anthropic.com/"
+
+// NewAnthropic returns a summarizer that calls the Anthropic Messages API through the
+// official SDK, with the SDK's retries off (the RetryPolicy governs) and without the SDK's
+// environment defaults (ANTHROPIC_* variables, profiles): cfg alone configures it.
+func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
+	cfg, key, err := cfg.resolve(KindAnthropic, opt)
+	if err != nil {
+		return nil, err
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultAnthropicBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(base),
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0),
+	}
+	if opt.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(opt.HTTPClient))
+	}
+	client := anthropic.NewClient(opts...)
+	u, _ := url.Parse(base)
+	model := cfg.Model
+	call := func(ctx context.Context, system, user string, maxTokens int64) (completion, error) {
+		r, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+			Model:     anthropic.Model(model),
+			MaxTokens: maxTokens,
+			System:    []anthropic.TextBlockParam{{Text: system}},
+			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(user))},
+		})
+		if err != nil {
+			return completion{}, err
+		}
+		var b strings.Builder
+		for _, blk := range r.Content {
+			if blk.Type == "text" {
+				b.WriteString(blk.Text)
+			}
+		}
+		c := completion{
+			text:         b.String(),
+			model:        string(r.Model),
+			inputTokens:  r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens,
+			outputTokens: r.Usage.OutputTokens,
+		}
+		if r.StopReason != "" {
+			c.finishReasons = []string{string(r.StopReason)}
+		}
+		return c, nil
+	}
+	return newLLM(cfg, ProviderAnthropic, u, opt, call, func(err error) (int, http.Header, bool) {
+		var e *anthropic.Error
+		if errors.As(err, &e) {
+			var h http.Header
+			if e.Response != nil {
+				h = e.Response.Header
+			}
+			return e.StatusCode, h, true
+		}
+		return 0, nil, false
+	}), nil
+}

@@ -1,0 +1,305 @@
+package summarize
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"gopkg.in/yaml.v3"
+
+	"github.com/compactord/compactord/engine"
+)
+
+// Summarizer kinds.
+const (
+	KindExtractive = "extractive"
+	KindOpenAI     = "openai"
+	KindAnthropic  = "anthropic"
+)
+
+// DefaultName is the name of the built-in extractive summarizer, always registered.
+const DefaultName = "extractive"
+
+// Defaults for LLM summarizers.
+const (
+	DefaultTimeout         = 60 * time.Second
+	DefaultMaxOutputTokens = 2048
+)
+
+// Config is the --config YAML file: named summarizers and the default one.
+type Config struct {
+	// DefaultSummarizer overrides the --summarizer flag when set.
+	DefaultSummarizer string `yaml:"default_summarizer"`
+	// Summarizers are the named summarizers.
+	Summarizers []SummarizerConfig `yaml:"summarizers"`
+}
+
+// SummarizerConfig defines one named summarizer.
+type SummarizerConfig struct {
+	// Name is what CompactRequest.summarizer refers to; required, unique.
+	Name string `yaml:"name"`
+	// Kind is openai (any OpenAI-compatible server), anthropic or extractive.
+	Kind string `yaml:"kind"`
+	// BaseURL is the API root (e.g. http://127.0.0.1:11434/v1 for Ollama); empty uses the
+	// provider's public API.
+	BaseURL string `yaml:"base_url"`
+	// Model is the model name sent to the API; required for openai and anthropic.
+	Model string `yaml:"model"`
+	// APIKeyEnv names the environment variable holding the API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// APIKeyFile is a file holding the API key (e.g. a mounted Kubernetes secret);
+	// surrounding whitespace is ignored. At most one of APIKeyEnv and APIKeyFile is set;
+	// with neither, no key is sent (local servers).
+	APIKeyFile string `yaml:"api_key_file"`
+	// Timeout bounds each provider call ("30s"); default 60s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxOutputTokens bounds each summary (for extractive: its token budget); default 2048.
+	MaxOutputTokens int64 `yaml:"max_output_tokens"`
+	// MaxAttempts overrides Options.Retry.MaxAttempts for this summarizer when positive.
+	MaxAttempts int `yaml:"max_attempts"`
+}
+
+// ParseConfig parses and validates a --config YAML document. Unknown fields are errors, so
+// a typo never silently falls back to a default.
+func ParseConfig(b []byte) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("summarizer config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks names, kinds and required fields without reading keys.
+func (c *Config) Validate() error {
+	seen := map[string]bool{}
+	var errs []error
+	for i, s := range c.Summarizers {
+		if err := s.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("summarizers[%d]: %w", i, err))
+			continue
+		}
+		if seen[s.Name] {
+			errs = append(errs, fmt.Errorf("summarizers[%d]: duplicate name %q", i, s.Name))
+		}
+		seen[s.Name] = true
+	}
+	if d := c.DefaultSummarizer; d != "" && !seen[d] && d != DefaultName {
+		errs = append(errs, fmt.Errorf("default_summarizer: %q is not defined", d))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("summarizer config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (s SummarizerConfig) validate() error {
+	if strings.TrimSpace(s.Name) == "" {
+		return errors.New("name is required")
+	}
+	switch s.Kind {
+	case KindExtractive:
+		return nil
+	case KindOpenAI, KindAnthropic:
+	case "":
+		return fmt.Errorf("%s: kind is required (openai, anthropic or extractive)", s.Name)
+	default:
+		return fmt.Errorf("%s: unknown kind %q (openai, anthropic or extractive)", s.Name, s.Kind)
+	}
+	if s.Model == "" {
+		return fmt.Errorf("%s: model is required for kind %s", s.Name, s.Kind)
+	}
+	if s.APIKeyEnv != "" && s.APIKeyFile != "" {
+		return fmt.Errorf("%s: set api_key_env or api_key_file, not both", s.Name)
+	}
+	if s.BaseURL != "" {
+		u, err := url.Parse(s.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: base_url %q is not an http(s) URL", s.Name, s.BaseURL)
+		}
+	}
+	if s.Timeout < 0 || s.MaxOutputTokens < 0 || s.MaxAttempts < 0 {
+		return fmt.Errorf("%s: timeout, max_output_tokens and max_attempts must not be negative", s.Name)
+	}
+	return nil
+}
+
+// Options are what the process supplies to every summarizer. The zero value is usable.
+type Options struct {
+	// TracerProvider receives the spans; default otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// HTTPClient is used for provider calls; default the SDK's.
+	HTTPClient *http.Client
+	// Retry and Breaker tune resilience; see their docs for defaults.
+	Retry   RetryPolicy
+	Breaker BreakerPolicy
+	// LookupEnv and ReadFile resolve API keys; defaults os.LookupEnv and os.ReadFile.
+	LookupEnv func(string) (string, bool)
+	ReadFile  func(string) ([]byte, error)
+}
+
+// resolve validates cfg for kind, applies defaults and reads the API key.
+func (s SummarizerConfig) resolve(kind string, opt Options) (SummarizerConfig, string, error) {
+	if s.Kind == "" {
+		s.Kind = kind
+	}
+	if s.Kind != kind {
+		return s, "", fmt.Errorf("summarizer %s: kind %q, want %q", s.Name, s.Kind, kind)
+	}
+	if err := s.validate(); err != nil {
+		return s, "", fmt.Errorf("summarizer config: %w", err)
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.MaxOutputTokens == 0 {
+		s.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	var key string
+	switch {
+	case s.APIKeyEnv != "":
+		lookup := opt.LookupEnv
+		if lookup == nil {
+			lookup = os.LookupEnv
+		}
+		v, ok := lookup(s.APIKeyEnv)
+		if !ok || strings.TrimSpace(v) == "" {
+			return s, "", fmt.Errorf("summarizer %s: environment variable %s (api_key_env) is not set", s.Name, s.APIKeyEnv)
+		}
+		key = strings.TrimSpace(v)
+	case s.APIKeyFile != "":
+		read := opt.ReadFile
+		if read == nil {
+			read = os.ReadFile
+		}
+		b, err := read(s.APIKeyFile)
+		if err != nil {
+			// The error names the file, never its content.
+			return s, "", fmt.Errorf("summarizer %s: api_key_file: %w", s.Name, err)
+		}
+		key = strings.TrimSpace(string(b))
+		if key == "" {
+			return s, "", fmt.Errorf("summarizer %s: api_key_file %s is empty", s.Name, s.APIKeyFile)
+		}
+	}
+	return s, key, nil
+}
+
+func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, call callFunc, apiErr apiErrorFunc) *LLM {
+	retry := opt.Retry
+	if cfg.MaxAttempts > 0 {
+		retry.MaxAttempts = cfg.MaxAttempts
+	}
+	l := &LLM{
+		name:      cfg.Name,
+		provider:  provider,
+		model:     cfg.Model,
+		maxTokens: cfg.MaxOutputTokens,
+		timeout:   cfg.Timeout,
+		retry:     retry.withDefaults(),
+		breaker:   newBreaker(opt.Breaker),
+		tracer:    tracerFrom(opt.TracerProvider),
+		call:      call,
+		apiError:  apiErr,
+		sleep:     sleepCtx,
+	}
+	if base != nil {
+		l.server = base.Hostname()
+	}
+	return l
+}
+
+// New builds the summarizer cfg describes.
+func New(cfg SummarizerConfig, opt Options) (Summarizer, error) {
+	switch cfg.Kind {
+	case KindOpenAI:
+		return NewOpenAI(cfg, opt)
+	case KindAnthropic:
+		return NewAnthropic(cfg, opt)
+	case KindExtractive:
+		if err := cfg.validate(); err != nil {
+			return nil, fmt.Errorf("summarizer config: %w", err)
+		}
+		return NewExtractive(cfg.Name, cfg.MaxOutputTokens, opt), nil
+	}
+	return nil, fmt.Errorf("summarizer config: %w", cfg.validate())
+}
+
+// Registry holds the configured summarizers by name, with a default.
+type Registry struct {
+	byName map[string]Summarizer
+	def    string
+}
+
+// NewRegistry builds every summarizer of cfg (nil: none) plus the built-in "extractive"
+// (unless cfg defines that name). The default is cfg.DefaultSummarizer, else defaultName
+// (the --summarizer flag), else "extractive"; it must exist.
+func NewRegistry(cfg *Config, defaultName string, opt Options) (*Registry, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Registry{byName: make(map[string]Summarizer)}
+	for _, sc := range cfg.Summarizers {
+		s, err := New(sc, opt)
+		if err != nil {
+			return nil, err
+		}
+		r.byName[sc.Name] = s
+	}
+	if _, ok := r.byName[DefaultName]; !ok {
+		r.byName[DefaultName] = NewExtractive(DefaultName, 0, opt)
+	}
+	r.def = cfg.DefaultSummarizer
+	if r.def == "" {
+		r.def = defaultName
+	}
+	if r.def == "" {
+		r.def = DefaultName
+	}
+	if _, ok := r.byName[r.def]; !ok {
+		return nil, fmt.Errorf("summarizer config: default summarizer %q is not defined (have %s)", r.def, strings.Join(r.Names(), ", "))
+	}
+	return r, nil
+}
+
+// Get returns the summarizer named name, the default for "". An unknown name returns an
+// error wrapping ErrUnknown and a *engine.ValidationError on field "summarizer" (so it maps
+// to INVALID_ARGUMENT).
+func (r *Registry) Get(name string) (Summarizer, error) {
+	if name == "" {
+		name = r.def
+	}
+	if s, ok := r.byName[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w: %w", ErrUnknown, engine.Invalid("summarizer",
+		fmt.Sprintf("unknown summarizer %q (configured: %s)", name, strings.Join(r.Names(), ", "))))
+}
+
+// Default returns the default summarizer's name.
+func (r *Registry) Default() string { return r.def }
+
+// Names lists the configured names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

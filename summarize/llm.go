@@ -1,0 +1,343 @@
+package summarize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/compactord/compactord/engine"
+)
+
+const instrumentationName = "github.com/compactord/compactord/summarize"
+
+// Span attributes: the OpenTelemetry GenAI semantic conventions plus compactor.*.
+const (
+	AttrOperationName      = attribute.Key("gen_ai.operation.name")
+	AttrProviderName       = attribute.Key("gen_ai.provider.name")
+	AttrRequestModel       = attribute.Key("gen_ai.request.model")
+	AttrRequestMaxTokens   = attribute.Key("gen_ai.request.max_tokens")
+	AttrResponseModel      = attribute.Key("gen_ai.response.model")
+	AttrUsageInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
+	AttrUsageOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	AttrFinishReasons      = attribute.Key("gen_ai.response.finish_reasons")
+	AttrErrorType          = attribute.Key("error.type")
+	AttrServerAddress      = attribute.Key("server.address")
+	AttrMessagesSummarized = attribute.Key("compactor.messages.summarized")
+	AttrSummarizer         = attribute.Key("compactor.summarizer")
+	AttrPromptVersion      = attribute.Key("compactor.prompt_version")
+	AttrAttempts           = attribute.Key("compactor.summarize.attempts")
+	AttrAnchored           = attribute.Key("compactor.summarize.anchored")
+)
+
+// Provider names for gen_ai.provider.name.
+const (
+	ProviderOpenAI     = "openai"
+	ProviderAnthropic  = "anthropic"
+	ProviderExtractive = "compactord.extractive"
+)
+
+// RetryPolicy bounds the retries of an LLM summarizer. Zero values take the defaults.
+type RetryPolicy struct {
+	// MaxAttempts is the number of provider calls per Summarize, first one included.
+	// Default 3.
+	MaxAttempts int
+	// BaseDelay is the backoff before the second attempt; it doubles per attempt up to
+	// MaxDelay, and each wait is drawn in [d/2, d] (jitter). Defaults 500ms and 8s.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// MaxRetryAfter caps a provider's Retry-After; a longer one is not waited for (the
+	// call fails). Default 60s.
+	MaxRetryAfter time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = 500 * time.Millisecond
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 8 * time.Second
+	}
+	if p.MaxDelay < p.BaseDelay {
+		p.MaxDelay = p.BaseDelay
+	}
+	if p.MaxRetryAfter <= 0 {
+		p.MaxRetryAfter = time.Minute
+	}
+	return p
+}
+
+// backoff returns the wait after the given failed attempt (1-based).
+func (p RetryPolicy) backoff(attempt int) time.Duration {
+	d := p.BaseDelay
+	for i := 1; i < attempt && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	return d/2 + rand.N(d/2+1)
+}
+
+// completion is what one provider call returned.
+type completion struct {
+	text          string
+	model         string
+	inputTokens   int64
+	outputTokens  int64
+	finishReasons []string
+}
+
+// callFunc makes one provider call (the SDKs' own retries are off).
+type callFunc func(ctx context.Context, system, user string, maxTokens int64) (completion, error)
+
+// apiErrorFunc extracts the HTTP status and headers of a provider API error.
+type apiErrorFunc func(err error) (status int, header http.Header, ok bool)
+
+// LLM is a Summarizer backed by a chat model API (OpenAI-compatible or Anthropic).
+type LLM struct {
+	name      string
+	provider  string
+	model     string
+	server    string
+	maxTokens int64
+	timeout   time.Duration
+	retry     RetryPolicy
+	breaker   *breaker
+	tracer    trace.Tracer
+	call      callFunc
+	apiError  apiErrorFunc
+	sleep     func(ctx context.Context, d time.Duration) error
+}
+
+var _ Summarizer = (*LLM)(nil)
+
+// Fingerprint implements Summarizer.
+func (l *LLM) Fingerprint() Fingerprint {
+	return Fingerprint{Name: l.name, Model: l.model, PromptVersion: engine.PromptVersion}
+}
+
+// Name returns the configured name.
+func (l *LLM) Name() string { return l.name }
+
+// BreakerOpen reports whether the circuit breaker currently rejects calls.
+func (l *LLM) BreakerOpen() bool { return l.breaker.isOpen() }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Summarize implements Summarizer: it sends engine.SummarySystemPrompt and
+// engine.SummaryPrompt to the model, retrying per the RetryPolicy behind the breaker.
+func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error) {
+	maxTokens := req.MaxOutputTokens
+	if maxTokens <= 0 {
+		maxTokens = l.maxTokens
+	}
+	ctx, span := startSpan(ctx, l.tracer, l.name, l.provider, l.model, maxTokens, req)
+	if l.server != "" {
+		span.SetAttributes(AttrServerAddress.String(l.server))
+	}
+	defer func() { endSpan(span, res, err) }()
+
+	system := engine.SummarySystemPrompt()
+	user := engine.SummaryPrompt(engine.SummaryInput{Messages: req.Messages, Anchor: req.Anchor, Instructions: req.Instructions}, engine.TranscriptOptions{})
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		res.Attempts = attempt - 1
+		if err := ctx.Err(); err != nil {
+			return res, l.ctxError(err, lastErr)
+		}
+		if !l.breaker.allow() {
+			if lastErr != nil {
+				return res, fmt.Errorf("summarizer %s: %w (last error: %v)", l.name, ErrCircuitOpen, lastErr)
+			}
+			return res, fmt.Errorf("summarizer %s: %w", l.name, ErrCircuitOpen)
+		}
+		res.Attempts = attempt
+		actx, cancel := context.WithTimeout(ctx, l.timeout)
+		c, err := l.call(actx, system, user, maxTokens)
+		cancel()
+		if err == nil {
+			l.breaker.success()
+			res.Model, res.InputTokens, res.OutputTokens, res.FinishReasons = c.model, c.inputTokens, c.outputTokens, c.finishReasons
+			res.PromptVersion = engine.PromptVersion
+			if res.Model == "" {
+				res.Model = l.model
+			}
+			res.Text = strings.TrimSpace(c.text)
+			if res.Text == "" {
+				return res, fmt.Errorf("summarizer %s: %w (finish reasons %v)", l.name, ErrEmptySummary, c.finishReasons)
+			}
+			return res, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			l.breaker.release()
+			return res, l.ctxError(cerr, err)
+		}
+		lastErr = err
+		status, header, isAPI := l.apiError(err)
+		retryable, down := classify(status, isAPI)
+		if down {
+			l.breaker.failure()
+		} else {
+			l.breaker.release()
+		}
+		if !retryable || attempt >= l.retry.MaxAttempts {
+			return res, l.unavailable(status, isAPI, err, attempt)
+		}
+		wait := l.retry.backoff(attempt)
+		if ra, ok := retryAfter(header); ok {
+			if ra > l.retry.MaxRetryAfter {
+				return res, l.unavailable(status, isAPI, err, attempt)
+			}
+			wait = ra
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return res, fmt.Errorf("summarizer %s: next attempt in %v would start after the deadline: %w (last error: %v)",
+				l.name, wait.Round(time.Millisecond), context.DeadlineExceeded, err)
+		}
+		if err := l.sleep(ctx, wait); err != nil {
+			return res, l.ctxError(err, lastErr)
+		}
+	}
+}
+
+func (l *LLM) ctxError(ctxErr, last error) error {
+	if last != nil {
+		return fmt.Errorf("summarizer %s: %w (last error: %v)", l.name, ctxErr, last)
+	}
+	return fmt.Errorf("summarizer %s: %w", l.name, ctxErr)
+}
+
+func (l *LLM) unavailable(status int, isAPI bool, err error, attempts int) error {
+	if isAPI {
+		return fmt.Errorf("summarizer %s: HTTP %d after %d attempt(s): %w: %w", l.name, status, attempts, ErrUnavailable, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// Our per-attempt timeout fired, not the caller's deadline: the provider is too slow,
+		// which is UNAVAILABLE; keep the cause out of the chain so it does not read as the
+		// caller's DeadlineExceeded.
+		return fmt.Errorf("summarizer %s: no answer within %v, %d attempt(s): %w (%v)", l.name, l.timeout, attempts, ErrUnavailable, err)
+	}
+	return fmt.Errorf("summarizer %s: after %d attempt(s): %w: %w", l.name, attempts, ErrUnavailable, err)
+}
+
+// classify says whether a failed call is worth retrying and whether it suggests the
+// provider is down (for the breaker). Rate limits are retried but do not trip the breaker;
+// other 4xx are the request's fault and are not retried.
+func classify(status int, isAPI bool) (retryable, down bool) {
+	if !isAPI {
+		return true, true // network error, attempt timeout, malformed response
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		return true, false
+	case status == http.StatusRequestTimeout || status == http.StatusConflict:
+		return true, true
+	case status >= 500:
+		return true, true
+	}
+	return false, false
+}
+
+// retryAfter reads retry-after-ms (OpenAI, Anthropic) or Retry-After (seconds or an HTTP
+// date).
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+func tracerFrom(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return tp.Tracer(instrumentationName)
+}
+
+func startSpan(ctx context.Context, tr trace.Tracer, name, provider, model string, maxTokens int64, req Request) (context.Context, trace.Span) {
+	return tr.Start(ctx, "chat "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		AttrOperationName.String("chat"),
+		AttrProviderName.String(provider),
+		AttrRequestModel.String(model),
+		AttrRequestMaxTokens.Int64(maxTokens),
+		AttrMessagesSummarized.Int(len(req.Messages)),
+		AttrSummarizer.String(name),
+		AttrPromptVersion.String(engine.PromptVersion),
+		AttrAnchored.Bool(strings.TrimSpace(req.Anchor) != ""),
+	))
+}
+
+func endSpan(span trace.Span, res Result, err error) {
+	if res.Attempts > 0 {
+		span.SetAttributes(AttrAttempts.Int(res.Attempts))
+	}
+	if res.Model != "" {
+		span.SetAttributes(AttrResponseModel.String(res.Model))
+	}
+	if res.InputTokens > 0 || res.OutputTokens > 0 {
+		span.SetAttributes(AttrUsageInputTokens.Int64(res.InputTokens), AttrUsageOutputTokens.Int64(res.OutputTokens))
+	}
+	if len(res.FinishReasons) > 0 {
+		span.SetAttributes(AttrFinishReasons.StringSlice(res.FinishReasons))
+	}
+	if err != nil {
+		span.SetAttributes(AttrErrorType.String(errorType(err)))
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrCircuitOpen):
+		return "circuit_open"
+	case errors.Is(err, ErrEmptySummary):
+		return "empty_summary"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	}
+	return "_OTHER"
+}

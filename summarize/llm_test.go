@@ -1,0 +1,534 @@
+package summarize
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+)
+
+// secret appears in the test conversation; it must never reach a span.
+const secret = "SECRET-CONVERSATION-TEXT"
+
+func testMessages() []*compactorv1.Message {
+	text := func(role compactorv1.Role, s string) *compactorv1.Message {
+		return &compactorv1.Message{Role: role, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}}}
+	}
+	return []*compactorv1.Message{
+		text(compactorv1.Role_ROLE_USER, "Please fix the flaky test in pkg/x_test.go. "+secret),
+		text(compactorv1.Role_ROLE_ASSISTANT, "Looking at pkg/x_test.go now."),
+		text(compactorv1.Role_ROLE_USER, "Also keep the public API stable."),
+	}
+}
+
+// reply is one scripted answer of the fake provider.
+type reply struct {
+	status int
+	header map[string]string
+	text   string // completion text for 200s
+	hang   bool   // block until the client gives up
+}
+
+// fakeProvider speaks one provider's wire protocol from a script; the last reply repeats.
+type fakeProvider struct {
+	t       *testing.T
+	srv     *httptest.Server
+	kind    string
+	mu      sync.Mutex
+	script  []reply
+	hits    atomic.Int32
+	bodies  []map[string]any
+	headers []http.Header
+}
+
+func newFakeProvider(t *testing.T, kind string, script ...reply) *fakeProvider {
+	f := &fakeProvider{t: t, kind: kind, script: script}
+	done := make(chan struct{})
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve(done)))
+	t.Cleanup(func() { close(done); f.srv.Close() })
+	return f
+}
+
+func (f *fakeProvider) setScript(script ...reply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = script
+}
+
+func (f *fakeProvider) serve(done chan struct{}) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n := int(f.hits.Add(1))
+		wantPath := "/v1/chat/completions"
+		if f.kind == KindAnthropic {
+			wantPath = "/v1/messages"
+		}
+		if r.Method != http.MethodPost || r.URL.Path != wantPath {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		var body map[string]any
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &body)
+		f.mu.Lock()
+		f.bodies = append(f.bodies, body)
+		f.headers = append(f.headers, r.Header.Clone())
+		rp := f.script[min(n, len(f.script))-1]
+		f.mu.Unlock()
+		if rp.hang {
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		for k, v := range rp.header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if rp.status != http.StatusOK {
+			w.WriteHeader(rp.status)
+			if f.kind == KindAnthropic {
+				fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"status %d"}}`, rp.status)
+			} else {
+				fmt.Fprintf(w, `{"error":{"message":"status %d","type":"server_error","code":null,"param":null}}`, rp.status)
+			}
+			return
+		}
+		txt, _ := json.Marshal(rp.text)
+		if f.kind == KindAnthropic {
+			fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test-20250101","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":321,"output_tokens":45}}`, txt)
+		} else {
+			fmt.Fprintf(w, `{"id":"cc_1","object":"chat.completion","created":1700000000,"model":"gpt-test-2025","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":321,"completion_tokens":45,"total_tokens":366}}`, txt)
+		}
+	}
+}
+
+type provider struct {
+	kind         string
+	genAIName    string
+	respModel    string
+	finishReason string
+}
+
+var providers = []provider{
+	{KindOpenAI, "openai", "gpt-test-2025", "stop"},
+	{KindAnthropic, "anthropic", "claude-test-20250101", "end_turn"},
+}
+
+type fixture struct {
+	f     *fakeProvider
+	s     *LLM
+	exp   *tracetest.InMemoryExporter
+	clock *fakeClock
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newFixture(t *testing.T, p provider, cfg SummarizerConfig, opt Options, script ...reply) fixture {
+	t.Helper()
+	f := newFakeProvider(t, p.kind, script...)
+	exp := tracetest.NewInMemoryExporter()
+	clock := &fakeClock{now: time.Unix(1700000000, 0)}
+	opt.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	if opt.Breaker.Now == nil {
+		opt.Breaker.Now = clock.Now
+	}
+	if opt.Retry.BaseDelay == 0 {
+		opt.Retry.BaseDelay = time.Millisecond
+	}
+	opt.LookupEnv = func(k string) (string, bool) {
+		if k == "TEST_API_KEY" {
+			return "sk-test-123", true
+		}
+		return "", false
+	}
+	cfg.Name, cfg.Kind, cfg.Model, cfg.APIKeyEnv = "test", p.kind, "test-model", "TEST_API_KEY"
+	cfg.BaseURL = f.srv.URL
+	if p.kind == KindOpenAI {
+		cfg.BaseURL += "/v1"
+	}
+	var s *LLM
+	var err error
+	if p.kind == KindOpenAI {
+		s, err = NewOpenAI(cfg, opt)
+	} else {
+		s, err = NewAnthropic(cfg, opt)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{f: f, s: s, exp: exp, clock: clock}
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, a := range s.Attributes() {
+		m[a.Key] = a.Value
+	}
+	return m
+}
+
+func spanOf(t *testing.T, exp *tracetest.InMemoryExporter) sdktrace.ReadOnlySpan {
+	t.Helper()
+	spans := exp.GetSpans().Snapshots()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1 per Summarize", len(spans))
+	}
+	s := spans[0]
+	for _, a := range s.Attributes() {
+		if strings.Contains(a.Value.String(), secret) {
+			t.Errorf("span attribute %s carries conversation text", a.Key)
+		}
+	}
+	for _, e := range s.Events() {
+		for _, a := range e.Attributes {
+			if strings.Contains(a.Value.String(), secret) {
+				t.Errorf("span event %s attribute %s carries conversation text", e.Name, a.Key)
+			}
+		}
+	}
+	return s
+}
+
+func TestLLMSuccess(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			fx := newFixture(t, p, SummarizerConfig{MaxOutputTokens: 777}, Options{}, reply{status: 200, text: "  ## User requests\n- fix it\n"})
+			res, err := fx.s.Summarize(context.Background(), Request{Messages: testMessages(), Anchor: "earlier summary", Instructions: "focus on tests"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Result{Text: "## User requests\n- fix it", Model: p.respModel, PromptVersion: engine.PromptVersion,
+				InputTokens: 321, OutputTokens: 45, FinishReasons: []string{p.finishReason}, Attempts: 1}
+			if fmt.Sprint(res) != fmt.Sprint(want) {
+				t.Errorf("Result = %+v\nwant     %+v", res, want)
+			}
+			if got := fx.f.hits.Load(); got != 1 {
+				t.Errorf("%d requests, want 1", got)
+			}
+
+			// What went over the wire.
+			body, hdr := fx.f.bodies[0], fx.f.headers[0]
+			if body["model"] != "test-model" {
+				t.Errorf("model = %v", body["model"])
+			}
+			raw, _ := json.Marshal(body)
+			for _, s := range []string{secret, "earlier summary", "focus on tests", "Next step"} {
+				if !strings.Contains(string(raw), s) {
+					t.Errorf("request lacks %q", s)
+				}
+			}
+			switch p.kind {
+			case KindOpenAI:
+				if body["max_tokens"] != float64(777) {
+					t.Errorf("max_tokens = %v, want 777 (a non-OpenAI server)", body["max_tokens"])
+				}
+				if got := hdr.Get("Authorization"); got != "Bearer sk-test-123" {
+					t.Errorf("Authorization = %q", got)
+				}
+			case KindAnthropic:
+				if body["max_tokens"] != float64(777) {
+					t.Errorf("max_tokens = %v", body["max_tokens"])
+				}
+				if got := hdr.Get("X-Api-Key"); got != "sk-test-123" {
+					t.Errorf("X-Api-Key = %q", got)
+				}
+			}
+
+			s := spanOf(t, fx.exp)
+			if s.Name() != "chat test-model" || s.SpanKind() != trace.SpanKindClient || s.Status().Code == codes.Error {
+				t.Errorf("span %q kind %v status %v", s.Name(), s.SpanKind(), s.Status())
+			}
+			a := attrs(s)
+			wantAttrs := map[attribute.Key]any{
+				AttrOperationName:      "chat",
+				AttrProviderName:       p.genAIName,
+				AttrRequestModel:       "test-model",
+				AttrRequestMaxTokens:   int64(777),
+				AttrResponseModel:      p.respModel,
+				AttrUsageInputTokens:   int64(321),
+				AttrUsageOutputTokens:  int64(45),
+				AttrFinishReasons:      []string{p.finishReason},
+				AttrMessagesSummarized: int64(3),
+				AttrServerAddress:      "127.0.0.1",
+				AttrAttempts:           int64(1),
+			}
+			for k, v := range wantAttrs {
+				if got, ok := a[k]; !ok || fmt.Sprint(got.AsInterface()) != fmt.Sprint(v) {
+					t.Errorf("span %s = %v, want %v", k, got.AsInterface(), v)
+				}
+			}
+		})
+	}
+}
+
+func TestLLMRetries(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			tests := []struct {
+				name       string
+				retry      RetryPolicy
+				script     []reply
+				deadline   time.Duration
+				wantHits   int32
+				wantErr    []error
+				notErr     []error
+				wantTextOK bool
+			}{
+				{
+					name:       "429 then success honours Retry-After",
+					retry:      RetryPolicy{BaseDelay: time.Hour, MaxDelay: time.Hour}, // only Retry-After: 0 makes this finish in time
+					script:     []reply{{status: 429, header: map[string]string{"Retry-After": "0"}}, {status: 200, text: "ok"}},
+					deadline:   30 * time.Second,
+					wantHits:   2,
+					wantTextOK: true,
+				},
+				{
+					name:       "503 twice then success with backoff",
+					script:     []reply{{status: 503}, {status: 503}, {status: 200, text: "ok"}},
+					deadline:   30 * time.Second,
+					wantHits:   3,
+					wantTextOK: true,
+				},
+				{
+					name:     "retries run out",
+					retry:    RetryPolicy{MaxAttempts: 2},
+					script:   []reply{{status: 502}},
+					deadline: 30 * time.Second,
+					wantHits: 2,
+					wantErr:  []error{ErrUnavailable},
+					notErr:   []error{context.DeadlineExceeded, ErrCircuitOpen},
+				},
+				{
+					name:     "Retry-After past the deadline fails at once",
+					script:   []reply{{status: 429, header: map[string]string{"Retry-After": "20"}}, {status: 200, text: "ok"}},
+					deadline: 5 * time.Second,
+					wantHits: 1,
+					wantErr:  []error{context.DeadlineExceeded},
+				},
+				{
+					name:     "bad request is not retried",
+					script:   []reply{{status: 400}, {status: 200, text: "ok"}},
+					deadline: 30 * time.Second,
+					wantHits: 1,
+					wantErr:  []error{ErrUnavailable},
+				},
+				{
+					name:     "empty completion is an error, not retried",
+					script:   []reply{{status: 200, text: " \n\t "}, {status: 200, text: "ok"}},
+					deadline: 30 * time.Second,
+					wantHits: 1,
+					wantErr:  []error{ErrEmptySummary},
+					notErr:   []error{ErrUnavailable},
+				},
+				{
+					name:     "slow response past the caller's deadline",
+					script:   []reply{{hang: true}},
+					deadline: 200 * time.Millisecond,
+					wantHits: 1,
+					wantErr:  []error{context.DeadlineExceeded},
+					notErr:   []error{ErrUnavailable},
+				},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					fx := newFixture(t, p, SummarizerConfig{}, Options{Retry: tt.retry}, tt.script...)
+					ctx, cancel := context.WithTimeout(context.Background(), tt.deadline)
+					defer cancel()
+					res, err := fx.s.Summarize(ctx, Request{Messages: testMessages()})
+					if got := fx.f.hits.Load(); got != tt.wantHits {
+						t.Errorf("%d requests, want %d", got, tt.wantHits)
+					}
+					if tt.wantTextOK {
+						if err != nil || res.Text != "ok" || res.Attempts != int(tt.wantHits) {
+							t.Fatalf("Summarize = %+v, %v", res, err)
+						}
+						if a := attrs(spanOf(t, fx.exp)); a[AttrAttempts].AsInt64() != int64(tt.wantHits) {
+							t.Errorf("span attempts = %v", a[AttrAttempts].AsInterface())
+						}
+						return
+					}
+					if err == nil {
+						t.Fatalf("Summarize = %+v, want an error", res)
+					}
+					for _, e := range tt.wantErr {
+						if !errors.Is(err, e) {
+							t.Errorf("error %q does not wrap %v", err, e)
+						}
+					}
+					for _, e := range tt.notErr {
+						if errors.Is(err, e) {
+							t.Errorf("error %q wraps %v", err, e)
+						}
+					}
+					s := spanOf(t, fx.exp)
+					if s.Status().Code != codes.Error || len(s.Events()) == 0 || attrs(s)[AttrErrorType].AsString() == "" {
+						t.Errorf("span status %v, %d events, error.type %q: error not recorded", s.Status(), len(s.Events()), attrs(s)[AttrErrorType].AsString())
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestLLMAttemptTimeoutIsUnavailableNotDeadline(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			fx := newFixture(t, p, SummarizerConfig{Timeout: 50 * time.Millisecond}, Options{Retry: RetryPolicy{MaxAttempts: 2}}, reply{hang: true})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := fx.s.Summarize(ctx, Request{Messages: testMessages()})
+			if !errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v; want ErrUnavailable and not the caller's DeadlineExceeded", err)
+			}
+			if got := fx.f.hits.Load(); got != 2 {
+				t.Errorf("%d requests, want 2", got)
+			}
+		})
+	}
+}
+
+func TestLLMCircuitBreaker(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			fx := newFixture(t, p, SummarizerConfig{},
+				Options{Retry: RetryPolicy{MaxAttempts: 5}, Breaker: BreakerPolicy{Failures: 3, Cooldown: time.Minute}},
+				reply{status: 500})
+			ctx := context.Background()
+			req := Request{Messages: testMessages()}
+
+			// Three failed attempts open the breaker in the middle of the first call.
+			_, err := fx.s.Summarize(ctx, req)
+			if !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("first call: %v, want ErrCircuitOpen", err)
+			}
+			if got := fx.f.hits.Load(); got != 3 {
+				t.Fatalf("%d requests, want 3 before the breaker opened", got)
+			}
+			if !fx.s.BreakerOpen() {
+				t.Fatal("breaker not open")
+			}
+
+			// While open: fail fast, the server sees nothing.
+			for range 3 {
+				if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrCircuitOpen) {
+					t.Fatalf("open breaker: %v, want ErrCircuitOpen", err)
+				}
+			}
+			if got := fx.f.hits.Load(); got != 3 {
+				t.Fatalf("open breaker let %d requests through", got-3)
+			}
+
+			// After the cooldown one probe goes through; a failed probe reopens at once.
+			fx.clock.Advance(time.Minute)
+			if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrCircuitOpen) {
+				t.Fatalf("failed probe: %v, want ErrCircuitOpen after one attempt", err)
+			}
+			if got := fx.f.hits.Load(); got != 4 {
+				t.Fatalf("%d requests, want 4 (one probe)", got)
+			}
+
+			// A successful probe closes it.
+			fx.clock.Advance(time.Minute)
+			fx.f.setScript(reply{status: 200, text: "recovered"})
+			res, err := fx.s.Summarize(ctx, req)
+			if err != nil || res.Text != "recovered" {
+				t.Fatalf("probe after recovery: %+v, %v", res, err)
+			}
+			if fx.s.BreakerOpen() {
+				t.Error("breaker still open after a successful probe")
+			}
+			if _, err := fx.s.Summarize(ctx, req); err != nil {
+				t.Errorf("closed breaker: %v", err)
+			}
+			if got := fx.f.hits.Load(); got != 6 {
+				t.Errorf("%d requests, want 6", got)
+			}
+		})
+	}
+}
+
+func TestLLMRateLimitsDoNotTripTheBreaker(t *testing.T) {
+	p := providers[0]
+	fx := newFixture(t, p, SummarizerConfig{}, Options{Retry: RetryPolicy{MaxAttempts: 4}, Breaker: BreakerPolicy{Failures: 2}},
+		reply{status: 429, header: map[string]string{"Retry-After": "0"}})
+	_, err := fx.s.Summarize(context.Background(), Request{Messages: testMessages()})
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("err = %v, want ErrUnavailable without the breaker", err)
+	}
+	if got := fx.f.hits.Load(); got != 4 || fx.s.BreakerOpen() {
+		t.Errorf("%d requests (want 4), breaker open %v", got, fx.s.BreakerOpen())
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		header map[string]string
+		want   time.Duration
+		ok     bool
+	}{
+		{nil, 0, false},
+		{map[string]string{"Retry-After": "3"}, 3 * time.Second, true},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond, true},
+		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond, true},
+		{map[string]string{"Retry-After": "soon"}, 0, false},
+		{map[string]string{"Retry-After": "-1"}, 0, false},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		got, ok := retryAfter(h)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("retryAfter(%v) = %v, %v; want %v, %v", tt.header, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestBackoffGrowsAndIsCapped(t *testing.T) {
+	p := RetryPolicy{BaseDelay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond}.withDefaults()
+	tests := []struct {
+		attempt  int
+		min, max time.Duration
+	}{
+		{1, 50 * time.Millisecond, 100 * time.Millisecond},
+		{2, 100 * time.Millisecond, 200 * time.Millisecond},
+		{3, 200 * time.Millisecond, 400 * time.Millisecond},
+		{10, 200 * time.Millisecond, 400 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		for range 50 {
+			if d := p.backoff(tt.attempt); d < tt.min || d > tt.max {
+				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", tt.attempt, d, tt.min, tt.max)
+			}
+		}
+	}
+}

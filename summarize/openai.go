@@ -1,0 +1,81 @@
+package summarize
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// DefaultOpenAIBaseURL is used when an openai summarizer has no base_url.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
+
+// NewOpenAI returns a summarizer that calls an OpenAI-compatible chat completions API
+// (OpenAI, Ollama, vLLM, OpenRouter, LiteLLM) through the official SDK. The SDK's retries
+// are off (the RetryPolicy governs) and ambient OPENAI_* variables never override cfg. The
+// token limit is sent as max_completion_tokens to api.openai.com and as max_tokens to other
+// servers, which widely support only that.
+func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
+	cfg, key, err := cfg.resolve(KindOpenAI, opt)
+	if err != nil {
+		return nil, err
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithAPIKey(key),
+		option.WithOrganization(""),
+		option.WithProject(""),
+		option.WithMaxRetries(0),
+	}
+	if opt.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(opt.HTTPClient))
+	}
+	client := openai.NewClient(opts...)
+	u, _ := url.Parse(base)
+	official := u != nil && u.Hostname() == "api.openai.com"
+	model := cfg.Model
+	call := func(ctx context.Context, system, user string, maxTokens int64) (completion, error) {
+		p := openai.ChatCompletionNewParams{
+			Model: openai.ChatModel(model),
+			Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.SystemMessage(system),
+				openai.UserMessage(user),
+			},
+		}
+		if official {
+			p.MaxCompletionTokens = openai.Int(maxTokens)
+		} else {
+			p.MaxTokens = openai.Int(maxTokens)
+		}
+		r, err := client.Chat.Completions.New(ctx, p)
+		if err != nil {
+			return completion{}, err
+		}
+		c := completion{model: r.Model, inputTokens: r.Usage.PromptTokens, outputTokens: r.Usage.CompletionTokens}
+		for _, ch := range r.Choices {
+			if ch.Index == 0 || len(r.Choices) == 1 {
+				c.text = ch.Message.Content
+			}
+			c.finishReasons = append(c.finishReasons, ch.FinishReason)
+		}
+		return c, nil
+	}
+	return newLLM(cfg, ProviderOpenAI, u, opt, call, func(err error) (int, http.Header, bool) {
+		var e *openai.Error
+		if errors.As(err, &e) {
+			var h http.Header
+			if e.Response != nil {
+				h = e.Response.Header
+			}
+			return e.StatusCode, h, true
+		}
+		return 0, nil, false
+	}), nil
+}

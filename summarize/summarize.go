@@ -1,0 +1,97 @@
+// Package summarize writes the summaries Compact puts in place of old messages. A Summarizer
+// is either extractive (the default: deterministic, no network) or an LLM reached through its
+// official SDK: any OpenAI-compatible chat completions server (OpenAI, Ollama, vLLM,
+// OpenRouter, LiteLLM) or Anthropic Messages. LLM summarizers retry 429s and 5xxs with
+// exponential backoff and jitter (honouring Retry-After), never wait past the caller's
+// deadline, and stop calling a failing provider for a while with a circuit breaker. Every
+// call emits one OpenTelemetry span following the GenAI semantic conventions; conversation
+// text never goes into spans or logs.
+package summarize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// Sentinel errors. The service maps them to gRPC codes.
+var (
+	// ErrUnavailable wraps every provider failure that is not the caller's deadline: network
+	// errors, HTTP errors after the retries ran out, an open circuit breaker (UNAVAILABLE).
+	ErrUnavailable = errors.New("summarizer unavailable")
+	// ErrCircuitOpen is returned, without calling the provider, while the breaker is open.
+	// It wraps ErrUnavailable.
+	ErrCircuitOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
+	// ErrEmptySummary means the summarizer produced nothing (an empty or whitespace-only
+	// completion). It is not retried: an empty summary is an error, not a compaction.
+	ErrEmptySummary = errors.New("summarizer returned an empty summary")
+	// ErrUnknown means no summarizer has the requested name; the error also wraps
+	// engine.ErrInvalid (a *engine.ValidationError on field "summarizer").
+	ErrUnknown = errors.New("unknown summarizer")
+)
+
+// Errors from the caller's context are returned wrapping ctx.Err(), so
+// errors.Is(err, context.DeadlineExceeded) detects a deadline that ran out (including "the
+// next retry would start after the deadline").
+
+// Summarizer writes one summary. Implementations are safe for concurrent use.
+type Summarizer interface {
+	// Summarize summarizes req.Messages, folding in req.Anchor. It returns a non-empty
+	// summary, or an error wrapping ErrEmptySummary, ErrUnavailable (ErrCircuitOpen) or the
+	// context's error.
+	Summarize(ctx context.Context, req Request) (Result, error)
+	// Fingerprint identifies what the summary depends on besides the request: it is part of
+	// the cache key.
+	Fingerprint() Fingerprint
+}
+
+// Request is one summarization.
+type Request struct {
+	// Messages are the messages to summarize, oldest first (the active messages before the
+	// cut, without the previous summary).
+	Messages []*compactorv1.Message
+	// Anchor is the text of the previous summary (engine.SummaryText), or empty.
+	Anchor string
+	// Instructions are the caller's extra focus for the summary.
+	Instructions string
+	// MaxOutputTokens bounds the summary; 0 uses the summarizer's configured maximum.
+	MaxOutputTokens int64
+	// Count measures text in tokens for the extractive summarizer's budget (e.g. the
+	// request's tokenizer); nil uses engine.ApproxTokens. LLM summarizers ignore it.
+	Count func(string) int
+}
+
+// Result is a summary and what it cost.
+type Result struct {
+	// Text is the summary, trimmed; never empty.
+	Text string
+	// Model is the model that wrote it, as the provider reported it ("extractive" for the
+	// extractive summarizer).
+	Model string
+	// PromptVersion is engine.PromptVersion at the time of writing.
+	PromptVersion string
+	// InputTokens and OutputTokens are the provider-reported usage (estimates for the
+	// extractive summarizer).
+	InputTokens  int64
+	OutputTokens int64
+	// FinishReasons are the provider's stop reasons ("stop", "length", "end_turn", …).
+	FinishReasons []string
+	// Attempts is how many provider calls were made (1 without retries; 0 for extractive).
+	Attempts int
+}
+
+// Fingerprint names a summarizer configuration for cache keys: summaries written by a
+// different summarizer name, model or prompt version are never reused.
+type Fingerprint struct {
+	Name          string
+	Model         string
+	PromptVersion string
+}
+
+// String returns the fingerprint as one unambiguous string (each field quoted).
+func (f Fingerprint) String() string {
+	return strconv.Quote(f.Name) + "," + strconv.Quote(f.Model) + "," + strconv.Quote(f.PromptVersion)
+}
