@@ -304,9 +304,9 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 }
 
 // keepSaving returns the pruned parts of messages from index from on whose pruning saves
-// tokens (their disposition is PRUNE).
+// tokens (their disposition is PRUNE), filtering pruned in place.
 func keepSaving(pruned []PrunedPart, saved []int64, from int) []PrunedPart {
-	var out []PrunedPart
+	out := pruned[:0]
 	for _, pp := range pruned {
 		if pp.Message >= from && saved[pp.Message] > 0 {
 			out = append(out, pp)

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
@@ -79,6 +80,48 @@ func BenchmarkPlanLargestCold(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPlanColdOverhead alternates raw tokenization and a cold Plan of the largest
+// corpus conversation within each iteration, so that both see the same machine load, and
+// reports Plan's overhead over tokenization alone in percent.
+func BenchmarkPlanColdOverhead(b *testing.B) {
+	msgs := largest(b)
+	strs, _ := texts(msgs)
+	enc, err := encoder(tokO200k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var raw, plan time.Duration
+	tokenize := func() {
+		t := time.Now()
+		for _, s := range strs {
+			_ = enc.EncodeOrdinary(s)
+		}
+		raw += time.Since(t)
+	}
+	planCold := func() {
+		t := time.Now()
+		if _, err := Plan(msgs, benchPolicy, NewCounter(0)); err != nil {
+			b.Fatal(err)
+		}
+		plan += time.Since(t)
+	}
+	odd := false
+	for b.Loop() {
+		// Alternate the order so that neither pays more of the other's garbage collection.
+		if odd {
+			planCold()
+			tokenize()
+		} else {
+			tokenize()
+			planCold()
+		}
+		odd = !odd
+	}
+	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-ms/op")
+	b.ReportMetric(float64(plan.Milliseconds())/float64(b.N), "plan-ms/op")
+	b.ReportMetric(100*(float64(plan)/float64(raw)-1), "overhead-%")
 }
 
 // BenchmarkPlanLargestWarm plans the largest corpus conversation again and again with one
