@@ -266,7 +266,7 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
 		var s string
 		if err := json.Unmarshal(obj[k], &s); err != nil {
 			s = string(obj[k])
-		} else if r, ok := extKeyArgRank[k]; (ok && r < 6) || k == "id" || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") {
+		} else if r, ok := extKeyArgRank[k]; (ok && r < 5) || k == "id" || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") {
 			x.ident(s) // paths, file names and ids are identifiers
 		}
 		if len(args) < 3 {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -207,4 +208,47 @@ func BenchmarkExtractiveSummary(b *testing.B) {
 	for b.Loop() {
 		ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 4096})
 	}
+}
+
+func ExampleExtractiveSummary() {
+	text := func(role compactorv1.Role, s string) *compactorv1.Message {
+		return &compactorv1.Message{Role: role, Parts: []*compactorv1.Part{
+			{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}}}
+	}
+	call := &compactorv1.Message{Role: compactorv1.Role_ROLE_ASSISTANT, Parts: []*compactorv1.Part{
+		{Content: &compactorv1.Part_ToolCall{ToolCall: &compactorv1.ToolCallPart{
+			ToolCallId: "c1", ToolName: "bash", InputJson: `{"command":"go test ./..."}`}}}}}
+	result := &compactorv1.Message{Role: compactorv1.Role_ROLE_TOOL, Parts: []*compactorv1.Part{
+		{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
+			ToolCallId: "c1", ToolName: "bash", Output: &compactorv1.ToolOutput{
+				Value: &compactorv1.ToolOutput_Text{Text: "--- FAIL: TestParse (0.00s)\nFAIL"}}}}}}}
+	msgs := []*compactorv1.Message{
+		text(compactorv1.Role_ROLE_USER, "Make the tests in `parse_test.go` pass."),
+		call, result,
+		text(compactorv1.Role_ROLE_ASSISTANT, "TestParse fails on empty input; fixing parse.go next."),
+	}
+	summary := ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 512})
+	fmt.Print(SummaryMessageText(summary, len(msgs)))
+	// Output:
+	// This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (4 messages); the messages after this one continue it verbatim.
+	//
+	// <summary>
+	// ## User requests (verbatim)
+	// - Make the tests in `parse_test.go` pass.
+	//
+	// ## Latest assistant statements
+	// - TestParse fails on empty input; fixing parse.go next.
+	//
+	// ## Errors
+	// - bash: --- FAIL: TestParse (0.00s)
+	//
+	// ## Tool calls
+	// - bash(command=go test ./...)
+	//
+	// ## Files and identifiers
+	// - parse_test.go
+	// - parse.go
+	// </summary>
+	//
+	// Continue from where the conversation left off, without asking the user to repeat anything above.
 }

@@ -532,3 +532,37 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 		}
 	}
 }
+
+func TestKeylessServerGetsNoCredentials(t *testing.T) {
+	// Ambient credentials must never leak to a configured server.
+	t.Setenv("OPENAI_API_KEY", "sk-ambient")
+	t.Setenv("OPENAI_ORG_ID", "org-ambient")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-ambient")
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			f := newFakeProvider(t, p.kind, reply{status: 200, text: "ok"})
+			cfg := SummarizerConfig{Name: "local", Kind: p.kind, Model: "m", BaseURL: f.srv.URL}
+			var s *LLM
+			var err error
+			if p.kind == KindOpenAI {
+				cfg.BaseURL += "/v1"
+				s, err = NewOpenAI(cfg, Options{})
+			} else {
+				s, err = NewAnthropic(cfg, Options{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Summarize(context.Background(), Request{Messages: testMessages()}); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range f.headers[0] {
+				for _, x := range v {
+					if x == "Bearer sk-ambient" || x == "org-ambient" || x == "sk-ant-ambient" {
+						t.Errorf("header %s carries an ambient credential", k)
+					}
+				}
+			}
+		})
+	}
+}

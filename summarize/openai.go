@@ -30,8 +30,10 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithAPIKey(key),
-		option.WithOrganization(""),
-		option.WithProject(""),
+		// Ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID belong to whoever runs the process, not
+		// to this summarizer's server.
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
 		option.WithMaxRetries(0),
 	}
 	if opt.HTTPClient != nil {
