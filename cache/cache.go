@@ -37,14 +37,26 @@ type Cache interface {
 	// entry it returns -1 and an error wrapping ErrNotFound; a backend failure returns -1 and
 	// an error wrapping ErrUnavailable. An empty keys slice is ErrNotFound.
 	Longest(ctx context.Context, keys []Key) (int, *Entry, error)
-	// Set stores e under key, replacing any entry, with the cache's TTL. A backend failure is
-	// returned as an error wrapping ErrUnavailable.
+	// Set stores e under key, replacing any entry, with the cache's TTL; a zero e.Created is
+	// stored as the current time. A backend failure is returned as an error wrapping
+	// ErrUnavailable.
 	Set(ctx context.Context, key Key, e *Entry) error
-	// Lock takes the lock on key for at most ttl without waiting. It returns a Lease when the
+	// Lock takes the lock on key for at most ttl (below a millisecond: DefaultLockTTL)
+	// without waiting. It returns a Lease when the
 	// lock was free (or its previous holder's ttl ran out), an error wrapping ErrLocked when
 	// another holder owns it, and an error wrapping ErrUnavailable on backend failure. The
 	// lock is independent of the entry under key: it only serializes who computes it.
 	Lock(ctx context.Context, key Key, ttl time.Duration) (Lease, error)
+}
+
+// DefaultLockTTL is the lock ttl used when a caller passes none.
+const DefaultLockTTL = 2 * time.Minute
+
+func lockTTL(ttl time.Duration) time.Duration {
+	if ttl < time.Millisecond {
+		return DefaultLockTTL
+	}
+	return ttl
 }
 
 // Lease is a held lock.

@@ -117,6 +117,23 @@ func TestCacheContract(t *testing.T) {
 				}
 			})
 
+			t.Run("zero created is stored as now", func(t *testing.T) {
+				a, b := be.new(t)
+				k := scope.Key(hashOf("created"))
+				e := entry("s")
+				e.Created = time.Time{}
+				if err := a.Set(ctx, k, e); err != nil {
+					t.Fatal(err)
+				}
+				got, err := b.Get(ctx, k)
+				if err != nil || got.Created.IsZero() {
+					t.Errorf("Get = %+v, %v; want Created set", got, err)
+				}
+				if !e.Created.IsZero() {
+					t.Error("Set modified the caller's entry")
+				}
+			})
+
 			t.Run("longest prefix", func(t *testing.T) {
 				a, b := be.new(t)
 				hashes := make([]string, 6)

@@ -54,9 +54,7 @@ type FillOptions struct {
 // Errors from compute are returned unchanged (with status 0); a context that ends while
 // waiting returns an error wrapping ctx.Err().
 func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
-	if opt.LockTTL <= 0 {
-		opt.LockTTL = 2 * time.Minute
-	}
+	opt.LockTTL = lockTTL(opt.LockTTL)
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = 200 * time.Millisecond
 	}

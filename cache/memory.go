@@ -157,6 +157,9 @@ func (m *Memory) Set(ctx context.Context, key Key, e *Entry) error {
 	it := &memItem{key: key, entry: *e, size: e.size(key)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if it.entry.Created.IsZero() {
+		it.entry.Created = m.now()
+	}
 	if el, ok := m.items[key.s]; ok {
 		m.remove(el)
 	}
@@ -177,6 +180,7 @@ func (m *Memory) Set(ctx context.Context, key Key, e *Entry) error {
 // Lock implements Cache with an in-process lock that expires after ttl.
 func (m *Memory) Lock(ctx context.Context, key Key, ttl time.Duration) (Lease, error) {
 	_, span := m.tr.t.Start(ctx, "cache.lock", trace.WithAttributes(m.tr.attrs...))
+	ttl = lockTTL(ttl)
 	m.mu.Lock()
 	now := m.now()
 	l, held := m.locks[key.s]

@@ -191,6 +191,11 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 	if key.IsZero() || e == nil {
 		return fmt.Errorf("cache: set: zero key or nil entry")
 	}
+	if e.Created.IsZero() {
+		c := *e
+		c.Created = time.Now().UTC()
+		e = &c
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("cache: encode entry: %w", err)
@@ -227,7 +232,7 @@ func (r *Redis) Lock(ctx context.Context, key Key, ttl time.Duration) (_ Lease, 
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	token := hex.EncodeToString(b[:])
 	lk := r.lockKey(key)
-	res, err := r.rdb.SetArgs(ctx, lk, token, redis.SetArgs{Mode: "NX", TTL: ttl}).Result()
+	res, err := r.rdb.SetArgs(ctx, lk, token, redis.SetArgs{Mode: "NX", TTL: lockTTL(ttl)}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrLocked
 	}

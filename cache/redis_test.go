@@ -247,3 +247,44 @@ func TestCacheSpans(t *testing.T) {
 		})
 	}
 }
+
+func TestRedisURLCarriesTLSAndAuth(t *testing.T) {
+	r, err := NewRedis(RedisOptions{URL: "rediss://user:s3cret@cache.example:6380/2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := r.rdb.(*redis.Client).Options()
+	if o.TLSConfig == nil || o.TLSConfig.ServerName != "cache.example" {
+		t.Errorf("rediss:// did not enable TLS for cache.example: %+v", o.TLSConfig)
+	}
+	if o.Username != "user" || o.Password != "s3cret" || o.DB != 2 || o.Addr != "cache.example:6380" {
+		t.Errorf("options = user %q db %d addr %s", o.Username, o.DB, o.Addr)
+	}
+	if o.DialTimeout != 2*time.Second || o.ReadTimeout != time.Second {
+		t.Errorf("default timeouts: dial %v read %v", o.DialTimeout, o.ReadTimeout)
+	}
+	r2, err := NewRedis(RedisOptions{URL: "redis://127.0.0.1:6379/0?dial_timeout=7s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if o := r2.rdb.(*redis.Client).Options(); o.DialTimeout != 7*time.Second || o.TLSConfig != nil {
+		t.Errorf("URL dial_timeout not honoured or TLS on redis://: %v %v", o.DialTimeout, o.TLSConfig)
+	}
+}
+
+func TestRedisLockWithoutTTLStillExpires(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRedis(t, testPrefix(t), 0)
+	k := Scope{}.Key(hashOf("no ttl"))
+	l, err := r.Lock(ctx, k, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	d, err := r.rdb.PTTL(ctx, r.lockKey(k)).Result()
+	if err != nil || d <= 0 || d > DefaultLockTTL {
+		t.Errorf("lock PTTL = %v, %v; want in (0, %v]", d, err, DefaultLockTTL)
+	}
+}
