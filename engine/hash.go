@@ -164,6 +164,8 @@ type prefixKey struct {
 
 func (k prefixKey) shard() int { return int(k.a >> 59) }
 
+func (k prefixKey) fp() uint64 { return k.a ^ k.b<<1 ^ uint64(k.k) }
+
 // chainAt returns h[k] of msgs: from the prefix memo when this prefix was seen before,
 // otherwise by walking the step memo (and remembering the result). keys holds the content
 // keys computed so far; missing ones are filled in.

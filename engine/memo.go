@@ -5,17 +5,24 @@ import "sync"
 // memoShards is the number of independently locked shards of a memo.
 const memoShards = 32
 
+// memoKey is a memo key: comparable, with a 64-bit fingerprint that the index is keyed by
+// (two keys with one fingerprint cannot both be stored; the newer replaces the older).
+type memoKey interface {
+	comparable
+	fp() uint64
+}
+
 // memo is a bounded, concurrency-safe map from K to V evicting by the CLOCK (second chance)
 // policy once the bytes charged for its entries exceed its budget. Shards are locked
 // independently; callers pick the shard from their key's hash so that a batch of lookups can
 // take each shard's lock once.
-type memo[K comparable, V any] struct {
+type memo[K memoKey, V any] struct {
 	shards [memoShards]memoShard[K, V]
 }
 
-type memoShard[K comparable, V any] struct {
+type memoShard[K memoKey, V any] struct {
 	mu    sync.Mutex
-	idx   map[K]int32
+	idx   map[uint64]int32 // fingerprint → slot
 	slots []memoSlot[K, V]
 	free  []int32
 	hand  int
@@ -24,7 +31,7 @@ type memoShard[K comparable, V any] struct {
 	_     [40]byte // keep neighbouring shards' locks off one cache line
 }
 
-type memoSlot[K comparable, V any] struct {
+type memoSlot[K memoKey, V any] struct {
 	key  K
 	val  V
 	size int64
@@ -32,11 +39,11 @@ type memoSlot[K comparable, V any] struct {
 	live bool
 }
 
-func newMemo[K comparable, V any](budget int64) *memo[K, V] {
+func newMemo[K memoKey, V any](budget int64) *memo[K, V] {
 	m := &memo[K, V]{}
 	per := budget / memoShards
 	for i := range m.shards {
-		m.shards[i].idx = make(map[K]int32)
+		m.shards[i].idx = make(map[uint64]int32)
 		m.shards[i].limit = per
 	}
 	return m
@@ -44,8 +51,8 @@ func newMemo[K comparable, V any](budget int64) *memo[K, V] {
 
 // lookup returns the value stored under k in shard s. The caller holds the shard's lock.
 func (sh *memoShard[K, V]) lookup(k K) (V, bool) {
-	i, ok := sh.idx[k]
-	if !ok {
+	i, ok := sh.idx[k.fp()]
+	if !ok || sh.slots[i].key != k {
 		var zero V
 		return zero, false
 	}
@@ -60,10 +67,12 @@ func (sh *memoShard[K, V]) store(k K, v V, size int64) {
 	if size > sh.limit {
 		return
 	}
-	if i, ok := sh.idx[k]; ok {
+	fp := k.fp()
+	if i, ok := sh.idx[fp]; ok {
+		// The same key, or another with the same fingerprint: replace it.
 		sl := &sh.slots[i]
 		sh.used += size - sl.size
-		sl.val, sl.size, sl.ref = v, size, true
+		sl.key, sl.val, sl.size, sl.ref = k, v, size, true
 	} else {
 		for sh.used+size > sh.limit && len(sh.idx) > 0 {
 			sh.evict()
@@ -77,7 +86,7 @@ func (sh *memoShard[K, V]) store(k K, v V, size int64) {
 			i = int32(len(sh.slots) - 1)
 		}
 		sh.slots[i] = memoSlot[K, V]{key: k, val: v, size: size, live: true}
-		sh.idx[k] = i
+		sh.idx[fp] = i
 		sh.used += size
 	}
 	for sh.used > sh.limit && len(sh.idx) > 1 {
@@ -101,7 +110,7 @@ func (sh *memoShard[K, V]) evict() {
 			sl.ref = false
 			continue
 		}
-		delete(sh.idx, sl.key)
+		delete(sh.idx, sl.key.fp())
 		sh.used -= sl.size
 		sh.slots[i] = memoSlot[K, V]{}
 		sh.free = append(sh.free, int32(i))

@@ -464,9 +464,15 @@ type countKey struct {
 	tk tokenizerID
 }
 
+func (k countKey) fp() uint64 { return k.h ^ bits.RotateLeft64(k.n, 23) ^ uint64(k.tk)<<3 }
+
 type chainKey struct {
 	prev [32]byte
 	contentKey
+}
+
+func (k chainKey) fp() uint64 {
+	return k.h ^ bits.RotateLeft64(k.n, 23) ^ binary.LittleEndian.Uint64(k.prev[:8])
 }
 
 const (

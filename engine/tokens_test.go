@@ -216,11 +216,41 @@ func TestCounterMemoizesByContent(t *testing.T) {
 	}
 }
 
+type testKey int
+
+func (k testKey) fp() uint64 { return uint64(k) }
+
+// collidingKey has one fingerprint for all keys.
+type collidingKey int
+
+func (collidingKey) fp() uint64 { return 7 }
+
+func TestMemoFingerprintCollisionIsAMiss(t *testing.T) {
+	m := newMemo[collidingKey, msgCount](1 << 20)
+	m.put(0, 1, msgCount{total: 1}, countEntryBytes)
+	if v, ok := m.get(0, 1); !ok || v.total != 1 {
+		t.Fatalf("get(1) = %v %v", v, ok)
+	}
+	if _, ok := m.get(0, 2); ok {
+		t.Errorf("a key sharing a fingerprint was found")
+	}
+	m.put(0, 2, msgCount{total: 2}, countEntryBytes)
+	if v, ok := m.get(0, 2); !ok || v.total != 2 {
+		t.Errorf("get(2) = %v %v", v, ok)
+	}
+	if _, ok := m.get(0, 1); ok {
+		t.Errorf("the replaced key is still found")
+	}
+	if n, used := m.stats(); n != 1 || used != countEntryBytes {
+		t.Errorf("stats = %d entries, %d bytes; want 1, %d", n, used, countEntryBytes)
+	}
+}
+
 func TestMemoStaysWithinBudget(t *testing.T) {
 	const budget = 64 << 10
-	m := newMemo[int, msgCount](budget)
+	m := newMemo[testKey, msgCount](budget)
 	for i := range 100000 {
-		m.put(i%memoShards, i, msgCount{total: int64(i)}, countEntryBytes)
+		m.put(i%memoShards, testKey(i), msgCount{total: int64(i)}, countEntryBytes)
 	}
 	entries, used := m.stats()
 	if used > budget {
@@ -232,10 +262,10 @@ func TestMemoStaysWithinBudget(t *testing.T) {
 	// Recently used entries survive a sweep.
 	hot := 99999
 	for i := 100000; i < 100000+entries/2; i++ {
-		if _, ok := m.get(hot%memoShards, hot); !ok {
+		if _, ok := m.get(hot%memoShards, testKey(hot)); !ok {
 			t.Fatalf("hot entry evicted after %d inserts", i-100000)
 		}
-		m.put(i%memoShards, i, msgCount{}, countEntryBytes)
+		m.put(i%memoShards, testKey(i), msgCount{}, countEntryBytes)
 	}
 }
 
