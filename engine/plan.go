@@ -287,8 +287,12 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 
 	var b strings.Builder
 	b.WriteString(rs)
-	if !opt.Force {
+	switch {
+	case opt.Force:
+	case before-prunable > pol.target:
 		fmt.Fprintf(&b, "; pruning alone reaches %d > target %d", before-prunable, pol.target)
+	default:
+		fmt.Fprintf(&b, "; pruning alone would remove only %d tokens (clear_at_least_tokens %d)", prunable, pol.clearAtLeast)
 	}
 	fmt.Fprintf(&b, "; summarizing %d tokens before message %d into at most %d tokens and keeping %d turns verbatim from message %d (%d tokens, tail budget %d)",
 		summarized, cut, pol.summaryRoom, d.TailTurns, cut, tail[k], budget)

@@ -264,6 +264,12 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 			}
 		}
 		quotes = append(quotes, num(r.TokensAfter), "message "+num(int64(cut)))
+		var reach, target int64
+		if _, err := fmt.Sscanf(after(r.Reason, "pruning alone reaches "), "%d > target %d", &reach, &target); err == nil {
+			if reach <= target || target != pol.target || reach > before {
+				t.Errorf("reason claims pruning reaches %d > target %d (target %d, total %d)", reach, target, pol.target, before)
+			}
+		}
 	default:
 		t.Errorf("action %v", r.Action)
 	}
@@ -516,4 +522,12 @@ func TestPlanPropertiesOnGeneratedConversations(t *testing.T) {
 			t.Errorf("the generator never produced %s", a)
 		}
 	}
+}
+
+// after returns what follows the first occurrence of sep in s, or "".
+func after(s, sep string) string {
+	if _, rest, ok := strings.Cut(s, sep); ok {
+		return rest
+	}
+	return ""
 }
