@@ -65,15 +65,15 @@ func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
 		}
 		return c, nil
 	}
-	return newLLM(cfg, ProviderAnthropic, u, opt, call, func(err error) (int, http.Header, bool) {
+	return newLLM(cfg, ProviderAnthropic, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
 		var e *anthropic.Error
 		if errors.As(err, &e) {
 			var h http.Header
 			if e.Response != nil {
 				h = e.Response.Header
 			}
-			return e.StatusCode, h, true
+			return &ProviderError{Status: e.StatusCode, Type: string(e.Type()), err: err}, h, true
 		}
-		return 0, nil, false
+		return nil, nil, false
 	}), nil
 }

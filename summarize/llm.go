@@ -101,8 +101,30 @@ type completion struct {
 // callFunc makes one provider call (the SDKs' own retries are off).
 type callFunc func(ctx context.Context, system, user string, maxTokens int64) (completion, error)
 
-// apiErrorFunc extracts the HTTP status and headers of a provider API error.
-type apiErrorFunc func(err error) (status int, header http.Header, ok bool)
+// apiErrorFunc recognizes a provider API error: its HTTP status, headers and error type.
+type apiErrorFunc func(err error) (e *ProviderError, header http.Header, ok bool)
+
+// ProviderError is an HTTP error answer of a provider API. Its message holds only the status
+// and the provider's error type, never the response body (which may echo conversation
+// text); Unwrap returns the SDK's error for callers that need the details.
+type ProviderError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Type is the provider's error type or code ("rate_limit_error", "server_error"), or "".
+	Type string
+	err  error
+}
+
+// Error returns "HTTP <status> <type>".
+func (e *ProviderError) Error() string {
+	if e.Type == "" {
+		return "HTTP " + strconv.Itoa(e.Status)
+	}
+	return "HTTP " + strconv.Itoa(e.Status) + " " + e.Type
+}
+
+// Unwrap returns the SDK error.
+func (e *ProviderError) Unwrap() error { return e.err }
 
 // LLM is a Summarizer backed by a chat model API (OpenAI-compatible or Anthropic).
 type LLM struct {
@@ -191,12 +213,19 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 			}
 			return res, nil
 		}
+		pe, header, isAPI := l.apiError(err)
+		if isAPI {
+			err = pe
+		}
 		if cerr := ctx.Err(); cerr != nil {
 			l.breaker.release()
 			return res, l.ctxError(cerr, err)
 		}
 		lastErr = err
-		status, header, isAPI := l.apiError(err)
+		status := 0
+		if isAPI {
+			status = pe.Status
+		}
 		retryable, down := classify(status, isAPI)
 		if down {
 			l.breaker.failure()
@@ -204,12 +233,12 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 			l.breaker.release()
 		}
 		if !retryable || attempt >= l.retry.MaxAttempts {
-			return res, l.unavailable(status, isAPI, err, attempt)
+			return res, l.unavailable(isAPI, err, attempt)
 		}
 		wait := l.retry.backoff(attempt)
 		if ra, ok := retryAfter(header); ok {
 			if ra > l.retry.MaxRetryAfter {
-				return res, l.unavailable(status, isAPI, err, attempt)
+				return res, l.unavailable(isAPI, err, attempt)
 			}
 			wait = ra
 		}
@@ -230,9 +259,9 @@ func (l *LLM) ctxError(ctxErr, last error) error {
 	return fmt.Errorf("summarizer %s: %w", l.name, ctxErr)
 }
 
-func (l *LLM) unavailable(status int, isAPI bool, err error, attempts int) error {
+func (l *LLM) unavailable(isAPI bool, err error, attempts int) error {
 	if isAPI {
-		return fmt.Errorf("summarizer %s: HTTP %d after %d attempt(s): %w: %w", l.name, status, attempts, ErrUnavailable, err)
+		return fmt.Errorf("summarizer %s: %d attempt(s): %w: %w", l.name, attempts, ErrUnavailable, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// Our per-attempt timeout fired, not the caller's deadline: the provider is too slow,

@@ -105,9 +105,9 @@ func (f *fakeProvider) serve(done chan struct{}) func(http.ResponseWriter, *http
 		if rp.status != http.StatusOK {
 			w.WriteHeader(rp.status)
 			if f.kind == KindAnthropic {
-				fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"status %d"}}`, rp.status)
+				fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"status %d, echoing %s"}}`, rp.status, secret)
 			} else {
-				fmt.Fprintf(w, `{"error":{"message":"status %d","type":"server_error","code":null,"param":null}}`, rp.status)
+				fmt.Fprintf(w, `{"error":{"message":"status %d, echoing %s","type":"server_error","code":null,"param":null}}`, rp.status, secret)
 			}
 			return
 		}
@@ -202,6 +202,9 @@ func spanOf(t *testing.T, exp *tracetest.InMemoryExporter) sdktrace.ReadOnlySpan
 		t.Fatalf("%d spans, want 1 per Summarize", len(spans))
 	}
 	s := spans[0]
+	if strings.Contains(s.Status().Description, secret) {
+		t.Error("span status carries conversation text")
+	}
 	for _, a := range s.Attributes() {
 		if strings.Contains(a.Value.String(), secret) {
 			t.Errorf("span attribute %s carries conversation text", a.Key)
@@ -301,6 +304,7 @@ func TestLLMRetries(t *testing.T) {
 				wantErr    []error
 				notErr     []error
 				wantTextOK bool
+				wantStatus int
 			}{
 				{
 					name:       "429 then success honours Retry-After",
@@ -318,13 +322,14 @@ func TestLLMRetries(t *testing.T) {
 					wantTextOK: true,
 				},
 				{
-					name:     "retries run out",
-					retry:    RetryPolicy{MaxAttempts: 2},
-					script:   []reply{{status: 502}},
-					deadline: 30 * time.Second,
-					wantHits: 2,
-					wantErr:  []error{ErrUnavailable},
-					notErr:   []error{context.DeadlineExceeded, ErrCircuitOpen},
+					name:       "retries run out",
+					retry:      RetryPolicy{MaxAttempts: 2},
+					script:     []reply{{status: 502}},
+					deadline:   30 * time.Second,
+					wantHits:   2,
+					wantErr:    []error{ErrUnavailable},
+					notErr:     []error{context.DeadlineExceeded, ErrCircuitOpen},
+					wantStatus: 502,
 				},
 				{
 					name:     "Retry-After past the deadline fails at once",
@@ -334,11 +339,12 @@ func TestLLMRetries(t *testing.T) {
 					wantErr:  []error{context.DeadlineExceeded},
 				},
 				{
-					name:     "bad request is not retried",
-					script:   []reply{{status: 400}, {status: 200, text: "ok"}},
-					deadline: 30 * time.Second,
-					wantHits: 1,
-					wantErr:  []error{ErrUnavailable},
+					name:       "bad request is not retried",
+					script:     []reply{{status: 400}, {status: 200, text: "ok"}},
+					deadline:   30 * time.Second,
+					wantHits:   1,
+					wantErr:    []error{ErrUnavailable},
+					wantStatus: 400,
 				},
 				{
 					name:     "empty completion is an error, not retried",
@@ -377,6 +383,13 @@ func TestLLMRetries(t *testing.T) {
 					}
 					if err == nil {
 						t.Fatalf("Summarize = %+v, want an error", res)
+					}
+					if strings.Contains(err.Error(), secret) {
+						t.Errorf("error message carries the provider's response body: %v", err)
+					}
+					var pe *ProviderError
+					if tt.wantStatus != 0 && (!errors.As(err, &pe) || pe.Status != tt.wantStatus) {
+						t.Errorf("error %v: ProviderError %+v, want status %d", err, pe, tt.wantStatus)
 					}
 					for _, e := range tt.wantErr {
 						if !errors.Is(err, e) {

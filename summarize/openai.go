@@ -69,15 +69,19 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 		}
 		return c, nil
 	}
-	return newLLM(cfg, ProviderOpenAI, u, opt, call, func(err error) (int, http.Header, bool) {
+	return newLLM(cfg, ProviderOpenAI, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
 		var e *openai.Error
 		if errors.As(err, &e) {
 			var h http.Header
 			if e.Response != nil {
 				h = e.Response.Header
 			}
-			return e.StatusCode, h, true
+			kind := e.Type
+			if e.Code != "" {
+				kind = e.Code
+			}
+			return &ProviderError{Status: e.StatusCode, Type: kind, err: err}, h, true
 		}
-		return 0, nil, false
+		return nil, nil, false
 	}), nil
 }
