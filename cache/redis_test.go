@@ -19,7 +19,9 @@ import (
 )
 
 // redisURL returns REDIS_URL or skips the test loudly.
-func redisURL(t *testing.T) string {
+func redisURL(t *testing.T) string { t.Helper(); return redisURLFor(t) }
+
+func redisURLFor(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("REDIS_URL")
 	if u == "" {
@@ -29,9 +31,10 @@ func redisURL(t *testing.T) string {
 }
 
 // testPrefix returns a key prefix unique to this test run and deletes its keys afterwards.
-func testPrefix(t *testing.T) string {
+func testPrefix(t *testing.T) string { t.Helper(); return testPrefixFor(t, redisURL(t)) }
+
+func testPrefixFor(t testing.TB, u string) string {
 	t.Helper()
-	u := redisURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	p := "compactord-test:" + hex.EncodeToString(b[:]) + ":"
