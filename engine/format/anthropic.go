@@ -38,18 +38,23 @@ type ablock struct {
 // amsg is one Anthropic message: consecutive IR messages of the same API role, merged.
 type amsg struct {
 	role   string
-	blocks []ablock
+	lo, hi int // the message's blocks are all[lo:hi]
 }
 
 func (l *lowerer) anthropic() {
 	inline := l.req.GetInlineDynamicSystem()
 	var sys []ablock
 	var out []amsg
+	n := 0
+	for _, s := range l.msgs {
+		n += len(s.m.GetParts())
+	}
+	all := make([]ablock, 0, n) // one backing array for every message's blocks
 	for _, s := range l.msgs {
 		m := s.m
 		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
 			if !inline || m.GetLifecycle() != compactorv1.Lifecycle_LIFECYCLE_DYNAMIC {
-				sys = append(sys, l.anthropicBlocks(s.i, m)...)
+				sys = l.anthropicBlocks(sys, s.i, m)
 				continue
 			}
 			m = systemContext(m)
@@ -58,21 +63,21 @@ func (l *lowerer) anthropic() {
 		if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
 			role = "assistant"
 		}
-		blocks := l.anthropicBlocks(s.i, m)
-		if len(blocks) == 0 {
+		lo := len(all)
+		all = l.anthropicBlocks(all, s.i, m)
+		if len(all) == lo {
 			l.warn("messages[%d]: nothing left to send; message dropped", s.i)
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].role == role {
-			out[n-1].blocks = append(out[n-1].blocks, blocks...)
+		if k := len(out); k > 0 && out[k-1].role == role {
+			out[k-1].hi = len(all)
 		} else {
-			out = append(out, amsg{role: role, blocks: blocks})
+			out = append(out, amsg{role: role, lo: lo, hi: len(all)})
 		}
 	}
 	// A final assistant message (prefill) must not end with whitespace.
-	if n := len(out); n > 0 && out[n-1].role == "assistant" {
-		bl := out[n-1].blocks
-		if b := &bl[len(bl)-1]; b.kind == abText {
+	if k := len(out); k > 0 && out[k-1].role == "assistant" {
+		if b := &all[out[k-1].hi-1]; b.kind == abText {
 			if t := trimRightSpace(b.text); t != b.text {
 				l.warn("%s: trailing whitespace trimmed from the final assistant text", b.at)
 				b.text = t
@@ -95,10 +100,8 @@ func (l *lowerer) anthropic() {
 		limit(&sys[k])
 		cached = cached || sys[k].cache != nil
 	}
-	for k := range out {
-		for j := range out[k].blocks {
-			limit(&out[k].blocks[j])
-		}
+	for k := range all {
+		limit(&all[k])
 	}
 
 	w := &l.w
@@ -129,8 +132,8 @@ func (l *lowerer) anthropic() {
 		w.kstr("role", out[k].role)
 		w.key("content")
 		w.arr()
-		for j := range out[k].blocks {
-			l.anthropicBlock(&out[k].blocks[j])
+		for j := out[k].lo; j < out[k].hi; j++ {
+			l.anthropicBlock(&all[j])
 		}
 		w.endArr()
 		w.endObj()
@@ -143,10 +146,10 @@ func anthropicCache(o map[string]*structpb.Struct) *structpb.Value {
 	return option(o, "anthropic", "cacheControl", "cache_control")
 }
 
-// anthropicBlocks converts one message's parts to blocks, dropping (with a warning) what
-// Anthropic cannot take.
-func (l *lowerer) anthropicBlocks(i int, m *compactorv1.Message) []ablock {
-	blocks := make([]ablock, 0, len(m.GetParts()))
+// anthropicBlocks appends one message's parts as blocks to blocks, dropping (with a warning)
+// what Anthropic cannot take.
+func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message) []ablock {
+	lo := len(blocks)
 	for j, p := range m.GetParts() {
 		at := where(i, j)
 		b := ablock{p: p, at: at, cache: anthropicCache(p.GetProviderOptions())}
@@ -187,7 +190,7 @@ func (l *lowerer) anthropicBlocks(i int, m *compactorv1.Message) []ablock {
 		}
 		blocks = append(blocks, b)
 	}
-	if c := anthropicCache(m.GetProviderOptions()); c != nil && len(blocks) > 0 && blocks[len(blocks)-1].cache == nil {
+	if c := anthropicCache(m.GetProviderOptions()); c != nil && len(blocks) > lo && blocks[len(blocks)-1].cache == nil {
 		blocks[len(blocks)-1].cache = c
 	}
 	return blocks

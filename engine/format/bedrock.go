@@ -91,8 +91,8 @@ type bpart struct {
 }
 
 type bmsg struct {
-	role  string
-	parts []bpart
+	role   string
+	lo, hi int // the message's blocks are all[lo:hi]
 }
 
 func bedrockCache(o map[string]*structpb.Struct) *structpb.Value {
@@ -105,9 +105,20 @@ func (l *lowerer) bedrock() {
 	toolsWarned := false
 	var sys []bpart
 	var out []bmsg
+	n := 0
+	for _, s := range l.msgs {
+		n += len(s.m.GetParts())
+	}
+	all := make([]bpart, 0, n)
 	for _, s := range l.msgs {
 		m := s.m
 		var parts []bpart
+		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
+			parts = sys
+		} else {
+			parts = all
+		}
+		lo := len(parts)
 		for j, p := range m.GetParts() {
 			at := where(s.i, j)
 			bp := bpart{p: p, at: at, cache: bedrockCache(p.GetProviderOptions())}
@@ -149,14 +160,15 @@ func (l *lowerer) bedrock() {
 			}
 			parts = append(parts, bp)
 		}
-		if c := bedrockCache(m.GetProviderOptions()); c != nil && len(parts) > 0 && parts[len(parts)-1].cache == nil {
+		if c := bedrockCache(m.GetProviderOptions()); c != nil && len(parts) > lo && parts[len(parts)-1].cache == nil {
 			parts[len(parts)-1].cache = c
 		}
 		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
-			sys = append(sys, parts...)
+			sys = parts
 			continue
 		}
-		if len(parts) == 0 {
+		all = parts
+		if len(all) == lo {
 			l.warn("messages[%d]: nothing left to send; message dropped", s.i)
 			continue
 		}
@@ -164,15 +176,14 @@ func (l *lowerer) bedrock() {
 		if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
 			role = "assistant"
 		}
-		if n := len(out); n > 0 && out[n-1].role == role {
-			out[n-1].parts = append(out[n-1].parts, parts...)
+		if k := len(out); k > 0 && out[k-1].role == role {
+			out[k-1].hi = len(all)
 		} else {
-			out = append(out, bmsg{role: role, parts: parts})
+			out = append(out, bmsg{role: role, lo: lo, hi: len(all)})
 		}
 	}
-	if n := len(out); n > 0 && out[n-1].role == "assistant" {
-		ps := out[n-1].parts
-		if b := &ps[len(ps)-1]; b.p.GetText() != nil {
+	if k := len(out); k > 0 && out[k-1].role == "assistant" {
+		if b := &all[out[k-1].hi-1]; b.p.GetText() != nil {
 			if t := trimRightSpace(b.text); t != b.text {
 				l.warn("%s: trailing whitespace trimmed from the final assistant text", b.at)
 				b.text = t
@@ -197,8 +208,8 @@ func (l *lowerer) bedrock() {
 		w.kstr("role", m.role)
 		w.key("content")
 		w.arr()
-		for k := range m.parts {
-			l.bedrockBlock(&m.parts[k])
+		for k := m.lo; k < m.hi; k++ {
+			l.bedrockBlock(&all[k])
 		}
 		w.endArr()
 		w.endObj()

@@ -20,8 +20,8 @@ type gpart struct {
 }
 
 type gcontent struct {
-	role  string
-	parts []gpart
+	role   string
+	lo, hi int // the content's parts are all[lo:hi]
 }
 
 func (l *lowerer) gemini() {
@@ -38,6 +38,11 @@ func (l *lowerer) gemini() {
 	}
 	var sys []string
 	var contents []gcontent
+	n := 0
+	for _, s := range l.msgs {
+		n += len(s.m.GetParts())
+	}
+	all := make([]gpart, 0, n)
 	for _, s := range l.msgs {
 		m := s.m
 		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
@@ -54,7 +59,7 @@ func (l *lowerer) gemini() {
 		if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
 			role = "model"
 		}
-		var parts []gpart
+		lo := len(all)
 		for j, p := range m.GetParts() {
 			at := where(s.i, j)
 			switch c := p.GetContent().(type) {
@@ -83,16 +88,16 @@ func (l *lowerer) gemini() {
 				l.warn("%s: %s has no Gemini form; dropped", at, partKind(p))
 				continue
 			}
-			parts = append(parts, gpart{p: p, at: at, msg: m})
+			all = append(all, gpart{p: p, at: at, msg: m})
 		}
-		if len(parts) == 0 {
+		if len(all) == lo {
 			l.warn("messages[%d]: nothing left to send; message dropped", s.i)
 			continue
 		}
-		if n := len(contents); n > 0 && contents[n-1].role == role {
-			contents[n-1].parts = append(contents[n-1].parts, parts...)
+		if k := len(contents); k > 0 && contents[k-1].role == role {
+			contents[k-1].hi = len(all)
 		} else {
-			contents = append(contents, gcontent{role: role, parts: parts})
+			contents = append(contents, gcontent{role: role, lo: lo, hi: len(all)})
 		}
 	}
 	if len(sys) > 0 {
@@ -115,7 +120,7 @@ func (l *lowerer) gemini() {
 		w.kstr("role", c.role)
 		w.key("parts")
 		w.arr()
-		for _, gp := range c.parts {
+		for _, gp := range all[c.lo:c.hi] {
 			l.geminiPart(gp, names)
 		}
 		w.endArr()

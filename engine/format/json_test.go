@@ -147,3 +147,25 @@ func TestAppendFloat(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainWordIsExact(t *testing.T) {
+	for c := range 256 {
+		want := c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+		for lane := range 8 {
+			w := []byte("aaaaaaaa")
+			w[lane] = byte(c)
+			if got := plainWord(string(w), 0); got != want {
+				t.Fatalf("byte %#x in lane %d: plainWord %v, want %v", c, lane, got, want)
+			}
+			// Neighbouring lanes that borrow in the subtraction must not hide it.
+			w = []byte{0, 0, 0, 0, 0, 0, 0, 0}
+			for k := range w {
+				w[k] = 0x20
+			}
+			w[lane] = byte(c)
+			if got := plainWord(string(w), 0); got != want {
+				t.Fatalf("byte %#x in lane %d among spaces: plainWord %v, want %v", c, lane, got, want)
+			}
+		}
+	}
+}

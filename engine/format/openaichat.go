@@ -255,7 +255,6 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at string) {
 
 func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 	w := &l.w
-	var text strings.Builder
 	hasText := false
 	calls := 0
 	for j, p := range m.GetParts() {
@@ -266,7 +265,6 @@ func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 				l.warn("%s: empty text dropped", at)
 				continue
 			}
-			text.WriteString(c.Text.GetText())
 			hasText = true
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
@@ -288,7 +286,15 @@ func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 	w.kstr("role", "assistant")
 	w.key("content")
 	if hasText {
-		w.str(text.String())
+		// Text parts concatenated, escaped straight into the buffer.
+		w.comma()
+		w.b = append(w.b, '"')
+		for _, p := range m.GetParts() {
+			if t, ok := textOf(p); ok {
+				w.b = appendEscaped(w.b, t)
+			}
+		}
+		w.b = append(w.b, '"')
 	} else {
 		w.raw("null")
 	}

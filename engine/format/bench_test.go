@@ -1,0 +1,278 @@
+package format
+
+import (
+	"encoding/json"
+	"testing"
+
+	"google.golang.org/genai"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/corpus"
+)
+
+// Benchmarks run over the whole real corpus per operation, so b.SetBytes gives MB/s of
+// request body. Each format's Lower runs side by side with encoding/json's Marshal of an
+// equivalent typed output struct (prepared outside the timer), and Lift side by side with
+// json.Unmarshal of the same body into typed structs:
+//
+//	go test ./engine/format -run '^$' -bench . -benchmem
+//
+// Baseline structs: Anthropic and OpenAI Chat are typed field for field (the corpus formats);
+// Gemini uses google.golang.org/genai's Content; Bedrock the strict Converse structs of the
+// conformance test; Responses items are typed with content/output as json.RawMessage.
+
+type benchConv struct {
+	name  string
+	body  string // the corpus file
+	raw   []byte // the same bytes, for encoding/json
+	msgs  []*compactorv1.Message
+	chat  bool
+	lower map[compactorv1.Provider]string
+}
+
+func loadBench(b *testing.B) []benchConv {
+	b.Helper()
+	var out []benchConv
+	for _, f := range corpus.Files(b) {
+		body := string(corpus.Read(b, f))
+		l, err := Lift(&compactorv1.LiftRequest{Body: body})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := benchConv{name: f.Name, body: body, raw: []byte(body), msgs: l.GetMessages(), chat: f.Format == "openai", lower: map[compactorv1.Provider]string{}}
+		for _, p := range allProviders {
+			r, err := Lower(&compactorv1.LowerRequest{Messages: c.msgs, Provider: p, BaseBody: `{"toolConfig":{"tools":[]}}`})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.lower[p] = r.GetBody()
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Typed output structs for the encoding/json baseline.
+type (
+	chatBody struct {
+		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
+		Messages   []chatMsg       `json:"messages"`
+	}
+	chatMsg struct {
+		Role       string         `json:"role"`
+		Content    chatContent    `json:"content"`
+		ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string         `json:"tool_call_id,omitempty"`
+	}
+	chatToolCall struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	// chatContent is a string, null or an array of text parts.
+	chatContent struct {
+		Text  *string
+		Parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+	}
+	antBody struct {
+		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
+		System     antContent      `json:"system,omitzero"`
+		Messages   []antMsg        `json:"messages"`
+	}
+	antMsg struct {
+		Role    string     `json:"role"`
+		Content antContent `json:"content"`
+	}
+	// antContent is a string or a block array, as Anthropic allows.
+	antContent struct {
+		Text   *string
+		Blocks []antBlock
+	}
+	antBlock struct {
+		Type         string          `json:"type"`
+		Text         *string         `json:"text,omitempty"`
+		ID           string          `json:"id,omitempty"`
+		Name         string          `json:"name,omitempty"`
+		Input        json.RawMessage `json:"input,omitempty"`
+		ToolUseID    string          `json:"tool_use_id,omitempty"`
+		Content      antContent      `json:"content,omitzero"`
+		IsError      bool            `json:"is_error,omitempty"`
+		CacheControl *struct {
+			Type string `json:"type"`
+		} `json:"cache_control,omitempty"`
+	}
+	respBody struct {
+		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
+		Input      []respItem      `json:"input"`
+	}
+	respItem struct {
+		Type      string          `json:"type"`
+		Role      string          `json:"role,omitempty"`
+		Content   json.RawMessage `json:"content,omitempty"`
+		CallID    string          `json:"call_id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Arguments string          `json:"arguments,omitempty"`
+		Output    json.RawMessage `json:"output,omitempty"`
+	}
+	geminiBody struct {
+		ToolConfig        json.RawMessage  `json:"toolConfig,omitempty"`
+		SystemInstruction *genai.Content   `json:"systemInstruction,omitempty"`
+		Contents          []*genai.Content `json:"contents"`
+	}
+	bedrockBody struct {
+		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
+		System     []brSystemBlock `json:"system,omitempty"`
+		Messages   []brMessage     `json:"messages"`
+	}
+)
+
+func (c antContent) IsZero() bool { return c.Text == nil && c.Blocks == nil }
+
+func (c antContent) MarshalJSON() ([]byte, error) {
+	if c.Text != nil {
+		return json.Marshal(*c.Text)
+	}
+	return json.Marshal(c.Blocks)
+}
+
+func (c *antContent) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		c.Text = new(string)
+		return json.Unmarshal(b, c.Text)
+	}
+	return json.Unmarshal(b, &c.Blocks)
+}
+
+func (c chatContent) MarshalJSON() ([]byte, error) {
+	switch {
+	case c.Text != nil:
+		return json.Marshal(*c.Text)
+	case c.Parts != nil:
+		return json.Marshal(c.Parts)
+	}
+	return []byte("null"), nil
+}
+
+func (c *chatContent) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		c.Text = new(string)
+		return json.Unmarshal(b, c.Text)
+	case len(b) > 0 && b[0] == '[':
+		return json.Unmarshal(b, &c.Parts)
+	}
+	return nil
+}
+
+// baseline decodes a lowered body into its typed struct.
+func baseline(b *testing.B, p compactorv1.Provider, body string) any {
+	var v any
+	switch p {
+	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		v = &antBody{}
+	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
+		v = &chatBody{}
+	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
+		v = &respBody{}
+	case compactorv1.Provider_PROVIDER_GEMINI:
+		v = &geminiBody{}
+	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
+		v = &bedrockBody{}
+	}
+	if err := strictDecode([]byte(body), v); err != nil {
+		b.Fatalf("%s baseline struct does not hold the body: %v", providerNames[p], err)
+	}
+	return v
+}
+
+func BenchmarkLower(b *testing.B) {
+	convs := loadBench(b)
+	for _, p := range allProviders {
+		total := 0
+		for _, c := range convs {
+			total += len(c.lower[p])
+		}
+		b.Run(providerNames[p]+"/format.Lower", func(b *testing.B) {
+			b.SetBytes(int64(total))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, c := range convs {
+					if _, err := Lower(&compactorv1.LowerRequest{Messages: c.msgs, Provider: p, BaseBody: `{"toolConfig":{"tools":[]}}`}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		structs := make([]any, len(convs))
+		for i, c := range convs {
+			structs[i] = baseline(b, p, c.lower[p])
+		}
+		b.Run(providerNames[p]+"/json.Marshal", func(b *testing.B) {
+			b.SetBytes(int64(total))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, s := range structs {
+					if _, err := json.Marshal(s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkLift(b *testing.B) {
+	convs := loadBench(b)
+	for _, chat := range []bool{false, true} {
+		name, total := "anthropic", 0
+		if chat {
+			name = "openai-chat"
+		}
+		var set []benchConv
+		for _, c := range convs {
+			if c.chat == chat {
+				set = append(set, c)
+				total += len(c.body)
+			}
+		}
+		b.Run(name+"/format.Lift", func(b *testing.B) {
+			b.SetBytes(int64(total))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, c := range set {
+					if _, err := Lift(&compactorv1.LiftRequest{Body: c.body}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(name+"/json.Unmarshal", func(b *testing.B) {
+			b.SetBytes(int64(total))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, c := range set {
+					var err error
+					if chat {
+						var v chatBody
+						err = json.Unmarshal(c.raw, &v)
+					} else {
+						var v struct {
+							antBody
+							Tools json.RawMessage `json:"tools"`
+						}
+						err = json.Unmarshal(c.raw, &v)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
