@@ -48,6 +48,7 @@ type flags struct {
 	soakSlice   time.Duration
 	llmLatency  time.Duration
 	keep        bool
+	serverEnv   envList
 }
 
 func main() {
@@ -65,6 +66,7 @@ func main() {
 	flag.DurationVar(&f.soak, "soak", 0, "after the scenarios, replay the soak mix this long and sample memory (e.g. 5m)")
 	flag.DurationVar(&f.soakSlice, "soak-slice", 15*time.Second, "length of one soak slice")
 	flag.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
+	flag.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 	flag.Parse()
 
@@ -174,11 +176,14 @@ func run(ctx context.Context, f flags) (bool, error) {
 	}
 	topology += fmt.Sprintf("; ghz balances calls round-robin over the replicas through one client connection (a gRPC round_robin policy over a static resolver, as a client behind a headless Service would); fake OpenAI-compatible LLM with %s fixed latency; servers on their default flags otherwise (JSON log line per call at info level, drained to a file)", f.llmLatency)
 
+	if len(f.serverEnv) > 0 {
+		topology += "; replica environment adds " + strings.Join(f.serverEnv, " ")
+	}
 	e := &env{llm: llm}
 	for i := 0; i < f.replicas; i++ {
 		name := fmt.Sprintf("replica-%d", i+1)
 		p, addr, err := startProc(ctx, tmp, name, "serving", bin, serverArgs,
-			[]string{"LOADTEST_FAKE_LLM_KEY=fake-key", "OTEL_TRACES_EXPORTER=none"})
+			append([]string{"LOADTEST_FAKE_LLM_KEY=fake-key", "OTEL_TRACES_EXPORTER=none"}, f.serverEnv...))
 		if err != nil {
 			return false, err
 		}
@@ -355,6 +360,7 @@ func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scena
 		b = &Result{Name: base.Name, Call: base.Call, Concurrency: base.Concurrency}
 	}
 	var calls int64
+	var br0 *Result
 	for i := 0; i < sc.Slices; i++ {
 		if base != nil {
 			br, err := e.load(base, bp, slice)
@@ -362,6 +368,7 @@ func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scena
 				return nil, nil, fmt.Errorf("%s (baseline slice for %s): %w", base.Name, sc.Name, err)
 			}
 			b.add(br)
+			br0 = br
 		}
 		before := e.llm.Calls()
 		sr, err := e.load(sc, p, slice)
@@ -370,6 +377,9 @@ func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scena
 		}
 		calls += e.llm.Calls() - before
 		r.add(sr)
+		if base != nil && br0 != nil && br0.RPS() > 0 {
+			r.SliceRatios = append(r.SliceRatios, sr.RPS()/br0.RPS())
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
@@ -393,8 +403,7 @@ func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scena
 
 // soak replays mix in slices until d has passed, sampling memory after each slice.
 func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Payload, d, slice time.Duration, sample func() []int64) (*Soak, error) {
-	s := &Soak{Duration: d, Slice: slice, RefIndex: min(len(mix)-1, int(d/slice)-1), MaxGrowth: 1.2}
-	s.RefIndex = max(s.RefIndex, 0)
+	s := &Soak{Duration: d, Slice: slice, MaxGrowth: 1.2}
 	start := time.Now()
 	maxSlices := int(d/slice) + 1
 	logf("soak: %s in %s slices over %d scenarios", d, slice, len(mix))
@@ -415,7 +424,30 @@ func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Pa
 		logf("soak %3d %-22s %8d req errors %d rss %v KiB", i+1, sc.Name, r.Requests, r.Errors, rss)
 	}
 	s.Duration = time.Since(start)
+	// Compare the end with the first slice of the same scenario, so both samples follow the
+	// same kind of load.
+	if n := len(s.Samples); n > 0 {
+		for i, x := range s.Samples {
+			if x.Scenario == s.Samples[n-1].Scenario {
+				s.RefIndex = i
+				break
+			}
+		}
+	}
 	return s, nil
+}
+
+// envList is a repeatable KEY=VALUE flag.
+type envList []string
+
+func (l *envList) String() string { return strings.Join(*l, " ") }
+
+func (l *envList) Set(s string) error {
+	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", s)
+	}
+	*l = append(*l, s)
+	return nil
 }
 
 // applyOverrides applies the command-line load settings and the -only filter.

@@ -25,6 +25,42 @@ type proc struct {
 	log  string
 	done chan struct{} // closed when the process has exited
 	err  error         // Wait's result, valid after done
+
+	mu   sync.Mutex
+	last []string // the last lines of a scanned stderr, for error messages
+}
+
+// maxLogBytes caps a scanned stderr log file: a server logs one line per call, and a soak
+// makes millions. Lines past the cap are dropped from the file but still kept in last.
+const maxLogBytes = 32 << 20
+
+// keepLines is how many of the last stderr lines a proc remembers.
+const keepLines = 30
+
+// remember keeps line among the last ones seen.
+func (p *proc) remember(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.last) == keepLines {
+		copy(p.last, p.last[1:])
+		p.last = p.last[:keepLines-1]
+	}
+	p.last = append(p.last, line)
+}
+
+// lastLines returns the last n lines the process wrote: from memory for a scanned stderr,
+// from the log file otherwise.
+func (p *proc) lastLines(n int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		return tail(p.log, n)
+	}
+	l := p.last
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
 }
 
 // startProc starts a child that dies with the driver (Pdeathsig) and logs to dir/name.log.
@@ -54,6 +90,9 @@ func startProc(ctx context.Context, dir, name string, addrMsg string, bin string
 		return nil, "", fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	if stderr != nil {
+		p.last = []string{}
+	}
 	addrc := make(chan string, 1)
 	var copyDone sync.WaitGroup
 	if stderr != nil {
@@ -63,10 +102,15 @@ func startProc(ctx context.Context, dir, name string, addrMsg string, bin string
 			sc := bufio.NewScanner(stderr)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			found := false
+			written := 0
 			for sc.Scan() {
 				line := sc.Bytes()
-				lf.Write(line)
-				lf.Write([]byte{'\n'})
+				p.remember(string(line))
+				if written < maxLogBytes {
+					n, _ := lf.Write(line)
+					m, _ := lf.Write([]byte{'\n'})
+					written += n + m
+				}
 				if found {
 					continue
 				}
@@ -80,7 +124,7 @@ func startProc(ctx context.Context, dir, name string, addrMsg string, bin string
 				}
 			}
 			// Keep draining on a scanner error (an over-long line) so the child never blocks.
-			_, _ = io.Copy(lf, stderr)
+			_, _ = io.Copy(io.Discard, stderr)
 		}()
 	}
 	go func() {
@@ -98,12 +142,12 @@ func startProc(ctx context.Context, dir, name string, addrMsg string, bin string
 	case addr := <-addrc:
 		return p, addr, nil
 	case <-p.done:
-		return nil, "", fmt.Errorf("%s exited before serving (%v); log:\n%s", name, p.err, tail(logPath, 20))
+		return nil, "", fmt.Errorf("%s exited before serving (%v); log:\n%s", name, p.err, p.lastLines(20))
 	case <-timer.C:
 	case <-ctx.Done():
 	}
 	p.stop(5 * time.Second)
-	return nil, "", fmt.Errorf("%s did not log %q within 60s; log:\n%s", name, addrMsg, tail(logPath, 20))
+	return nil, "", fmt.Errorf("%s did not log %q within 60s; log:\n%s", name, addrMsg, p.lastLines(20))
 }
 
 // stop sends SIGTERM, waits up to grace, then kills. It is safe to call twice.
@@ -195,7 +239,7 @@ func waitPing(ctx context.Context, p *proc, addr string) error {
 	lastErr := errors.New("not tried")
 	for i := 0; i < 200 && time.Now().Before(deadline); i++ {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("redis-server exited: %v; log:\n%s", err, tail(p.log, 10))
+			return fmt.Errorf("redis-server exited: %v; log:\n%s", err, p.lastLines(10))
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -32,6 +32,9 @@ type Result struct {
 	// Baseline is the baseline measured in the slices interleaved with this scenario's; the
 	// ratios are against it. Nil for the baseline itself.
 	Baseline *Result
+	// SliceRatios are the RPS ratios of each slice to the baseline slice run just before it;
+	// their median is the scenario's RPS ratio (robust to one slice hit by a stall).
+	SliceRatios []float64
 	// Failure, when set, is why the scenario could not run (preflight call failed, ...).
 	Failure string
 	// Notes are checks made around the run (cache statuses seen, fake LLM calls counted).
@@ -102,6 +105,31 @@ func percentiles(lat []time.Duration, ps ...float64) []time.Duration {
 	return out
 }
 
+// median of xs (which it does not modify); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ratioRange is "min–max" of the slice ratios, or "" with fewer than two.
+func (r *Result) ratioRange() string {
+	if len(r.SliceRatios) < 2 {
+		return ""
+	}
+	lo, hi := r.SliceRatios[0], r.SliceRatios[0]
+	for _, x := range r.SliceRatios {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+}
+
 // Verdict is a scenario's outcome against its target, relative to the baseline b.
 func (r *Result) Verdict(b *Result) (ok bool, text string) {
 	switch {
@@ -136,7 +164,9 @@ func (r *Result) ratios(b *Result) (rps, p99 float64) {
 	if b == nil {
 		return 0, 0
 	}
-	if b.RPS() > 0 {
+	if len(r.SliceRatios) > 0 {
+		rps = median(r.SliceRatios)
+	} else if b.RPS() > 0 {
 		rps = r.RPS() / b.RPS()
 	}
 	if b.P99 > 0 {
@@ -178,8 +208,8 @@ type Soak struct {
 	Duration time.Duration
 	Slice    time.Duration
 	Samples  []SoakSample
-	// RefIndex is the sample the end is compared with: the one after the first full pass
-	// through the mix, when the caches and pools have warmed up.
+	// RefIndex is the sample the end is compared with: the first slice of the same scenario
+	// as the last one, so both samples follow the same kind of load.
 	RefIndex int
 	// MaxGrowth is the largest end/reference RSS ratio that counts as flat.
 	MaxGrowth float64
@@ -277,7 +307,7 @@ func (rep *Report) Markdown() string {
 	p("- outcome: %s; %s\n\n", errs, targets)
 
 	p("## Scenarios\n\n")
-	p("Each scenario's measured time is split into slices, each run right after an equally long slice of the baseline; its ratios are against those interleaved baseline slices (column \"baseline RPS\"), so both saw the same background load. Server CPU is the replicas' user+system time per call.\n\n")
+	p("Each scenario's measured time is split into slices, each run right after an equally long slice of the baseline; its ratios are against those interleaved baseline slices (column \"baseline RPS\"), so both saw the same background load. The RPS ratio is the median of the per-slice ratios (range in parentheses); the p99 ratio compares all the scenario's calls with all its baseline slices' calls. Server CPU is the replicas' user+system time per call.\n\n")
 	p("| scenario | call | conc. | duration | requests | RPS | p50 | p95 | p99 | errors | server CPU/call | baseline RPS | RPS ratio | p99 ratio | target | result |\n")
 	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
 	for i := range rep.Results {
@@ -296,9 +326,9 @@ func (rep *Report) Markdown() string {
 		if r.Baseline != nil {
 			brps = r.Baseline.RPS()
 		}
-		p("| %s | %s | %d | %.1f s | %d | %.0f | %s | %s | %s | %d | %s | %.0f | %.2f | %.2f | %s | %s |\n",
+		p("| %s | %s | %d | %.1f s | %d | %.0f | %s | %s | %s | %d | %s | %.0f | %.2f%s | %.2f | %s | %s |\n",
 			name, shortCall(r.Call), r.Concurrency, r.Elapsed.Seconds(), r.Requests, r.RPS(),
-			fmtDur(r.P50), fmtDur(r.P95), fmtDur(r.P99), r.Errors, fmtMicros(r.ServerCPUPerRequest()), brps, rr, pr, r.Target, v)
+			fmtDur(r.P50), fmtDur(r.P95), fmtDur(r.P99), r.Errors, fmtMicros(r.ServerCPUPerRequest()), brps, rr, r.ratioRange(), pr, r.Target, v)
 	}
 	p("\n")
 
@@ -355,7 +385,7 @@ func (rep *Report) Markdown() string {
 
 	if s := rep.Soak; s != nil && len(s.Samples) > 0 {
 		p("## Soak: memory over %s\n\n", s.Duration.Round(time.Second))
-		p("The soak mix replayed in %s slices; RSS sampled after each slice. Flat means: RSS at the end ≤ %.2f × RSS after the first full pass through the mix (sample %d).\n\n",
+		p("The soak mix replayed in %s slices; RSS sampled after each slice. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
 			s.Slice, s.MaxGrowth, s.RefIndex+1)
 		p("| # | elapsed | slice | requests | errors |")
 		for _, m := range rep.Memory {

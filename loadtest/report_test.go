@@ -79,6 +79,10 @@ func TestVerdict(t *testing.T) {
 		{"no requests", Result{Elapsed: time.Second}, false, "no requests"},
 		{"own baseline", Result{Elapsed: time.Second, Requests: 700, P99: 30 * time.Millisecond, Target: tgt,
 			Baseline: &Result{Elapsed: time.Second, Requests: 2000, P99: 10 * time.Millisecond}}, false, "RPS ratio 0.35"},
+		{"median of slices", Result{Elapsed: time.Second, Requests: 100, P99: 30 * time.Millisecond, Target: tgt, SliceRatios: []float64{0.1, 0.8, 0.75},
+			Baseline: &Result{Elapsed: time.Second, Requests: 2000, P99: 10 * time.Millisecond}}, true, "pass"},
+		{"median of even slices", Result{Elapsed: time.Second, Requests: 100, P99: 30 * time.Millisecond, Target: tgt, SliceRatios: []float64{0.1, 0.8, 0.5, 0.9},
+			Baseline: &Result{Elapsed: time.Second, Requests: 2000, P99: 10 * time.Millisecond}}, false, "RPS ratio 0.65"},
 	}
 	for _, tt := range tests {
 		ok, text := tt.r.Verdict(base)
@@ -121,8 +125,8 @@ func TestMarkdownGolden(t *testing.T) {
 			base,
 			{Name: "plan-20", Call: "compactor.v1.CompactorService/Plan", Concurrency: 16, Elapsed: 6 * time.Second, Requests: 48000,
 				P50: 2 * ms, P95: 5 * ms, P99: 9 * ms, ServerCPU: 4 * time.Second, Target: tgt,
-				Baseline: &Result{Elapsed: 6 * time.Second, Requests: 60000, P99: 4 * ms},
-				Payload:  "`a.openai.json`, 20 of 28 messages, 23.7 KiB per request"},
+				Baseline: &Result{Elapsed: 6 * time.Second, Requests: 60000, P99: 4 * ms}, SliceRatios: []float64{0.9, 0.75, 0.8},
+				Payload: "`a.openai.json`, 20 of 28 messages, 23.7 KiB per request"},
 			{Name: "lower-gemini-20", Call: "compactor.v1.CompactorService/Lower", Concurrency: 16, Elapsed: 6 * time.Second, Requests: 100,
 				Errors: 3, ErrorDist: map[string]int{"rpc error: code = Internal desc = `boom`": 3}, P50: 2 * ms, P95: 5 * ms, P99: 9 * ms,
 				Baseline: &Result{Elapsed: 6 * time.Second, Requests: 60000, P99: 4 * ms}, Target: tgt, Payload: "x"},

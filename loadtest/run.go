@@ -42,7 +42,7 @@ const callTimeout = 30 * time.Second
 func (e *env) alive() error {
 	for _, r := range e.replicas {
 		if done, err := r.proc.exited(); done {
-			return fmt.Errorf("%s exited (%v); log:\n%s", r.name, err, tail(r.proc.log, 20))
+			return fmt.Errorf("%s exited (%v); log:\n%s", r.name, err, r.proc.lastLines(20))
 		}
 	}
 	return nil
