@@ -637,7 +637,9 @@ func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts
 func (c *Counter) key(m *compactorv1.Message) contentKey {
 	x := keyHasher{seed: c.seed, h: c.init}
 	x.mix(uint64(m.GetRole())<<16 | uint64(m.GetKind())<<8 | uint64(m.GetLifecycle())<<1 | b2u(m.GetPinned()))
-	x.options(m.GetProviderOptions())
+	if o := m.GetProviderOptions(); len(o) > 0 {
+		x.options(o)
+	}
 	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
 		x.bytes(u)
 	}
@@ -702,10 +704,7 @@ func (x *keyHasher) bytes(b []byte) {
 
 // options hashes provider options by their deterministic encoding, in key order.
 func (x *keyHasher) options(o map[string]*structpb.Struct) {
-	x.mix(uint64(len(o)))
-	if len(o) == 0 {
-		return
-	}
+	x.mix(uint64(len(o)) | 0x3C<<56)
 	keys := make([]string, 0, len(o))
 	for k := range o {
 		keys = append(keys, k)
@@ -719,7 +718,9 @@ func (x *keyHasher) options(o map[string]*structpb.Struct) {
 }
 
 func (x *keyHasher) part(p *compactorv1.Part) {
-	x.options(p.GetProviderOptions())
+	if o := p.GetProviderOptions(); len(o) > 0 {
+		x.options(o)
+	}
 	if u := p.ProtoReflect().GetUnknown(); len(u) > 0 {
 		x.bytes(u)
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
@@ -209,7 +211,10 @@ func TestCounterMemoizesByContent(t *testing.T) {
 	}
 	// Changing any content changes the key.
 	k1 := c.key(plUserMsg("a"))
-	for _, m := range []*compactorv1.Message{plUserMsg("b"), plAsstMsg(plText("a")), plPinned(plUserMsg("a")), plSummaryMsg("a")} {
+	withOpts := plUserMsg("a")
+	opts, _ := structpb.NewStruct(map[string]any{"cacheControl": map[string]any{"type": "ephemeral"}})
+	withOpts.Parts[0].ProviderOptions = map[string]*structpb.Struct{"anthropic": opts}
+	for _, m := range []*compactorv1.Message{plUserMsg("b"), plAsstMsg(plText("a")), plPinned(plUserMsg("a")), plSummaryMsg("a"), withOpts} {
 		if c.key(m) == k1 {
 			t.Errorf("key(%v) equals key of a different message", m)
 		}
