@@ -165,7 +165,11 @@ func resolvePolicy(p *compactorv1.Policy) (*policy, error) {
 		r.summaryRoom = DefaultSummaryMaxTokens
 	}
 	if r.summaryRoom >= r.usable && r.usable > 0 {
-		add("summary_max_tokens", fmt.Sprintf("must be less than the usable window (%d), got %d", r.usable, r.summaryRoom))
+		got := fmt.Sprint(r.summaryRoom)
+		if p.GetSummaryMaxTokens() == 0 {
+			got += " (the default)"
+		}
+		add("summary_max_tokens", fmt.Sprintf("must be less than the usable window (%d), got %s", r.usable, got))
 	}
 	tk, ok := parseTokenizer(p.GetTokenizer())
 	if !ok {
