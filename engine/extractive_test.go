@@ -252,3 +252,37 @@ func ExampleExtractiveSummary() {
 	//
 	// Continue from where the conversation left off, without asking the user to repeat anything above.
 }
+
+// FuzzExtractiveSummary feeds arbitrary anchors (the anchor parser) and message texts: the
+// summary never panics, stays within budget and is deterministic.
+func FuzzExtractiveSummary(f *testing.F) {
+	anchor := ExtractiveSummary(SummaryInput{Messages: []*compactorv1.Message{
+		sumUser("Port `src/a.py` to Go."), sumAssistant("Done with src/a.go."),
+	}}, ExtractiveOptions{})
+	f.Add(anchor, "next request", "answer with `ident` and ./x/y.go", int64(256))
+	f.Add("## Earlier summary\nfree text\n- bullet", "", "", int64(64))
+	f.Add("## User requests (verbatim)\n  orphan continuation", "é\x00\xff", "```", int64(1))
+	f.Add("", "", "", int64(0))
+	f.Fuzz(func(t *testing.T, anchor, user, assistant string, budget int64) {
+		if budget > 1<<16 {
+			budget = 1 << 16
+		}
+		in := SummaryInput{Anchor: anchor, Messages: []*compactorv1.Message{
+			sumUser(user),
+			sumAssistant(assistant, sumCall("c1", "read_file", `{"path":"`+strings.ReplaceAll(user, `"`, "")+`"}`)),
+			sumResult("c1", "read_file", outError(assistant)),
+		}}
+		opt := ExtractiveOptions{MaxTokens: budget}
+		got := ExtractiveSummary(in, opt)
+		limit := budget
+		if limit <= 0 {
+			limit = 2048
+		}
+		if n := ApproxTokens(got); int64(n) > limit {
+			t.Fatalf("summary is %d tokens, budget %d", n, limit)
+		}
+		if again := ExtractiveSummary(in, opt); again != got {
+			t.Fatal("not deterministic")
+		}
+	})
+}

@@ -183,3 +183,21 @@ func TestExtractiveSummarizer(t *testing.T) {
 		t.Errorf("canceled context: %v", err)
 	}
 }
+
+// FuzzParseConfig: any document either parses into a config that validates or is an error;
+// it never panics.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(designConfig))
+	f.Add([]byte("summarizers:\n  - name: a\n    kind: extractive\n"))
+	f.Add([]byte("default_summarizer: [1, 2]\n"))
+	f.Add([]byte("summarizers: {a: b}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("ParseConfig accepted a config that does not validate: %v", err)
+		}
+	})
+}
