@@ -2,6 +2,7 @@ package format
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -160,13 +161,18 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 				continue
 			}
 			b.kind, b.text = abText, c.Text.GetText()
-		case *compactorv1.Part_Image:
-			b.kind = abImage
-		case *compactorv1.Part_File:
-			if !l.anthropicFileOK(c.File, at) {
+		case *compactorv1.Part_Image, *compactorv1.Part_File:
+			if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+				l.warn("%s: Anthropic takes images and documents in user messages only; dropped", at)
 				continue
 			}
-			b.kind = abFile
+			b.kind = abImage
+			if f := p.GetFile(); f != nil {
+				if !l.anthropicFileOK(f, at) {
+					continue
+				}
+				b.kind = abFile
+			}
 		case *compactorv1.Part_Reasoning:
 			switch r := c.Reasoning; {
 			case r.GetRedactedData() != "":
@@ -241,7 +247,7 @@ func (l *lowerer) anthropicBlock(b *ablock) {
 		l.anthropicImageSource(b.p.GetImage(), b.at)
 	case abFile:
 		w.kstr("type", "document")
-		l.anthropicDocSource(b.p.GetFile())
+		l.anthropicDocSource(b.p.GetFile(), b.at)
 		if n := b.p.GetFile().GetFilename(); n != "" {
 			w.kstr("title", n)
 		}
@@ -364,7 +370,7 @@ func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at string) {
 			}
 			w.obj()
 			w.kstr("type", "document")
-			l.anthropicDocSource(pc.File)
+			l.anthropicDocSource(pc.File, pat)
 			if n := pc.File.GetFilename(); n != "" {
 				w.kstr("title", n)
 			}
@@ -402,7 +408,7 @@ func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at string) {
 	w.endObj()
 }
 
-func (l *lowerer) anthropicDocSource(f *compactorv1.FilePart) {
+func (l *lowerer) anthropicDocSource(f *compactorv1.FilePart, at string) {
 	w := &l.w
 	w.key("source")
 	w.obj()
@@ -418,6 +424,9 @@ func (l *lowerer) anthropicDocSource(f *compactorv1.FilePart) {
 			w.kstr("url", f.GetUrl())
 		}
 	case strings.HasPrefix(strings.ToLower(f.GetMediaType()), "text/plain"):
+		if !utf8.Valid(f.GetData()) {
+			l.warn("%s: text/plain document is not valid UTF-8; invalid bytes sent as U+FFFD", at)
+		}
 		w.kstr("type", "text")
 		w.kstr("media_type", "text/plain")
 		w.key("data")

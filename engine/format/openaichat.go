@@ -349,7 +349,7 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 	cp := p.k("content")
 	switch role {
 	case "system", "developer":
-		lt.unknownKeys(m, p, "role", "content", "name")
+		lt.unknownKeys(m, p, "role", "content")
 		parts, err := lt.chatTextParts(content, cp)
 		if err != nil {
 			return err
@@ -359,7 +359,7 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 		}
 		lt.add(compactorv1.Role_ROLE_SYSTEM, parts)
 	case "user":
-		lt.unknownKeys(m, p, "role", "content", "name")
+		lt.unknownKeys(m, p, "role", "content")
 		var parts []*compactorv1.Part
 		switch kindOf(content) {
 		case kindString:
@@ -534,7 +534,7 @@ func chatUserPart(e string, p *jpath) (*compactorv1.Part, error) {
 }
 
 func (lt *lifter) chatAssistant(m string, p *jpath) error {
-	lt.unknownKeys(m, p, "role", "content", "tool_calls", "name", "refusal")
+	lt.unknownKeys(m, p, "role", "content", "tool_calls", "refusal")
 	content := field(m, "content")
 	cp := p.k("content")
 	var text strings.Builder
