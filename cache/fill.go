@@ -106,7 +106,10 @@ func fillLocked(ctx context.Context, c Cache, key Key, lease Lease, compute func
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := c.Set(ctx, key, e); err != nil {
+	// Store even if the caller stops waiting: the summary cost an LLM call.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := c.Set(sctx, key, e); err != nil {
 		return e, StatusUnavailable, nil
 	}
 	return e, StatusMiss, nil

@@ -227,10 +227,13 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 			status = pe.Status
 		}
 		retryable, down := classify(status, isAPI)
-		if down {
+		switch {
+		case down:
 			l.breaker.failure()
-		} else {
+		case retryable: // rate limited: alive, but no verdict on its health
 			l.breaker.release()
+		default: // it answered; the request was at fault
+			l.breaker.success()
 		}
 		if !retryable || attempt >= l.retry.MaxAttempts {
 			return res, l.unavailable(isAPI, err, attempt)

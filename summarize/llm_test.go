@@ -579,3 +579,28 @@ func TestKeylessServerGetsNoCredentials(t *testing.T) {
 		})
 	}
 }
+
+func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
+	fx := newFixture(t, providers[1], SummarizerConfig{},
+		Options{Retry: RetryPolicy{MaxAttempts: 1}, Breaker: BreakerPolicy{Failures: 2, Cooldown: time.Minute}},
+		reply{status: 503})
+	ctx := context.Background()
+	req := Request{Messages: testMessages()}
+	for range 2 {
+		_, _ = fx.s.Summarize(ctx, req)
+	}
+	if !fx.s.BreakerOpen() {
+		t.Fatal("breaker not open after 2 failures")
+	}
+	fx.clock.Advance(time.Minute)
+	fx.f.setScript(reply{status: 400}) // the probe reaches a live provider that rejects the request
+	if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("probe: %v", err)
+	}
+	if fx.s.BreakerOpen() {
+		t.Error("a provider that answers 400 is up: the breaker should close")
+	}
+	if got := fx.f.hits.Load(); got != 3 {
+		t.Errorf("%d requests, want 3", got)
+	}
+}
