@@ -7,10 +7,12 @@ import (
 	"errors"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/compactord/compactord/metrics"
+	"github.com/compactord/compactord/summarize"
+	"golang.org/x/sync/singleflight"
 )
 
 // Options configures a Server. The zero value serves with engine.DefaultLimits.
@@ -20,21 +22,49 @@ type Options struct {
 	// Counter counts tokens for every request; nil means a new engine.Counter with the
 	// default memo size. Share one per process.
 	Counter *engine.Counter
+	// Summarizers are the named summarizers; nil means only the built-in extractive one.
+	Summarizers *summarize.Registry
+	// Cache stores summaries; nil means an in-memory cache with default bounds.
+	Cache cache.Cache
+	// Fill tunes the cross-replica lock around summarizer calls.
+	Fill cache.FillOptions
+	// MaxSummaryRatio rejects a summary with more tokens than this share of the tokens it
+	// replaces; zero means 0.5.
+	MaxSummaryRatio float64
+	// Metrics records cache, summarizer and token metrics; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Server implements compactorv1.CompactorServiceServer. It holds no per-request state and is
 // safe for concurrent use.
 type Server struct {
 	compactorv1.UnimplementedCompactorServiceServer
-	limits  engine.Limits
-	counter *engine.Counter
+	limits          engine.Limits
+	counter         *engine.Counter
+	summarizers     *summarize.Registry
+	cache           cache.Cache
+	fill            cache.FillOptions
+	maxSummaryRatio float64
+	metrics         *metrics.Metrics
+	flight          singleflight.Group
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
-	s := &Server{limits: o.Limits, counter: o.Counter}
+	s := &Server{limits: o.Limits, counter: o.Counter, summarizers: o.Summarizers, cache: o.Cache,
+		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics}
 	if s.counter == nil {
 		s.counter = engine.NewCounter(0)
+	}
+	if s.summarizers == nil {
+		// The registry of the built-in extractive summarizer cannot fail to build.
+		s.summarizers, _ = summarize.NewRegistry(nil, "", summarize.Options{})
+	}
+	if s.cache == nil {
+		s.cache = cache.NewMemory(cache.MemoryOptions{})
+	}
+	if s.maxSummaryRatio <= 0 {
+		s.maxSummaryRatio = 0.5
 	}
 	if s.limits == (engine.Limits{}) {
 		s.limits = engine.DefaultLimits()
@@ -57,14 +87,6 @@ func (s *Server) Plan(ctx context.Context, req *compactorv1.PlanRequest) (*compa
 		return nil, toStatus(err)
 	}
 	return resp, nil
-}
-
-// Compact implements CompactorService.Compact.
-func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (*compactorv1.CompactResponse, error) {
-	if err := s.validate(req.GetMessages()); err != nil {
-		return nil, toStatus(err)
-	}
-	return nil, status.Error(codes.Unimplemented, "Compact is not implemented yet: it lands with issue 5 (summarizers and the summary cache)")
 }
 
 // Lower implements CompactorService.Lower.

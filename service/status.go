@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summarize"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -47,6 +48,9 @@ func toStatus(err error) error {
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, summarize.ErrUnavailable), errors.Is(err, summarize.ErrEmptySummary):
+		return withDetails(status.New(codes.Unavailable, err.Error()),
+			&errdetails.ErrorInfo{Reason: "SUMMARIZER_FAILED", Domain: errorDomain})
 	}
 	return status.Error(codes.Internal, err.Error())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summarize"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -23,6 +24,9 @@ func TestToStatus(t *testing.T) {
 		{fmt.Errorf("summarize: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{context.Canceled, codes.Canceled},
 		{status.Error(codes.NotFound, "no such summarizer"), codes.NotFound},
+		{fmt.Errorf("compact: %w", summarize.ErrCircuitOpen), codes.Unavailable},
+		{fmt.Errorf("compact: %w", summarize.ErrEmptySummary), codes.Unavailable},
+		{fmt.Errorf("summarizer llm: %w: %w", summarize.ErrUnavailable, context.DeadlineExceeded), codes.DeadlineExceeded},
 		{errors.New("boom"), codes.Internal},
 	}
 	for _, tt := range tests {

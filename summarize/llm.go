@@ -334,7 +334,7 @@ func startSpan(ctx context.Context, tr trace.Tracer, name, provider, model strin
 		AttrSummarizer.String(name),
 		AttrPromptVersion.String(engine.PromptVersion),
 		AttrAnchored.Bool(strings.TrimSpace(req.Anchor) != ""),
-	))
+	), trace.WithAttributes(req.Attributes...))
 }
 
 func endSpan(span trace.Span, res Result, err error) {

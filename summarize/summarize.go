@@ -15,6 +15,7 @@ import (
 	"strconv"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Sentinel errors. The service maps them to gRPC codes.
@@ -62,6 +63,9 @@ type Request struct {
 	// Count measures text in tokens for the extractive summarizer's budget (e.g. the
 	// request's tokenizer); nil uses engine.ApproxTokens. LLM summarizers ignore it.
 	Count func(string) int
+	// Attributes are added to the summarization span (e.g. the prefix hash and token totals
+	// of the compaction). They must never carry conversation text.
+	Attributes []attribute.KeyValue
 }
 
 // Result is a summary and what it cost.

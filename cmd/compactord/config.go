@@ -23,6 +23,8 @@ type config struct {
 	MaxConnAge      time.Duration
 	CacheMaxBytes   byteSize
 	CacheTTL        time.Duration
+	TokenMemoBytes  byteSize
+	MaxSummaryRatio float64
 	LogLevel        string
 	LogFormat       string
 }
@@ -35,7 +37,7 @@ func envName(flagName string) string {
 // parseConfig reads the configuration from args and the environment. It returns flag.ErrHelp
 // after printing the usage when asked for help.
 func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
-	c := config{MaxMessageBytes: 16 << 20, CacheMaxBytes: 64 << 20}
+	c := config{MaxMessageBytes: 16 << 20, CacheMaxBytes: 64 << 20, TokenMemoBytes: 64 << 20}
 	fs := flag.NewFlagSet("compactord", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&c.Listen, "listen", ":50051", "gRPC listen address")
@@ -48,6 +50,8 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.DurationVar(&c.MaxConnAge, "max-connection-age", 5*time.Minute, "close client connections after this long so clients rebalance over new replicas (0: never)")
 	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
+	fs.Var(&c.TokenMemoBytes, "token-memo-bytes", "size bound of the token-count memo")
+	fs.Float64Var(&c.MaxSummaryRatio, "max-summary-ratio", 0.5, "reject summaries longer than this share of the tokens they replace")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")
 	fs.Usage = func() {
@@ -93,6 +97,10 @@ func (c config) check() error {
 		return errors.New("--cache-max-bytes: must be positive")
 	case c.CacheTTL <= 0:
 		return errors.New("--cache-ttl: must be positive")
+	case c.TokenMemoBytes <= 0:
+		return errors.New("--token-memo-bytes: must be positive")
+	case !(c.MaxSummaryRatio > 0 && c.MaxSummaryRatio <= 1):
+		return errors.New("--max-summary-ratio: must be in (0, 1]")
 	}
 	switch c.LogFormat {
 	case "json", "text":

@@ -20,10 +20,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/service"
+	"github.com/compactord/compactord/summarize"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 )
 
@@ -68,7 +71,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := engine.Preload("o200k_base"); err != nil {
 		return err
 	}
-	srv := service.New(service.Options{})
+	summarizers, err := loadSummarizers(cfg, tp)
+	if err != nil {
+		return err
+	}
+	m.InitializeSummarizers(summarizers.Names()...)
+	store, closeStore, err := openCache(cfg, tp)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	srv := service.New(service.Options{
+		Counter:         engine.NewCounter(int(cfg.TokenMemoBytes)),
+		Summarizers:     summarizers,
+		Cache:           store,
+		MaxSummaryRatio: cfg.MaxSummaryRatio,
+		Metrics:         m,
+	})
 	g := service.NewGRPC(srv, service.GRPCOptions{
 		Logger:             logger,
 		TracerProvider:     tp,
@@ -101,7 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer hs.Close()
 		logger.Info("metrics", "addr", mlis.Addr().String())
 	}
-	logger.Info("serving", "addr", lis.Addr().String(), "version", version())
+	logger.Info("serving", "addr", lis.Addr().String(), "version", version(),
+		"summarizer", summarizers.Default(), "cache", cacheKind(cfg))
 	go func() { errc <- g.Serve(lis) }()
 
 	select {
@@ -118,6 +138,45 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Warn("drain timeout: cancelled the calls still in flight")
 	}
 	return nil
+}
+
+// loadSummarizers builds the named summarizers of --config (if any) plus the built-in
+// extractive one, with the default from the file or --summarizer.
+func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, error) {
+	var sc *summarize.Config
+	if cfg.ConfigFile != "" {
+		b, err := os.ReadFile(cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if sc, err = summarize.ParseConfig(b); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", cfg.ConfigFile, err)
+		}
+	}
+	r, err := summarize.NewRegistry(sc, cfg.Summarizer, summarize.Options{TracerProvider: tp})
+	if err != nil {
+		return nil, fmt.Errorf("summarizers: %w", err)
+	}
+	return r, nil
+}
+
+// openCache returns the Redis cache of --redis-url, or the in-memory one.
+func openCache(cfg config, tp trace.TracerProvider) (cache.Cache, func(), error) {
+	if cfg.RedisURL == "" {
+		return cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp}), func() {}, nil
+	}
+	r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
+	}
+	return r, func() { _ = r.Close() }, nil
+}
+
+func cacheKind(cfg config) string {
+	if cfg.RedisURL == "" {
+		return "memory"
+	}
+	return "redis"
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {

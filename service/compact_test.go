@@ -1,0 +1,536 @@
+package service_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/internal/irtest"
+	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/service"
+	"github.com/compactord/compactord/summarize"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// policy forces a summary on irtest.Conversation(20) (≈10k tokens against an 8k window) with
+// pruning off, so every test exercises the summarizer.
+func policy() *compactorv1.Policy {
+	return &compactorv1.Policy{ContextWindow: 8000, Prune: &compactorv1.PrunePolicy{Disabled: true}}
+}
+
+// replicaConfig describes one compactord instance under test.
+type replicaConfig struct {
+	llm      *llmtest.Server
+	cache    cache.Cache
+	tp       trace.TracerProvider
+	retry    summarize.RetryPolicy
+	breaker  summarize.BreakerPolicy
+	fill     cache.FillOptions
+	maxRatio float64
+}
+
+// startReplica serves a Server with an "llm" summarizer (OpenAI protocol, pointed at
+// cfg.llm) on a real loopback TCP port and returns a client.
+func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceClient {
+	t.Helper()
+	if cfg.retry == (summarize.RetryPolicy{}) {
+		cfg.retry = summarize.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+	}
+	var sc *summarize.Config
+	if cfg.llm != nil {
+		sc = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
+			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: "gpt-test", Timeout: 10 * time.Second,
+		}}}
+	}
+	reg, err := summarize.NewRegistry(sc, "", summarize.Options{TracerProvider: cfg.tp, Retry: cfg.retry, Breaker: cfg.breaker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.fill == (cache.FillOptions{}) {
+		cfg.fill = cache.FillOptions{PollInterval: 20 * time.Millisecond}
+	}
+	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio})
+	g := service.NewGRPC(srv, service.GRPCOptions{TracerProvider: cfg.tp})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Server.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return compactorv1.NewCompactorServiceClient(conn)
+}
+
+// newRedisCache returns a Redis cache at rawURL under a key prefix of its own, so tests never
+// see each other's entries.
+func newRedisCache(t *testing.T, rawURL string, tp trace.TracerProvider) *cache.Redis {
+	t.Helper()
+	nonce := make([]byte, 6)
+	_, _ = rand.Read(nonce)
+	r, err := cache.NewRedis(cache.RedisOptions{URL: rawURL, TTL: time.Hour, TracerProvider: tp,
+		KeyPrefix: "compactord-test:" + hex.EncodeToString(nonce) + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// sharedRedis is newRedisCache for several replicas: one key prefix, one client each.
+func sharedRedis(t *testing.T, rawURL string, n int) []cache.Cache {
+	t.Helper()
+	nonce := make([]byte, 6)
+	_, _ = rand.Read(nonce)
+	out := make([]cache.Cache, n)
+	for i := range out {
+		r, err := cache.NewRedis(cache.RedisOptions{URL: rawURL, TTL: time.Hour,
+			KeyPrefix: "compactord-test:" + hex.EncodeToString(nonce) + ":"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		out[i] = r
+	}
+	return out
+}
+
+func compactReq(msgs []*compactorv1.Message) *compactorv1.CompactRequest {
+	return &compactorv1.CompactRequest{Messages: msgs, Policy: policy(), Summarizer: "llm"}
+}
+
+// checkCompacted asserts the shape head + summary + tail of a summarizing compaction.
+func checkCompacted(t *testing.T, msgs []*compactorv1.Message, resp *compactorv1.CompactResponse) {
+	t.Helper()
+	if !resp.GetCompacted() || resp.GetPlan().GetAction() != compactorv1.Action_ACTION_SUMMARIZE {
+		t.Fatalf("compacted = %v, action %v", resp.GetCompacted(), resp.GetPlan().GetAction())
+	}
+	cut := int(resp.GetPlan().GetCutIndex())
+	out := resp.GetMessages()
+	if len(out) != 1+1+len(msgs)-cut {
+		t.Fatalf("%d messages, want system + summary + %d tail", len(out), len(msgs)-cut)
+	}
+	if !proto.Equal(out[0], msgs[0]) {
+		t.Errorf("head message changed: %v", out[0])
+	}
+	sum := out[1]
+	if sum.GetRole() != compactorv1.Role_ROLE_USER || sum.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+		t.Errorf("summary message role %v kind %v", sum.GetRole(), sum.GetKind())
+	}
+	if txt := sum.GetParts()[0].GetText().GetText(); !strings.Contains(txt, resp.GetSummary().GetText()) || !strings.Contains(txt, "continues from an earlier conversation") {
+		t.Errorf("summary message text is not the framed summary: %q", txt)
+	}
+	for i, m := range out[2:] {
+		if !proto.Equal(m, msgs[cut+i]) {
+			t.Fatalf("tail message %d differs from messages[%d]", i, cut+i)
+		}
+	}
+	if got := resp.GetSummary().GetCoveredMessages(); int(got) != cut {
+		t.Errorf("covered_messages = %d, want the cut %d", got, cut)
+	}
+}
+
+func TestCompactCachesAcrossReplicasAndBuildsOnCachedSummary(t *testing.T) {
+	url := redisURL(t)
+	llm := llmtest.NewOpenAI(t)
+	caches := sharedRedis(t, url, 2)
+	a := startReplica(t, replicaConfig{llm: llm, cache: caches[0]})
+	b := startReplica(t, replicaConfig{llm: llm, cache: caches[1]})
+	msgs := irtest.Conversation(20)
+
+	first, err := a.Compact(t.Context(), compactReq(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompacted(t, msgs, first)
+	if first.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_MISS || llm.Calls() != 1 {
+		t.Fatalf("first: cache %v, %d LLM calls; want MISS and 1", first.GetCacheStatus(), llm.Calls())
+	}
+	if !strings.HasPrefix(first.GetSummary().GetText(), "SUMMARY-1") || first.GetSummary().GetModel() != "gpt-test" {
+		t.Errorf("summary %+v", first.GetSummary())
+	}
+
+	again, err := b.Compact(t.Context(), compactReq(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompacted(t, msgs, again)
+	if again.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT || llm.Calls() != 1 {
+		t.Fatalf("same prefix on another replica: cache %v, %d LLM calls; want HIT and still 1", again.GetCacheStatus(), llm.Calls())
+	}
+	if again.GetSummary().GetText() != first.GetSummary().GetText() {
+		t.Errorf("cached summary differs")
+	}
+
+	grown := irtest.Conversation(22) // the same 20 turns plus two new ones
+	next, err := b.Compact(t.Context(), compactReq(grown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompacted(t, grown, next)
+	cut1, cut2 := int(first.GetPlan().GetCutIndex()), int(next.GetPlan().GetCutIndex())
+	if cut2 <= cut1 {
+		t.Fatalf("the cut did not move with the conversation: %d then %d", cut1, cut2)
+	}
+	if next.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_MISS || llm.Calls() != 2 {
+		t.Fatalf("grown: cache %v, %d LLM calls; want MISS and 2", next.GetCacheStatus(), llm.Calls())
+	}
+	prompt := llm.Body(2)
+	if !strings.Contains(prompt, "SUMMARY-1") {
+		t.Error("the grown conversation's summary was not anchored on the cached one")
+	}
+	for i := 1; i < cut2; i++ {
+		marker := grown[i].GetParts()[0].GetText().GetText()
+		if marker == "" {
+			continue
+		}
+		marker = marker[:6] // "req-07", "ans-07"
+		if sent := strings.Contains(prompt, marker); sent != (i >= cut1) {
+			t.Errorf("messages[%d] (%s): sent to the summarizer = %v, want %v (cached prefix ends at %d)", i, marker, sent, i >= cut1, cut1)
+		}
+	}
+}
+
+func TestCompactOneLLMCallAcrossThreeReplicas(t *testing.T) {
+	url := redisURL(t)
+	llm := llmtest.NewOpenAI(t)
+	llm.Script(nil, 300*time.Millisecond) // keep the first call in flight while the others arrive
+	var clients []compactorv1.CompactorServiceClient
+	for _, c := range sharedRedis(t, url, 3) {
+		clients = append(clients, startReplica(t, replicaConfig{llm: llm, cache: c}))
+	}
+	msgs := irtest.Conversation(20)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		statuses = map[compactorv1.CacheStatus]int{}
+		texts    = map[string]bool{}
+	)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := clients[i%3].Compact(t.Context(), compactReq(msgs))
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			statuses[resp.GetCacheStatus()]++
+			texts[resp.GetSummary().GetText()] = true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if n := llm.Calls(); n != 1 {
+		t.Errorf("%d calls reached the LLM, want exactly 1", n)
+	}
+	if len(texts) != 1 {
+		t.Errorf("%d different summaries, want 1", len(texts))
+	}
+	if statuses[compactorv1.CacheStatus_CACHE_STATUS_MISS] != 1 || statuses[compactorv1.CacheStatus_CACHE_STATUS_HIT] != 49 {
+		t.Errorf("cache statuses %v, want 1 MISS and 49 HIT", statuses)
+	}
+}
+
+func TestCompactSurvivesRedisOutage(t *testing.T) {
+	raw := redisURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTCPProxy(t, u.Host)
+	u.Host = proxy.addr
+	llm := llmtest.NewOpenAI(t)
+	client := startReplica(t, replicaConfig{llm: llm, cache: newRedisCache(t, u.String(), nil)})
+
+	resp, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20)))
+	if err != nil || resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_MISS {
+		t.Fatalf("with Redis: %v, %v", resp.GetCacheStatus(), err)
+	}
+
+	proxy.stop()
+	down := irtest.Conversation(21)
+	resp, err = client.Compact(t.Context(), compactReq(down))
+	if err != nil {
+		t.Fatalf("Redis down: Compact failed: %v", err)
+	}
+	checkCompacted(t, down, resp)
+	if resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE {
+		t.Errorf("Redis down: cache status %v, want UNAVAILABLE", resp.GetCacheStatus())
+	}
+
+	proxy.start()
+	back := irtest.Conversation(23)
+	if resp, err = client.Compact(t.Context(), compactReq(back)); err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_MISS {
+		t.Errorf("Redis back: cache status %v, want MISS (stored again)", resp.GetCacheStatus())
+	}
+	calls := llm.Calls()
+	if resp, err = client.Compact(t.Context(), compactReq(back)); err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT || llm.Calls() != calls {
+		t.Errorf("Redis back, same request: cache %v with %d new LLM calls, want HIT and none", resp.GetCacheStatus(), llm.Calls()-calls)
+	}
+}
+
+func TestCompactTenantIsolation(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	client := startReplica(t, replicaConfig{llm: llm, cache: newRedisCache(t, redisURL(t), nil)})
+	as := func(tenant string) *compactorv1.CompactResponse {
+		t.Helper()
+		ctx := metadata.AppendToOutgoingContext(t.Context(), service.TenantMetadataKey, tenant)
+		resp, err := client.Compact(ctx, compactReq(irtest.Conversation(20)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if got := as("tenant-a").GetCacheStatus(); got != compactorv1.CacheStatus_CACHE_STATUS_MISS {
+		t.Fatalf("tenant A first: %v", got)
+	}
+	if got := as("tenant-b").GetCacheStatus(); got != compactorv1.CacheStatus_CACHE_STATUS_MISS {
+		t.Errorf("tenant B read tenant A's summary of an identical prefix: %v", got)
+	}
+	if llm.Calls() != 2 {
+		t.Errorf("%d LLM calls, want one per tenant", llm.Calls())
+	}
+	if got := as("tenant-a").GetCacheStatus(); got != compactorv1.CacheStatus_CACHE_STATUS_HIT {
+		t.Errorf("tenant A again: %v, want HIT", got)
+	}
+}
+
+func TestCompactSummarizerFailures(t *testing.T) {
+	tests := []struct {
+		name     string
+		reply    func(n int64) (int, string)
+		delay    time.Duration
+		deadline time.Duration
+		want     codes.Code
+		calls    int64
+	}{
+		{name: "429 then success", reply: func(n int64) (int, string) {
+			if n == 1 {
+				return http.StatusTooManyRequests, ""
+			}
+			return 0, "SUMMARY after a retry"
+		}, want: codes.OK, calls: 2},
+		{name: "500s exhaust the retries", reply: func(int64) (int, string) { return http.StatusInternalServerError, "" }, want: codes.Unavailable, calls: 3},
+		{name: "slow past the deadline", delay: 10 * time.Second, deadline: 300 * time.Millisecond, want: codes.DeadlineExceeded, calls: 1},
+		{name: "empty completion", reply: func(int64) (int, string) { return 0, "  \n" }, want: codes.Unavailable, calls: 1},
+		{name: "summary as long as its input", reply: func(int64) (int, string) { return 0, strings.Repeat("all of it again ", 3000) }, want: codes.Unavailable, calls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			llm := llmtest.NewOpenAI(t)
+			llm.Script(tt.reply, tt.delay)
+			client := startReplica(t, replicaConfig{llm: llm, breaker: summarize.BreakerPolicy{Failures: -1}})
+			// Count the conversation once first, so the deadline below is spent on the
+			// summarizer and not on loading the tokenizer.
+			if _, err := client.Plan(t.Context(), &compactorv1.PlanRequest{Messages: irtest.Conversation(20), Policy: policy()}); err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			if tt.deadline > 0 {
+				var cancel func()
+				ctx, cancel = contextWithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			resp, err := client.Compact(ctx, compactReq(irtest.Conversation(20)))
+			if status.Code(err) != tt.want {
+				t.Fatalf("Compact = %v, want %v", err, tt.want)
+			}
+			if llm.Calls() != tt.calls {
+				t.Errorf("%d LLM calls, want %d", llm.Calls(), tt.calls)
+			}
+			if err != nil {
+				if resp != nil {
+					t.Errorf("a failed Compact returned messages: %v", resp)
+				}
+				// Nothing was half-written: a healthy summarizer now computes (MISS), it does
+				// not find a cached result of the failure.
+				llm.Script(nil, 0)
+				resp, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20)))
+				if err != nil || resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_MISS {
+					t.Errorf("after the failure: %v, %v; want a fresh MISS", resp.GetCacheStatus(), err)
+				}
+			}
+		})
+	}
+}
+
+func TestCompactCircuitBreakerOpens(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	llm.Script(func(int64) (int, string) { return http.StatusBadGateway, "" }, 0)
+	client := startReplica(t, replicaConfig{llm: llm,
+		retry:   summarize.RetryPolicy{MaxAttempts: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+		breaker: summarize.BreakerPolicy{Failures: 3, Cooldown: time.Hour}})
+	for i := range 3 {
+		if _, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20+i))); status.Code(err) != codes.Unavailable {
+			t.Fatalf("call %d: %v, want UNAVAILABLE", i, err)
+		}
+	}
+	before := llm.Calls()
+	_, err := client.Compact(t.Context(), compactReq(irtest.Conversation(30)))
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "circuit") {
+		t.Fatalf("with the breaker open: %v, want UNAVAILABLE naming the circuit breaker", err)
+	}
+	if llm.Calls() != before {
+		t.Errorf("the open breaker let %d calls through", llm.Calls()-before)
+	}
+}
+
+func TestCompactSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	llm := llmtest.NewOpenAI(t)
+	client := startReplica(t, replicaConfig{llm: llm, tp: tp, cache: cache.NewMemory(cache.MemoryOptions{TracerProvider: tp})})
+	resp, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	var server, chat *tracetest.SpanStub
+	for i, s := range spans {
+		switch {
+		case s.Name == "compactor.v1.CompactorService/Compact":
+			server = &spans[i]
+		case strings.HasPrefix(s.Name, "chat "):
+			chat = &spans[i]
+		}
+		for _, kv := range s.Attributes {
+			if strings.Contains(kv.Value.String(), "req-") || strings.Contains(kv.Value.String(), "quick brown fox") {
+				t.Errorf("span %s attribute %s carries conversation text", s.Name, kv.Key)
+			}
+		}
+	}
+	if server == nil || chat == nil {
+		t.Fatalf("want a server span and a chat span, got %d spans: %v", len(spans), spanNames(spans))
+	}
+	if chat.Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Errorf("the summarization span is not a child of the server span")
+	}
+	want := map[attribute.Key]string{
+		"gen_ai.operation.name":          "chat",
+		"gen_ai.provider.name":           "openai",
+		"gen_ai.request.model":           "gpt-test",
+		"gen_ai.response.finish_reasons": `["stop"]`,
+		"compactor.prefix_hash":          resp.GetPlan().GetPrefixHash(),
+		"compactor.cache.hit":            "false",
+	}
+	got := map[attribute.Key]string{}
+	for _, kv := range chat.Attributes {
+		got[kv.Key] = kv.Value.String()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("chat span %s = %q, want %q", k, got[k], v)
+		}
+	}
+	for _, k := range []attribute.Key{"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "compactor.messages.summarized", "compactor.tokens.before", "compactor.tokens.after"} {
+		if got[k] == "" || got[k] == "0" {
+			t.Errorf("chat span lacks %s (got %q)", k, got[k])
+		}
+	}
+	hit := false
+	for _, kv := range server.Attributes {
+		if kv.Key == "compactor.cache.hit" {
+			hit = true
+		}
+	}
+	if !hit {
+		t.Error("server span lacks compactor.cache.hit")
+	}
+}
+
+func spanNames(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func TestCompactActionsAndOptions(t *testing.T) {
+	client := startReplica(t, replicaConfig{llm: llmtest.NewOpenAI(t)})
+	msgs := irtest.Conversation(20)
+
+	none, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 200_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.GetCompacted() || len(none.GetMessages()) != 0 || none.GetPlan().GetAction() != compactorv1.Action_ACTION_NONE {
+		t.Errorf("under the trigger: compacted %v with %d messages", none.GetCompacted(), len(none.GetMessages()))
+	}
+
+	prune, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 14_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prune.GetPlan().GetAction() != compactorv1.Action_ACTION_PRUNE || !prune.GetCompacted() || len(prune.GetMessages()) != len(msgs) || prune.GetSummary() != nil {
+		t.Fatalf("prune: action %v, compacted %v, %d messages", prune.GetPlan().GetAction(), prune.GetCompacted(), len(prune.GetMessages()))
+	}
+	marked := 0
+	for _, m := range prune.GetMessages() {
+		for _, p := range m.GetParts() {
+			if out := p.GetToolResult().GetOutput().GetText(); out != "" && !strings.HasPrefix(out, "out-") {
+				marked++
+			}
+		}
+	}
+	if marked == 0 {
+		t.Error("prune: no tool output was replaced by a marker")
+	}
+
+	req := &compactorv1.CompactRequest{Messages: msgs, Policy: policy(), EmitCompactPrompt: true, Instructions: "focus on m07.go"}
+	ext, err := client.Compact(t.Context(), req) // the default summarizer: extractive
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ext.GetMessages()
+	if ext.GetSummary().GetSummarizer() != "extractive" || len(out) < 3 ||
+		out[1].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT ||
+		out[2].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+		t.Fatalf("extractive with compact prompt: summarizer %q, kinds %v", ext.GetSummary().GetSummarizer(), kinds(out))
+	}
+	if !strings.Contains(out[1].GetParts()[0].GetText().GetText(), "focus on m07.go") {
+		t.Error("the compact prompt does not record the instructions")
+	}
+
+	_, err = client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Policy: policy(), Summarizer: "gpt-99"})
+	if f := BadRequestField(t, err, codes.InvalidArgument); f != "summarizer" {
+		t.Errorf("unknown summarizer: field %q", f)
+	}
+}
+
+func kinds(msgs []*compactorv1.Message) []compactorv1.MessageKind {
+	var out []compactorv1.MessageKind
+	for _, m := range msgs {
+		out = append(out, m.GetKind())
+	}
+	return out
+}
