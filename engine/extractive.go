@@ -71,7 +71,7 @@ func ExtractiveSummary(in SummaryInput, opt ExtractiveOptions) string {
 	}
 	x := extractor{}
 	x.anchor(in.Anchor)
-	x.messages(in.Messages)
+	x.messages(summarizable(in.Messages))
 	return x.render(opt)
 }
 

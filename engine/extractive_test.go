@@ -47,6 +47,7 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 	conv := []*compactorv1.Message{
 		sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText("You are a coding agent.")),
 		sumUser("Port the parser in `src/parse.py` to Rust. Keep the public API unchanged."),
+		{Role: compactorv1.Role_ROLE_USER, Pinned: true, Parts: []*compactorv1.Part{sumText("PINNED: always run cargo fmt")}},
 		sumAssistant("I'll read the file first.", sumCall("c1", "read_file", `{"path":"src/parse.py","limit":400,"offset":0,"encoding":"utf-8"}`)),
 		sumResult("c1", "read_file", outText("def parse(s):\n    return s\n")),
 		sumAssistant("", sumCall("c2", "bash", `{"command":"cargo build"}`)),
@@ -77,7 +78,7 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 				"## Files and identifiers\n",
 				"- src/parse.py\n", "- src/lib.rs\n", "- tokens\n",
 			},
-			absent: []string{"You are a coding agent", "def parse"},
+			absent: []string{"You are a coding agent", "def parse", "PINNED"},
 		},
 		{
 			name:     "tight budget keeps the first and latest requests and the latest statement",
@@ -89,8 +90,8 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		{
 			name: "extractive anchor is merged section by section",
 			in: SummaryInput{
-				Messages: conv[8:],
-				Anchor:   ExtractiveSummary(SummaryInput{Messages: conv[:8]}, ExtractiveOptions{}),
+				Messages: conv[9:],
+				Anchor:   ExtractiveSummary(SummaryInput{Messages: conv[:9]}, ExtractiveOptions{}),
 			},
 			contains: []string{
 				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
@@ -101,7 +102,7 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		},
 		{
 			name:     "free-form anchor is kept as the earlier summary",
-			in:       SummaryInput{Messages: conv[8:], Anchor: "The user asked to port src/parse.py to Rust.\n\n- decided: keep the API"},
+			in:       SummaryInput{Messages: conv[9:], Anchor: "The user asked to port src/parse.py to Rust.\n\n- decided: keep the API"},
 			contains: []string{"## Earlier summary\nThe user asked to port src/parse.py to Rust.\n\n- decided: keep the API\n\n## User requests"},
 		},
 		{

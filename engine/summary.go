@@ -17,8 +17,9 @@ const PromptVersion = "v1"
 // SummaryInput is what one summarization covers.
 type SummaryInput struct {
 	// Messages are the messages to summarize, oldest first: the active messages before the
-	// cut. The previous summary is passed as Anchor, not as a message; any COMPACT_SUMMARY or
-	// COMPACT_PROMPT message among Messages is skipped.
+	// cut. The previous summary is passed as Anchor, not as a message. Head messages (InHead:
+	// system, session preface, pinned) stay verbatim in the conversation and are skipped, as
+	// are COMPACT_PROMPT and COMPACT_SUMMARY messages.
 	Messages []*compactorv1.Message
 	// Anchor is the text of the previous summary (see SummaryText), folded into the new one;
 	// empty when there is none.
@@ -62,7 +63,7 @@ func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
 		b.WriteString("\n</previous-summary>\n\n")
 	}
 	b.WriteString("<transcript>\n")
-	b.WriteString(Transcript(in.Messages, opt))
+	b.WriteString(Transcript(summarizable(in.Messages), opt))
 	b.WriteString("</transcript>\n\n")
 	if strings.TrimSpace(in.Anchor) != "" {
 		b.WriteString("Write one summary that covers both the previous summary and the transcript: keep everything from the previous summary that still matters and update what the transcript changed. Use these sections:\n\n")
@@ -78,6 +79,26 @@ func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
 		b.WriteString("\n</instructions>\n")
 	}
 	return b.String()
+}
+
+// summarizable returns msgs without head messages, which are never summarized.
+func summarizable(msgs []*compactorv1.Message) []*compactorv1.Message {
+	n := 0
+	for _, m := range msgs {
+		if !InHead(m) {
+			n++
+		}
+	}
+	if n == len(msgs) {
+		return msgs
+	}
+	out := make([]*compactorv1.Message, 0, n)
+	for _, m := range msgs {
+		if !InHead(m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Framing of the COMPACT_SUMMARY message text. summaryOpen ends the preamble; summaryClose

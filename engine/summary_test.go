@@ -173,7 +173,9 @@ func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
 }
 
 func TestSummaryPrompt(t *testing.T) {
-	msgs := []*compactorv1.Message{sumUser("Rename `Foo` to `Bar` in pkg/a.go")}
+	pinned := sumUser("PINNED PROJECT RULES")
+	pinned.Pinned = true
+	msgs := []*compactorv1.Message{sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText("SYSTEM PROMPT")), pinned, sumUser("Rename `Foo` to `Bar` in pkg/a.go")}
 	tests := []struct {
 		name     string
 		in       SummaryInput
@@ -184,7 +186,7 @@ func TestSummaryPrompt(t *testing.T) {
 			name:     "plain",
 			in:       SummaryInput{Messages: msgs},
 			contains: []string{"<transcript>\n[user]\nRename `Foo` to `Bar` in pkg/a.go\n", "Summarize the transcript"},
-			absent:   []string{"<previous-summary>", "<instructions>"},
+			absent:   []string{"<previous-summary>", "<instructions>", "SYSTEM PROMPT", "PINNED PROJECT RULES"},
 		},
 		{
 			name:     "anchored with instructions",
