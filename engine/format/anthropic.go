@@ -33,7 +33,7 @@ type ablock struct {
 	p     *compactorv1.Part
 	text  string // text blocks: the text to send
 	cache *structpb.Value
-	at    string
+	at    loc
 }
 
 // amsg is one Anthropic message: consecutive IR messages of the same API role, merged.
@@ -203,7 +203,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 }
 
 // anthropicFileOK reports whether Anthropic takes the file (PDF, or plain text inline).
-func (l *lowerer) anthropicFileOK(f *compactorv1.FilePart, at string) bool {
+func (l *lowerer) anthropicFileOK(f *compactorv1.FilePart, at loc) bool {
 	mt := strings.ToLower(f.GetMediaType())
 	switch {
 	case mt == "application/pdf":
@@ -338,7 +338,7 @@ func isErrorOutput(o *compactorv1.ToolOutput) bool {
 	return false
 }
 
-func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at string) {
+func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at loc) {
 	w := &l.w
 	w.key("content")
 	c, ok := o.GetValue().(*compactorv1.ToolOutput_Content)
@@ -352,7 +352,7 @@ func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at string) {
 	}
 	w.arr()
 	for k, p := range c.Content.GetParts() {
-		pat := at + ".tool_result.output.content.parts[" + itoa(k) + "]"
+		pat := at.part(k)
 		switch pc := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
 			w.obj()
@@ -380,7 +380,7 @@ func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at string) {
 	w.endArr()
 }
 
-func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at string) {
+func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at loc) {
 	w := &l.w
 	w.key("source")
 	w.obj()
@@ -408,7 +408,7 @@ func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at string) {
 	w.endObj()
 }
 
-func (l *lowerer) anthropicDocSource(f *compactorv1.FilePart, at string) {
+func (l *lowerer) anthropicDocSource(f *compactorv1.FilePart, at loc) {
 	w := &l.w
 	w.key("source")
 	w.obj()

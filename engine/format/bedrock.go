@@ -84,7 +84,7 @@ func docName(filename string, n int) string {
 // bpart is one Converse content block to write.
 type bpart struct {
 	p     *compactorv1.Part
-	at    string
+	at    loc
 	text  string // text blocks (also tool blocks rendered as text)
 	asTxt bool
 	cache *structpb.Value
@@ -251,7 +251,7 @@ func toolText(p *compactorv1.Part) string {
 	return prefix + outputText(r.GetOutput()) + "]"
 }
 
-func (l *lowerer) bedrockImageOK(img *compactorv1.ImagePart, at string) bool {
+func (l *lowerer) bedrockImageOK(img *compactorv1.ImagePart, at loc) bool {
 	u := img.GetUrl()
 	switch {
 	case u == "", strings.HasPrefix(u, "data:"), strings.HasPrefix(u, "s3://"):
@@ -261,7 +261,7 @@ func (l *lowerer) bedrockImageOK(img *compactorv1.ImagePart, at string) bool {
 	return false
 }
 
-func (l *lowerer) bedrockFileOK(f *compactorv1.FilePart, at string) bool {
+func (l *lowerer) bedrockFileOK(f *compactorv1.FilePart, at loc) bool {
 	if docFormat(f.GetMediaType()) == "" {
 		l.warn("%s: Bedrock documents are pdf, csv, doc, docx, xls, xlsx, html, txt or md, not %s; dropped", at, f.GetMediaType())
 		return false
@@ -345,7 +345,7 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 			l.bedrockJSON(v.ErrorJson)
 		case *compactorv1.ToolOutput_Content:
 			for k, cp := range v.Content.GetParts() {
-				pat := b.at + ".tool_result.output.content.parts[" + itoa(k) + "]"
+				pat := b.at.part(k)
 				switch pc := cp.GetContent().(type) {
 				case *compactorv1.Part_Text:
 					w.obj()
@@ -393,7 +393,7 @@ func (l *lowerer) bedrockJSON(s string) {
 	w.endObj()
 }
 
-func (l *lowerer) bedrockImage(img *compactorv1.ImagePart, at string) {
+func (l *lowerer) bedrockImage(img *compactorv1.ImagePart, at loc) {
 	w := &l.w
 	data, url, media := img.GetData(), img.GetUrl(), ""
 	if mt, d, ok := parseDataURL(url); ok {
@@ -418,7 +418,7 @@ func (l *lowerer) bedrockImage(img *compactorv1.ImagePart, at string) {
 	w.endObj()
 }
 
-func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, at string) {
+func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, at loc) {
 	w := &l.w
 	data, url, media := f.GetData(), f.GetUrl(), f.GetMediaType()
 	if mt, d, ok := parseDataURL(url); ok {

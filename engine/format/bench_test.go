@@ -17,6 +17,10 @@ import (
 //
 //	go test ./engine/format -run '^$' -bench . -benchmem
 //
+// Besides wall-clock MB/s, each benchmark reports cpu-MB/s: bytes per second of process CPU
+// time (user + system, GC included), which stays meaningful when the machine is shared and
+// loaded and wall time mostly measures waiting.
+//
 // Baseline structs: Anthropic and OpenAI Chat are typed field for field (the corpus formats);
 // Gemini uses google.golang.org/genai's Content; Bedrock the strict Converse structs of the
 // conformance test; Responses items are typed with content/output as json.RawMessage.
@@ -191,6 +195,21 @@ func baseline(b *testing.B, p compactorv1.Provider, body string) any {
 	return v
 }
 
+// cpuMetric runs the benchmark loop body and reports cpu-MB/s for bytes per operation.
+func cpuMetric(b *testing.B, bytes int, body func()) {
+	b.SetBytes(int64(bytes))
+	b.ReportAllocs()
+	start := processCPU()
+	n := 0
+	for b.Loop() {
+		body()
+		n++
+	}
+	if cpu := processCPU() - start; cpu > 0 {
+		b.ReportMetric(float64(bytes)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
+	}
+}
+
 func BenchmarkLower(b *testing.B) {
 	convs := loadBench(b)
 	for _, p := range allProviders {
@@ -199,30 +218,26 @@ func BenchmarkLower(b *testing.B) {
 			total += len(c.lower[p])
 		}
 		b.Run(providerNames[p]+"/format.Lower", func(b *testing.B) {
-			b.SetBytes(int64(total))
-			b.ReportAllocs()
-			for b.Loop() {
+			cpuMetric(b, total, func() {
 				for _, c := range convs {
 					if _, err := Lower(&compactorv1.LowerRequest{Messages: c.msgs, Provider: p, BaseBody: `{"toolConfig":{"tools":[]}}`}); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
+			})
 		})
 		structs := make([]any, len(convs))
 		for i, c := range convs {
 			structs[i] = baseline(b, p, c.lower[p])
 		}
 		b.Run(providerNames[p]+"/json.Marshal", func(b *testing.B) {
-			b.SetBytes(int64(total))
-			b.ReportAllocs()
-			for b.Loop() {
+			cpuMetric(b, total, func() {
 				for _, s := range structs {
 					if _, err := json.Marshal(s); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
+			})
 		})
 	}
 }
@@ -242,20 +257,16 @@ func BenchmarkLift(b *testing.B) {
 			}
 		}
 		b.Run(name+"/format.Lift", func(b *testing.B) {
-			b.SetBytes(int64(total))
-			b.ReportAllocs()
-			for b.Loop() {
+			cpuMetric(b, total, func() {
 				for _, c := range set {
 					if _, err := Lift(&compactorv1.LiftRequest{Body: c.body}); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
+			})
 		})
 		b.Run(name+"/json.Unmarshal", func(b *testing.B) {
-			b.SetBytes(int64(total))
-			b.ReportAllocs()
-			for b.Loop() {
+			cpuMetric(b, total, func() {
 				for _, c := range set {
 					var err error
 					if chat {
@@ -272,7 +283,7 @@ func BenchmarkLift(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-			}
+			})
 		})
 	}
 }

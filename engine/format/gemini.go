@@ -15,7 +15,7 @@ var geminiFields = []string{"contents", "systemInstruction", "system_instruction
 // gpart is one Gemini part to write, with the request part it comes from.
 type gpart struct {
 	p   *compactorv1.Part
-	at  string
+	at  loc
 	msg *compactorv1.Message
 }
 

@@ -241,6 +241,10 @@ func (v *validator) str(i int) (int, bool) {
 	s := v.s
 	i++
 	for i < len(s) {
+		if i+8 <= len(s) && plainWord(s, i) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		switch {
 		case c == '"':

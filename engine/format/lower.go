@@ -187,9 +187,23 @@ func partSize(p *compactorv1.Part) int {
 	return 0
 }
 
-// where names a part in warnings.
-func where(i, j int) string {
-	return "messages[" + strconv.Itoa(i) + "].parts[" + strconv.Itoa(j) + "]"
+// loc names a part in warnings: messages[i].parts[j], or with k >= 0 a part of that tool
+// result's content. It is rendered only when a warning is written.
+type loc struct{ i, j, k int }
+
+// where names part j of message i.
+func where(i, j int) loc { return loc{i, j, -1} }
+
+// part names part k of the tool output content at l.
+func (l loc) part(k int) loc { return loc{l.i, l.j, k} }
+
+// String renders the location as a request field path.
+func (l loc) String() string {
+	s := "messages[" + strconv.Itoa(l.i) + "].parts[" + strconv.Itoa(l.j) + "]"
+	if l.k >= 0 {
+		s += ".tool_result.output.content.parts[" + strconv.Itoa(l.k) + "]"
+	}
+	return s
 }
 
 // option returns provider_options[provider][name] (trying each name), or nil.
@@ -233,7 +247,7 @@ func trimJSON(s string) (string, bool) {
 
 // inputObject writes a tool call's input where the API wants a JSON object: valid JSON objects
 // go as they are, an empty input as {}, anything else wrapped as {"_raw": "..."} (warned).
-func (l *lowerer) inputObject(input, at string) {
+func (l *lowerer) inputObject(input string, at loc) {
 	t, ok := trimJSON(input)
 	switch {
 	case t == "":
@@ -266,7 +280,7 @@ func sniffImage(b []byte) string {
 
 // imageMedia returns the media type to declare for inline image bytes, correcting (and
 // warning about) a declared type that the bytes contradict.
-func (l *lowerer) imageMedia(img *compactorv1.ImagePart, at string) string {
+func (l *lowerer) imageMedia(img *compactorv1.ImagePart, at loc) string {
 	declared := img.GetMediaType()
 	sniffed := sniffImage(img.GetData())
 	switch {

@@ -46,7 +46,7 @@ func (l *lowerer) chat() {
 	w := &l.w
 	sysRole := l.systemRole()
 	var pending []*compactorv1.Part // tool-output media waiting for a user message
-	var pendingAt string
+	var pendingAt loc
 	flush := func() {
 		if len(pending) == 0 {
 			return
@@ -187,7 +187,7 @@ func (l *lowerer) chatUser(i int, m *compactorv1.Message) {
 }
 
 // chatUserPart writes one user content part.
-func (l *lowerer) chatUserPart(p *compactorv1.Part, at string) {
+func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 	w := &l.w
 	switch c := p.GetContent().(type) {
 	case *compactorv1.Part_Text:

@@ -64,7 +64,7 @@ func (l *lowerer) responses() {
 				if c := r.GetOutput().GetContent(); c != nil {
 					w.arr()
 					for k, cp := range c.GetParts() {
-						l.responsesInputPart(cp, at+".tool_result.output.content.parts["+itoa(k)+"]")
+						l.responsesInputPart(cp, at.part(k))
 					}
 					w.endArr()
 				} else {
@@ -92,7 +92,7 @@ func (l *lowerer) responses() {
 }
 
 // responsesInputPart writes an input_text / input_image / input_file content part.
-func (l *lowerer) responsesInputPart(p *compactorv1.Part, at string) {
+func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 	w := &l.w
 	switch c := p.GetContent().(type) {
 	case *compactorv1.Part_Text:
