@@ -56,6 +56,10 @@ var SummarySections = []struct{ Heading, Ask string }{
 // there is one), the transcript of in.Messages, the sections to write and the caller's
 // instructions. opt bounds how much of each tool call and tool output the transcript shows.
 func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
+	return summaryPromptWith(in, Transcript(summarizable(in.Messages), opt))
+}
+
+func summaryPromptWith(in SummaryInput, transcript string) string {
 	var b strings.Builder
 	if a := strings.TrimSpace(in.Anchor); a != "" {
 		b.WriteString("The conversation was compacted before. This is the summary of everything before the transcript below:\n\n<previous-summary>\n")
@@ -63,7 +67,7 @@ func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
 		b.WriteString("\n</previous-summary>\n\n")
 	}
 	b.WriteString("<transcript>\n")
-	b.WriteString(Transcript(summarizable(in.Messages), opt))
+	b.WriteString(transcript)
 	b.WriteString("</transcript>\n\n")
 	if strings.TrimSpace(in.Anchor) != "" {
 		b.WriteString("Write one summary that covers both the previous summary and the transcript: keep everything from the previous summary that still matters and update what the transcript changed. Use these sections:\n\n")
@@ -99,6 +103,35 @@ func summarizable(msgs []*compactorv1.Message) []*compactorv1.Message {
 		}
 	}
 	return out
+}
+
+// FitSummaryPrompt returns SummaryPrompt(in, …) within maxBytes (0: no bound) for a
+// summarizer model with a bounded context: it shrinks the caps on tool outputs, tool inputs
+// and texts step by step, and as a last resort cuts the middle of the transcript (keeping the
+// oldest requests and the most recent work). The anchor and the instructions are never cut.
+func FitSummaryPrompt(in SummaryInput, maxBytes int) string {
+	steps := []TranscriptOptions{
+		{},
+		{MaxToolOutputBytes: 800, MaxToolInputBytes: 400, MaxTextBytes: 8000},
+		{MaxToolOutputBytes: 300, MaxToolInputBytes: 200, MaxTextBytes: 3000},
+		{MaxToolOutputBytes: 120, MaxToolInputBytes: 120, MaxTextBytes: 1200},
+	}
+	var p string
+	for _, o := range steps {
+		p = SummaryPrompt(in, o)
+		if maxBytes <= 0 || len(p) <= maxBytes {
+			return p
+		}
+	}
+	last := steps[len(steps)-1]
+	t := Transcript(summarizable(in.Messages), last.withDefaults())
+	over := len(p) - maxBytes
+	if keep := len(t) - over - 64; keep > 0 {
+		t = Truncate(t, keep)
+	} else {
+		t = ""
+	}
+	return summaryPromptWith(in, t)
 }
 
 // Framing of the COMPACT_SUMMARY message text. summaryOpen ends the preamble; summaryClose

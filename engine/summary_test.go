@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/corpus"
 )
 
 // update rewrites golden files: go test ./engine -run <Test> -update
@@ -281,5 +282,33 @@ func TestTruncate(t *testing.T) {
 				t.Errorf("Truncate did not shorten: %d → %d bytes", len(tt.s), len(got))
 			}
 		})
+	}
+}
+
+func TestFitSummaryPrompt(t *testing.T) {
+	f := corpus.Largest(t)
+	if f.Format != "openai" {
+		t.Skipf("largest corpus file %s is not OpenAI-shaped", f.Name)
+	}
+	msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
+	in := SummaryInput{Messages: msgs, Anchor: "ANCHOR TEXT", Instructions: "INSTRUCTIONS TEXT"}
+	full := SummaryPrompt(in, TranscriptOptions{})
+	if got := FitSummaryPrompt(in, 0); got != full {
+		t.Error("FitSummaryPrompt without a bound differs from SummaryPrompt")
+	}
+	if got := FitSummaryPrompt(in, len(full)); got != full {
+		t.Error("FitSummaryPrompt shrank a prompt that fits")
+	}
+	first := sumPrefix(sumFirstUserText(msgs), 40)
+	for _, max := range []int{len(full) / 2, 60000, 20000, 5000} {
+		got := FitSummaryPrompt(in, max)
+		if len(got) > max {
+			t.Errorf("max %d: prompt is %d bytes", max, len(got))
+		}
+		for _, want := range []string{"ANCHOR TEXT", "INSTRUCTIONS TEXT", "<transcript>", "Next step", first} {
+			if !strings.Contains(got, want) {
+				t.Errorf("max %d: prompt lacks %q", max, want)
+			}
+		}
 	}
 }

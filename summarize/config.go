@@ -32,6 +32,7 @@ const DefaultName = "extractive"
 const (
 	DefaultTimeout         = 60 * time.Second
 	DefaultMaxOutputTokens = 2048
+	DefaultMaxInputTokens  = 100000
 )
 
 // Config is the --config YAML file: named summarizers and the default one.
@@ -65,6 +66,9 @@ type SummarizerConfig struct {
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 	// MaxAttempts overrides Options.Retry.MaxAttempts for this summarizer when positive.
 	MaxAttempts int `yaml:"max_attempts"`
+	// MaxInputTokens bounds the prompt for the model's context window; a longer transcript
+	// is shortened (engine.FitSummaryPrompt, at 3 bytes per token). Default 100000.
+	MaxInputTokens int64 `yaml:"max_input_tokens"`
 }
 
 // ParseConfig parses and validates a --config YAML document. Unknown fields are errors, so
@@ -130,8 +134,8 @@ func (s SummarizerConfig) validate() error {
 			return fmt.Errorf("%s: base_url %q is not an http(s) URL", s.Name, s.BaseURL)
 		}
 	}
-	if s.Timeout < 0 || s.MaxOutputTokens < 0 || s.MaxAttempts < 0 {
-		return fmt.Errorf("%s: timeout, max_output_tokens and max_attempts must not be negative", s.Name)
+	if s.Timeout < 0 || s.MaxOutputTokens < 0 || s.MaxAttempts < 0 || s.MaxInputTokens < 0 {
+		return fmt.Errorf("%s: timeout, max_output_tokens, max_input_tokens and max_attempts must not be negative", s.Name)
 	}
 	return nil
 }
@@ -166,6 +170,9 @@ func (s SummarizerConfig) resolve(kind string, opt Options) (SummarizerConfig, s
 	}
 	if s.MaxOutputTokens == 0 {
 		s.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	if s.MaxInputTokens == 0 {
+		s.MaxInputTokens = DefaultMaxInputTokens
 	}
 	var key string
 	switch {
@@ -207,6 +214,7 @@ func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, c
 		provider:  provider,
 		model:     cfg.Model,
 		maxTokens: cfg.MaxOutputTokens,
+		maxInput:  int(cfg.MaxInputTokens) * 3,
 		timeout:   cfg.Timeout,
 		retry:     retry.withDefaults(),
 		breaker:   newBreaker(opt.Breaker),

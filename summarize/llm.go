@@ -133,6 +133,7 @@ type LLM struct {
 	model     string
 	server    string
 	maxTokens int64
+	maxInput  int // prompt bytes
 	timeout   time.Duration
 	retry     RetryPolicy
 	breaker   *breaker
@@ -183,7 +184,8 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 	defer func() { endSpan(span, res, err) }()
 
 	system := engine.SummarySystemPrompt()
-	user := engine.SummaryPrompt(engine.SummaryInput{Messages: req.Messages, Anchor: req.Anchor, Instructions: req.Instructions}, engine.TranscriptOptions{})
+	user := engine.FitSummaryPrompt(engine.SummaryInput{Messages: req.Messages, Anchor: req.Anchor, Instructions: req.Instructions},
+		l.maxInput-len(system))
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt - 1

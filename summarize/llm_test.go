@@ -604,3 +604,47 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 		t.Errorf("%d requests, want 3", got)
 	}
 }
+
+func TestLLMPromptFitsMaxInputTokens(t *testing.T) {
+	big := testMessages()
+	for range 200 {
+		big = append(big, &compactorv1.Message{Role: compactorv1.Role_ROLE_TOOL, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_ToolResult{
+			ToolResult: &compactorv1.ToolResultPart{ToolCallId: "x", Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: strings.Repeat("log line\n", 500)}}}}}}})
+	}
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			fx := newFixture(t, p, SummarizerConfig{MaxInputTokens: 8000}, Options{}, reply{status: 200, text: "ok"})
+			if _, err := fx.s.Summarize(context.Background(), Request{Messages: big}); err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(fx.f.bodies[0])
+			if n := longestString(fx.f.bodies[0]); n > 8000*3-len(engine.SummarySystemPrompt()) {
+				t.Errorf("prompt is %d bytes for max_input_tokens 8000", n)
+			}
+			if !strings.Contains(string(raw), secret) {
+				t.Error("the first request was cut from the prompt")
+			}
+		})
+	}
+}
+
+// longestString returns the length of the longest string in a decoded JSON value.
+func longestString(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case []any:
+		n := 0
+		for _, e := range x {
+			n = max(n, longestString(e))
+		}
+		return n
+	case map[string]any:
+		n := 0
+		for _, e := range x {
+			n = max(n, longestString(e))
+		}
+		return n
+	}
+	return 0
+}
