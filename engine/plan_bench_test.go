@@ -13,6 +13,19 @@ import (
 //
 //	go test -run '^$' -bench 'Tokenize|Plan' -benchmem ./engine
 
+// loopCPU runs f b.N times and reports the process CPU time per operation ("cpu-ns/op")
+// beside the wall time.
+func loopCPU(b *testing.B, f func()) {
+	b.ReportAllocs()
+	start := processCPU()
+	for b.Loop() {
+		f()
+	}
+	if cpu := processCPU() - start; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // benchPolicy makes the largest corpus conversation (≈450k tokens) summarize: a 1M window
 // with the trigger at 30% of it.
 var benchPolicy = &compactorv1.Policy{ContextWindow: 1_000_000, TriggerRatio: 0.3, TargetRatio: 0.2}
@@ -57,12 +70,11 @@ func BenchmarkTokenizeLargest(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(n)
-	b.ReportAllocs()
-	for b.Loop() {
+	loopCPU(b, func() {
 		for _, s := range strs {
 			_ = enc.EncodeOrdinary(s)
 		}
-	}
+	})
 }
 
 // BenchmarkPlanLargestCold plans the largest corpus conversation with an empty memo each
@@ -74,17 +86,17 @@ func BenchmarkPlanLargestCold(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(n)
-	b.ReportAllocs()
-	for b.Loop() {
+	loopCPU(b, func() {
 		if _, err := Plan(msgs, benchPolicy, NewCounter(0)); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 }
 
 // BenchmarkPlanColdOverhead alternates raw tokenization and a cold Plan of the largest
 // corpus conversation within each iteration, so that both see the same machine load, and
-// reports Plan's overhead over tokenization alone in percent.
+// reports Plan's overhead over tokenization alone in percent, by wall time and by process
+// CPU time.
 func BenchmarkPlanColdOverhead(b *testing.B) {
 	msgs := largest(b)
 	strs, _ := texts(msgs)
@@ -92,20 +104,22 @@ func BenchmarkPlanColdOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var raw, plan time.Duration
+	var raw, plan, rawCPU, planCPU time.Duration
 	tokenize := func() {
-		t := time.Now()
+		t, c := time.Now(), processCPU()
 		for _, s := range strs {
 			_ = enc.EncodeOrdinary(s)
 		}
 		raw += time.Since(t)
+		rawCPU += processCPU() - c
 	}
 	planCold := func() {
-		t := time.Now()
+		t, c := time.Now(), processCPU()
 		if _, err := Plan(msgs, benchPolicy, NewCounter(0)); err != nil {
 			b.Fatal(err)
 		}
 		plan += time.Since(t)
+		planCPU += processCPU() - c
 	}
 	odd := false
 	for b.Loop() {
@@ -122,6 +136,9 @@ func BenchmarkPlanColdOverhead(b *testing.B) {
 	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-ms/op")
 	b.ReportMetric(float64(plan.Milliseconds())/float64(b.N), "plan-ms/op")
 	b.ReportMetric(100*(float64(plan)/float64(raw)-1), "overhead-%")
+	if rawCPU > 0 {
+		b.ReportMetric(100*(float64(planCPU)/float64(rawCPU)-1), "cpu-overhead-%")
+	}
 }
 
 // BenchmarkPlanLargestWarm plans the largest corpus conversation again and again with one
@@ -134,12 +151,11 @@ func BenchmarkPlanLargestWarm(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("%d messages: %v, %d → %d tokens", len(msgs), r.Action, r.TokensBefore, r.TokensAfter)
-	b.ReportAllocs()
-	for b.Loop() {
+	loopCPU(b, func() {
 		if _, err := Plan(msgs, benchPolicy, c); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 }
 
 // conversation200 is a 200-message coding-agent conversation: a system prompt, user requests
@@ -191,12 +207,11 @@ func BenchmarkPlanWarm200(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("%d messages, %d bytes of text: %v, %d → %d tokens", len(msgs), n, r.Action, r.TokensBefore, r.TokensAfter)
-			b.ReportAllocs()
-			for b.Loop() {
+			loopCPU(b, func() {
 				if _, err := Plan(msgs, p, c); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
@@ -223,12 +238,11 @@ func BenchmarkPlanWarmCorpus(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("%v, %d → %d tokens", r.Action, r.TokensBefore, r.TokensAfter)
-			b.ReportAllocs()
-			for b.Loop() {
+			loopCPU(b, func() {
 				if _, err := Plan(msgs, p, c); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
