@@ -199,7 +199,14 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 		text := extMessageText(m)
 		switch m.GetRole() {
 		case compactorv1.Role_ROLE_USER:
-			if text != "" {
+			switch {
+			case text == "":
+			case extIsObservation(text):
+				// A text-protocol agent's tool output posing as a user turn.
+				if line := extErrLine.FindString(text); line != "" {
+					x.add(extErrors, "- output: "+Truncate(extOneLine(line), extErrorBytes), 0)
+				}
+			default:
 				x.requests = append(x.requests, x.add(extRequests, extQuote(Truncate(text, extRequestBytes)), 0))
 				x.scanIdents(text)
 			}
@@ -207,6 +214,9 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 			if text != "" {
 				x.statements = append(x.statements, x.add(extStatement, extQuote(Truncate(text, extStatementBytes)), 0))
 				x.scanIdents(text)
+				for _, cmd := range extShellBlocks(text) {
+					x.add(extCalls, "- shell: "+extOneLine(Truncate(cmd, extArgBytes*2)), 0)
+				}
 			}
 		}
 		for _, p := range m.GetParts() {
@@ -217,6 +227,50 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 				x.result(tr, calls)
 			}
 		}
+	}
+}
+
+// extObservationPrefixes start the tool outputs that text-protocol agents (mini-swe-agent,
+// SWE-agent without function calling, ReAct loops) send back as user messages.
+var extObservationPrefixes = []string{"<returncode>", "<output>", "<tool_result", "<function_results>",
+	"Observation:", "OBSERVATION:", "[Tool result", "Tool output:"}
+
+func extIsObservation(text string) bool {
+	for _, p := range extObservationPrefixes {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// extShellBlocks returns the commands in the bash/sh/shell fenced code blocks of an
+// assistant text: the tool calls of text-protocol agents.
+func extShellBlocks(text string) []string {
+	var out []string
+	for rest := text; ; {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+3:]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			return out
+		}
+		lang := strings.TrimSpace(rest[:nl])
+		body := rest[nl+1:]
+		j := strings.Index(body, "```")
+		if j < 0 {
+			return out
+		}
+		switch lang {
+		case "bash", "sh", "shell", "console", "zsh":
+			if cmd := strings.TrimSpace(body[:j]); cmd != "" {
+				out = append(out, cmd)
+			}
+		}
+		rest = body[j+3:]
 	}
 }
 

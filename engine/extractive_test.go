@@ -9,10 +9,12 @@ import (
 	"github.com/compactord/compactord/internal/corpus"
 )
 
+// sumFirstUserText and sumLastUserText return the first and last user requests (not
+// text-protocol tool outputs).
 func sumFirstUserText(msgs []*compactorv1.Message) string {
 	for _, m := range msgs {
 		if m.GetRole() == compactorv1.Role_ROLE_USER {
-			if t := extMessageText(m); t != "" {
+			if t := extMessageText(m); t != "" && !extIsObservation(t) {
 				return t
 			}
 		}
@@ -23,7 +25,7 @@ func sumFirstUserText(msgs []*compactorv1.Message) string {
 func sumLastUserText(msgs []*compactorv1.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].GetRole() == compactorv1.Role_ROLE_USER {
-			if t := extMessageText(msgs[i]); t != "" {
+			if t := extMessageText(msgs[i]); t != "" && !extIsObservation(t) {
 				return t
 			}
 		}
@@ -104,6 +106,23 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			name:     "free-form anchor is kept as the earlier summary",
 			in:       SummaryInput{Messages: conv[9:], Anchor: "The user asked to port src/parse.py to Rust.\n\n- decided: keep the API"},
 			contains: []string{"## Earlier summary\nThe user asked to port src/parse.py to Rust.\n\n- decided: keep the API\n\n## User requests"},
+		},
+		{
+			name: "text-protocol agent: observations are outputs, shell blocks are calls",
+			in: SummaryInput{Messages: []*compactorv1.Message{
+				sumUser("Fix DateFormat.Y() zero padding."),
+				sumAssistant("THOUGHT: reproduce first.\n\n```bash\npython repro.py\n```"),
+				sumUser("<returncode>1</returncode>\n<output>\nYear: 123\nFAIL: Year is not zero-padded\n</output>"),
+				sumAssistant("THOUGHT: fix it.\n\n```bash\nsed -i 's/%d/%04d/' django/utils/dateformat.py\n```"),
+				sumUser("<returncode>0</returncode>\n<output>\n</output>"),
+			}},
+			contains: []string{
+				"## User requests (verbatim)\n- Fix DateFormat.Y() zero padding.\n\n",
+				"## Errors\n- output: FAIL: Year is not zero-padded\n",
+				"- shell: python repro.py\n- shell: sed -i 's/%d/%04d/' django/utils/dateformat.py\n",
+				"- django/utils/dateformat.py",
+			},
+			absent: []string{"<returncode>"},
 		},
 		{
 			name:     "compaction artifacts are skipped",
