@@ -203,7 +203,7 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 			case text == "":
 			case extIsObservation(text):
 				// A text-protocol agent's tool output posing as a user turn.
-				if line := extErrLine.FindString(text); line != "" {
+				if line := extErrLine(text); line != "" {
 					x.add(extErrors, "- output: "+Truncate(extOneLine(line), extErrorBytes), 0)
 				}
 			default:
@@ -337,7 +337,32 @@ func extOneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-var extErrLine = regexp.MustCompile(`(?m)^.*\b(?:[A-Za-z]*Error|ERROR|error|[A-Za-z]*Exception|Traceback|panic|FAIL|FAILED|fatal|Fatal)\b.*$`)
+var extErrWord = regexp.MustCompile(`\b(?:[A-Za-z]*Error|ERROR|error|[A-Za-z]*Exception|Traceback|panic|FAIL|FAILED|fatal|Fatal)\b`)
+
+// extErrHints are substrings every line extErrWord matches contains; they let extErrLine
+// skip most lines without running the regexp.
+var extErrHints = []string{"rror", "ERROR", "xception", "Traceback", "panic", "FAIL", "atal"}
+
+// extErrLine returns the first line of s that reports an error, or "".
+func extErrLine(s string) string {
+	for s != "" {
+		line := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		for _, h := range extErrHints {
+			if strings.Contains(line, h) {
+				if extErrWord.MatchString(line) {
+					return line
+				}
+				break
+			}
+		}
+	}
+	return ""
+}
 
 // result marks failed calls and records the errors a tool result reports.
 func (x *extractor) result(tr *compactorv1.ToolResultPart, calls map[string]int) {
@@ -347,7 +372,7 @@ func (x *extractor) result(tr *compactorv1.ToolResultPart, calls map[string]int)
 	case "error", "denied":
 		line = label + ": " + extOneLine(extFirstLine(body))
 	default:
-		if m := extErrLine.FindString(body); m != "" {
+		if m := extErrLine(body); m != "" {
 			line = extOneLine(m)
 		}
 	}
