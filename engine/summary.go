@@ -348,15 +348,16 @@ func Truncate(s string, max int) string {
 	}
 	headLen := max * 2 / 3
 	tailLen := max - headLen
-	head := s[:headLen]
-	for !utf8.ValidString(head) && len(head) > 0 {
-		head = head[:len(head)-1]
+	// Cut before a rune that would be split (at most 3 bytes back).
+	for k := 0; k < utf8.UTFMax-1 && headLen > 0 && !utf8.RuneStart(s[headLen]); k++ {
+		headLen--
 	}
+	head := s[:headLen]
 	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
 		head = head[:i]
 	}
 	tail := s[len(s)-tailLen:]
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+	for i := 0; i < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
 		tail = tail[1:]
 	}
 	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {

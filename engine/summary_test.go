@@ -312,3 +312,26 @@ func TestFitSummaryPrompt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTruncate: the result is valid UTF-8 when the input is, never longer than the input
+// plus the marker, and s itself when it fits.
+func FuzzTruncate(f *testing.F) {
+	f.Add("hello world", 5)
+	f.Add(strings.Repeat("é\n", 50), 17)
+	f.Add("\xff\xfe", 1)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		got := Truncate(s, max)
+		if max <= 0 || len(s) <= max {
+			if got != s {
+				t.Fatalf("Truncate(%q, %d) = %q, want it unchanged", s, max, got)
+			}
+			return
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("Truncate(%q, %d) = %q: invalid UTF-8", s, max, got)
+		}
+		if len(got) > max+48 {
+			t.Fatalf("Truncate(%q, %d) is %d bytes", s, max, len(got))
+		}
+	})
+}
