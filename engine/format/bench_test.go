@@ -2,6 +2,7 @@ package format
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"google.golang.org/genai"
@@ -86,7 +87,7 @@ type (
 	}
 	antBody struct {
 		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
-		System     antContent      `json:"system,omitzero"`
+		System     antContent      `json:"system"`
 		Messages   []antMsg        `json:"messages"`
 	}
 	antMsg struct {
@@ -174,6 +175,82 @@ func (c *chatContent) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Marshal-side twins of the Anthropic and Chat structs: the polymorphic content (string or
+// array) is an interface holding the typed value, the plain encoding/json way, so Marshal
+// needs no custom (re-validated) MarshalJSON.
+type (
+	antBodyOut struct {
+		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
+		System     any             `json:"system,omitempty"`
+		Messages   []antMsgOut     `json:"messages"`
+	}
+	antMsgOut struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	}
+	antBlockOut struct {
+		Type         string          `json:"type"`
+		Text         *string         `json:"text,omitempty"`
+		ID           string          `json:"id,omitempty"`
+		Name         string          `json:"name,omitempty"`
+		Input        json.RawMessage `json:"input,omitempty"`
+		ToolUseID    string          `json:"tool_use_id,omitempty"`
+		Content      any             `json:"content,omitempty"`
+		IsError      bool            `json:"is_error,omitempty"`
+		CacheControl *struct {
+			Type string `json:"type"`
+		} `json:"cache_control,omitempty"`
+	}
+	chatBodyOut struct {
+		ToolConfig json.RawMessage `json:"toolConfig,omitempty"`
+		Messages   []chatMsgOut    `json:"messages"`
+	}
+	chatMsgOut struct {
+		Role       string         `json:"role"`
+		Content    any            `json:"content"`
+		ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string         `json:"tool_call_id,omitempty"`
+	}
+)
+
+func (c antContent) out() any {
+	if c.Text != nil {
+		return *c.Text
+	}
+	if c.Blocks == nil {
+		return nil
+	}
+	out := make([]antBlockOut, len(c.Blocks))
+	for i, b := range c.Blocks {
+		out[i] = antBlockOut{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input,
+			ToolUseID: b.ToolUseID, Content: b.Content.out(), IsError: b.IsError, CacheControl: b.CacheControl}
+	}
+	return out
+}
+
+func (a *antBody) out() *antBodyOut {
+	o := &antBodyOut{ToolConfig: a.ToolConfig, System: a.System.out()}
+	for _, m := range a.Messages {
+		o.Messages = append(o.Messages, antMsgOut{Role: m.Role, Content: m.Content.out()})
+	}
+	return o
+}
+
+func (c *chatBody) out() *chatBodyOut {
+	o := &chatBodyOut{ToolConfig: c.ToolConfig}
+	for _, m := range c.Messages {
+		var content any
+		switch {
+		case m.Content.Text != nil:
+			content = *m.Content.Text
+		case m.Content.Parts != nil:
+			content = m.Content.Parts
+		}
+		o.Messages = append(o.Messages, chatMsgOut{Role: m.Role, Content: content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
+	}
+	return o
+}
+
 // baseline decodes a lowered body into its typed struct.
 func baseline(b *testing.B, p compactorv1.Provider, body string) any {
 	var v any
@@ -192,7 +269,23 @@ func baseline(b *testing.B, p compactorv1.Provider, body string) any {
 	if err := strictDecode([]byte(body), v); err != nil {
 		b.Fatalf("%s baseline struct does not hold the body: %v", providerNames[p], err)
 	}
-	return v
+	var out any = v
+	switch t := v.(type) {
+	case *antBody:
+		out = t.out()
+	case *chatBody:
+		out = t.out()
+	}
+	// The struct must marshal to the same JSON value as the body it stands for.
+	m, err := json.Marshal(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var x, y any
+	if json.Unmarshal(m, &x) != nil || json.Unmarshal([]byte(body), &y) != nil || !reflect.DeepEqual(x, y) {
+		b.Fatalf("%s baseline struct marshals to a different body:\n%.500s\n%.500s", providerNames[p], m, body)
+	}
+	return out
 }
 
 // cpuMetric runs the benchmark loop body and reports cpu-MB/s for bytes per operation.

@@ -148,23 +148,40 @@ func TestAppendFloat(t *testing.T) {
 	}
 }
 
-func TestPlainWordIsExact(t *testing.T) {
+func TestFirstSpecialIsExact(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	naive := func(w []byte) int {
+		for k, c := range w {
+			if !plain(c) {
+				return k
+			}
+		}
+		return 8
+	}
+	// Every byte value in every lane, among plain bytes and among bytes that borrow.
 	for c := range 256 {
-		want := c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
 		for lane := range 8 {
-			w := []byte("aaaaaaaa")
-			w[lane] = byte(c)
-			if got := plainWord(string(w), 0); got != want {
-				t.Fatalf("byte %#x in lane %d: plainWord %v, want %v", c, lane, got, want)
+			for _, fill := range []byte{'a', ' ', '!', '#', 0x7f} {
+				w := []byte{fill, fill, fill, fill, fill, fill, fill, fill}
+				w[lane] = byte(c)
+				if got, want := firstSpecial(string(w), 0), naive(w); got != want {
+					t.Fatalf("% x: firstSpecial %d, want %d", w, got, want)
+				}
 			}
-			// Neighbouring lanes that borrow in the subtraction must not hide it.
-			w = []byte{0, 0, 0, 0, 0, 0, 0, 0}
-			for k := range w {
-				w[k] = 0x20
-			}
-			w[lane] = byte(c)
-			if got := plainWord(string(w), 0); got != want {
-				t.Fatalf("byte %#x in lane %d among spaces: plainWord %v, want %v", c, lane, got, want)
+		}
+	}
+	// Pairs of specials: the lower one must win whatever sits above it.
+	specials := []byte{0, 0x1f, '"', '\\', 0x80, 0xff, '\n'}
+	for _, a := range specials {
+		for _, b := range specials {
+			for la := range 8 {
+				for lb := la + 1; lb < 8; lb++ {
+					w := []byte("abcdefgh")
+					w[la], w[lb] = a, b
+					if got := firstSpecial(string(w), 0); got != la {
+						t.Fatalf("% x: firstSpecial %d, want %d", w, got, la)
+					}
+				}
 			}
 		}
 	}

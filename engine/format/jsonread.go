@@ -241,9 +241,8 @@ func (v *validator) str(i int) (int, bool) {
 	s := v.s
 	i++
 	for i < len(s) {
-		if i+8 <= len(s) && plainWord(s, i) {
-			i += 8
-			continue
+		if i = skipPlain(s, i); i >= len(s) {
+			break
 		}
 		c := s[i]
 		switch {

@@ -2,7 +2,9 @@ package format
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -46,26 +48,41 @@ const (
 	lanes80 = 0x8080808080808080
 )
 
-// plainWord reports whether the 8 bytes at s[i:] (i+8 <= len(s)) are all printable ASCII
-// other than '"' and '\\', so they are copied as they are. It is exact: it never says yes
-// for a byte that needs work.
-func plainWord(s string, i int) bool {
-	// One unaligned 8-byte load; lane order does not matter for the test.
-	x := *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
-	// A lane below 0x20, equal to '"' or '\\' gets its high bit set by the borrow tricks
-	// (exact as to whether any lane qualifies); lanes >= 0x80 have it set already.
+// specialMask flags, in the high bit of each byte lane, the bytes of the 8 at p+i that are
+// not printable ASCII or are '"' or '\\' (lanes in memory order). The borrow tricks can flag
+// lanes above a real hit, never below one, so the lowest flagged lane is exact; a zero mask
+// means all 8 bytes are copied as they are.
+func specialMask(p *byte, i int) uint64 {
+	x := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
 	q, bs := x^(lanes01*'"'), x^(lanes01*'\\')
-	return ((x-lanes01*0x20)&^x|(q-lanes01)&^q|(bs-lanes01)&^bs|x)&lanes80 == 0
+	return ((x-lanes01*0x20)&^x | (q-lanes01)&^q | (bs-lanes01)&^bs | x) & lanes80
+}
+
+// skipPlain returns the index of the first byte at or after i that needs work, looking 8
+// bytes at a time; near the end of s it may return an index of a plain byte (the caller's
+// byte loop then handles the tail).
+func skipPlain(s string, i int) int {
+	p := unsafe.StringData(s)
+	for i+8 <= len(s) {
+		if m := specialMask(p, i); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
+// firstSpecial returns the index in s[i:i+8] (i+8 <= len(s)) of the first byte that needs
+// work, or 8.
+func firstSpecial(s string, i int) int {
+	return bits.TrailingZeros64(specialMask(unsafe.StringData(s), i)) >> 3
 }
 
 // appendEscaped appends the JSON escaping of s, without quotes.
 func appendEscaped(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) && plainWord(s, i) {
-			i += 8
-		}
-		if i >= len(s) {
+		if i = skipPlain(s, i); i >= len(s) {
 			break
 		}
 		c := s[i]

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -234,7 +235,25 @@ func textOf(p *compactorv1.Part) (string, bool) {
 	return t.Text.GetText(), true
 }
 
-func isBlank(s string) bool { return strings.TrimSpace(s) == "" }
+// isBlank reports whether s is empty or only whitespace; it stops at the first other rune.
+func isBlank(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\v' && c != '\f' {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsSpace(r) {
+			return false
+		}
+		i += n
+	}
+	return true
+}
 
 // trimJSON returns s without surrounding whitespace and whether it is valid JSON.
 func trimJSON(s string) (string, bool) {
