@@ -464,3 +464,39 @@ func TestFillComputesWithoutCacheWhenUnavailable(t *testing.T) {
 		t.Fatalf("Fill = %+v, %v, %v; want computed, unavailable", e, st, err)
 	}
 }
+
+func TestMemoryFillWakesWaitersAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := NewMemory(MemoryOptions{})
+	k := Scope{}.Key(hashOf("wake"))
+	started, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, _, err := Fill(ctx, m, k, FillOptions{}, func(context.Context) (*Entry, error) {
+			close(started)
+			<-release
+			return entry("woken"), nil
+		})
+		holder <- err
+	}()
+	<-started
+	waiter := make(chan *Entry, 1)
+	go func() {
+		// With an hour between polls only the notification can wake this waiter in time.
+		e, st, err := Fill(ctx, m, k, FillOptions{PollInterval: time.Hour}, func(context.Context) (*Entry, error) {
+			return entry("computed twice"), nil
+		})
+		if err != nil || st != StatusHit {
+			t.Errorf("waiter: %v, %v", st, err)
+		}
+		waiter <- e
+	}()
+	close(release)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	if e := <-waiter; e == nil || e.Text != "woken" {
+		t.Errorf("waiter got %+v", e)
+	}
+}

@@ -51,19 +51,26 @@ type FillOptions struct {
 // before locking; callers usually did that already with Longest.
 //
 // When the backend fails, Fill computes without the cache and returns StatusUnavailable.
-// Errors from compute are returned unchanged (with status 0); a context that ends while
-// waiting returns an error wrapping ctx.Err().
+// Errors from compute are returned unchanged (with status 0); a context that ends before
+// compute starts (while locking or waiting) returns an error wrapping ctx.Err().
 func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
 	opt.LockTTL = lockTTL(opt.LockTTL)
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = 200 * time.Millisecond
 	}
+	n, _ := c.(notifier)
 	for {
+		var changed <-chan struct{}
+		if n != nil {
+			changed = n.changed(key) // before Lock, so a release in between is not missed
+		}
 		lease, err := c.Lock(ctx, key, opt.LockTTL)
 		switch {
 		case err == nil:
 			return fillLocked(ctx, c, key, lease, compute)
 		case errors.Is(err, ErrLocked):
+		case ctx.Err() != nil:
+			return nil, 0, fmt.Errorf("cache: lock: %w", ctx.Err())
 		default: // unavailable
 			return computeUncached(ctx, compute)
 		}
@@ -74,6 +81,8 @@ func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(c
 			t.Stop()
 			return nil, 0, fmt.Errorf("cache: waiting for the lock holder: %w", ctx.Err())
 		case <-t.C:
+		case <-changed:
+			t.Stop()
 		}
 		e, err := c.Get(ctx, key)
 		switch {
@@ -81,10 +90,18 @@ func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(c
 			return e, StatusHit, nil
 		case errors.Is(err, ErrNotFound):
 			// Still being computed, or the holder gave up: try the lock again.
+		case ctx.Err() != nil:
+			return nil, 0, fmt.Errorf("cache: waiting for the lock holder: %w", ctx.Err())
 		default:
 			return computeUncached(ctx, compute)
 		}
 	}
+}
+
+// notifier is implemented by caches that can wake waiters at once: changed returns a channel
+// closed at the next Set of key or release of its lock.
+type notifier interface {
+	changed(key Key) <-chan struct{}
 }
 
 func fillLocked(ctx context.Context, c Cache, key Key, lease Lease, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
@@ -99,6 +116,8 @@ func fillLocked(ctx context.Context, c Cache, key Key, lease Lease, compute func
 	case err == nil:
 		return e, StatusHit, nil
 	case errors.Is(err, ErrNotFound):
+	case ctx.Err() != nil:
+		return nil, 0, fmt.Errorf("cache: get: %w", ctx.Err())
 	default:
 		return computeUncached(ctx, compute)
 	}

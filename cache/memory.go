@@ -38,6 +38,7 @@ type Memory struct {
 	bytes   int64
 	locks   map[string]memLock
 	lockSeq uint64
+	waiters map[string]chan struct{} // closed at the next Set or Unlock of the key
 }
 
 type memItem struct {
@@ -70,6 +71,7 @@ func NewMemory(opt MemoryOptions) *Memory {
 		lru:      list.New(),
 		items:    make(map[string]*list.Element),
 		locks:    make(map[string]memLock),
+		waiters:  make(map[string]chan struct{}),
 	}
 }
 
@@ -169,6 +171,7 @@ func (m *Memory) Set(ctx context.Context, key Key, e *Entry) error {
 	if m.ttl > 0 {
 		it.expires = m.now().Add(m.ttl)
 	}
+	m.wake(key.s)
 	m.items[key.s] = m.lru.PushFront(it)
 	m.bytes += it.size
 	for m.bytes > m.maxBytes {
@@ -216,6 +219,7 @@ func (l *memLease) Unlock(context.Context) error {
 	defer l.m.mu.Unlock()
 	if cur, ok := l.m.locks[l.key]; ok && cur.token == l.token {
 		delete(l.m.locks, l.key)
+		l.m.wake(l.key)
 	}
 	return nil
 }
@@ -226,5 +230,25 @@ func (m *Memory) sweepLocks(now time.Time) {
 		if !now.Before(l.expires) {
 			delete(m.locks, k)
 		}
+	}
+}
+
+// changed implements notifier for Fill.
+func (m *Memory) changed(key Key) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.waiters[key.s]
+	if !ok {
+		ch = make(chan struct{})
+		m.waiters[key.s] = ch
+	}
+	return ch
+}
+
+// wake releases the waiters of key; the caller holds mu.
+func (m *Memory) wake(key string) {
+	if ch, ok := m.waiters[key]; ok {
+		close(ch)
+		delete(m.waiters, key)
 	}
 }
