@@ -26,7 +26,8 @@ var (
 	ErrLocked = errors.New("cache: locked by another holder")
 )
 
-// Cache is the summary store. Implementations are safe for concurrent use.
+// Cache is the summary store. Implementations are safe for concurrent use. When ctx ends
+// during a call, the error wraps ctx.Err() instead of ErrUnavailable.
 type Cache interface {
 	// Get returns the entry stored under key, or an error wrapping ErrNotFound. A backend
 	// failure is returned as an error wrapping ErrUnavailable.

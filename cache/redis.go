@@ -95,7 +95,7 @@ func NewRedisClient(rdb redis.UniversalClient, opt RedisOptions) *Redis {
 // Ping checks that Redis answers; a failure wraps ErrUnavailable.
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.rdb.Ping(ctx).Err(); err != nil {
-		return unavailable("ping", err)
+		return unavailable(ctx, "ping", err)
 	}
 	return nil
 }
@@ -116,7 +116,12 @@ func tagged(k Key) string {
 	return "{" + k.s[:i] + "}" + k.s[i:]
 }
 
-func unavailable(op string, err error) error {
+// unavailable wraps a backend failure in ErrUnavailable, unless the caller's context ended:
+// then the error wraps only ctx.Err(), since serving without the cache is moot.
+func unavailable(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("cache: redis %s: %w", op, cerr)
+	}
 	return fmt.Errorf("cache: redis %s: %w: %w", op, ErrUnavailable, err)
 }
 
@@ -143,7 +148,7 @@ func (r *Redis) Get(ctx context.Context, key Key) (e *Entry, err error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, unavailable("get", err)
+		return nil, unavailable(ctx, "get", err)
 	}
 	e, ok := decode(raw)
 	if !ok {
@@ -170,7 +175,7 @@ func (r *Redis) Longest(ctx context.Context, keys []Key) (idx int, e *Entry, err
 	}
 	vals, err := r.rdb.MGet(ctx, ks...).Result()
 	if err != nil {
-		return -1, nil, unavailable("mget", err)
+		return -1, nil, unavailable(ctx, "mget", err)
 	}
 	for i := len(vals) - 1; i >= 0; i-- {
 		s, ok := vals[i].(string)
@@ -205,7 +210,7 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 		ttl = 0 // KEEPTTL is not wanted; 0 means no expiry in go-redis
 	}
 	if err := r.rdb.Set(ctx, r.entryKey(key), b, ttl).Err(); err != nil {
-		return unavailable("set", err)
+		return unavailable(ctx, "set", err)
 	}
 	return nil
 }
@@ -215,7 +220,7 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 func (r *Redis) TTL(ctx context.Context, key Key) (time.Duration, error) {
 	d, err := r.rdb.PTTL(ctx, r.entryKey(key)).Result()
 	if err != nil {
-		return 0, unavailable("pttl", err)
+		return 0, unavailable(ctx, "pttl", err)
 	}
 	if d == -2 { // go-redis passes PTTL's -2 (no such key) through unscaled
 		return 0, ErrNotFound
@@ -237,7 +242,7 @@ func (r *Redis) Lock(ctx context.Context, key Key, ttl time.Duration) (_ Lease, 
 		return nil, ErrLocked
 	}
 	if err != nil {
-		return nil, unavailable("lock", err)
+		return nil, unavailable(ctx, "lock", err)
 	}
 	if res != "OK" {
 		return nil, ErrLocked
@@ -260,7 +265,7 @@ func (l *redisLease) Unlock(ctx context.Context) (err error) {
 	ctx, span := l.r.start(ctx, "cache.unlock", "EVALSHA")
 	defer func() { end(span, err) }()
 	if err := unlockScript.Run(ctx, l.r.rdb, []string{l.key}, l.token).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return unavailable("unlock", err)
+		return unavailable(ctx, "unlock", err)
 	}
 	return nil
 }

@@ -291,3 +291,20 @@ func TestRedisLockWithoutTTLStillExpires(t *testing.T) {
 		t.Errorf("lock PTTL = %v, %v; want in (0, %v]", d, err, DefaultLockTTL)
 	}
 }
+
+func TestRedisEndedContextIsNotAnOutage(t *testing.T) {
+	r := newTestRedis(t, testPrefix(t), 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	k := Scope{}.Key(hashOf("ctx"))
+	checks := map[string]error{}
+	_, checks["get"] = r.Get(ctx, k)
+	_, _, checks["longest"] = r.Longest(ctx, []Key{k})
+	checks["set"] = r.Set(ctx, k, entry("s"))
+	_, checks["lock"] = r.Lock(ctx, k, time.Second)
+	for op, err := range checks {
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s: %v; want context.Canceled, not ErrUnavailable", op, err)
+		}
+	}
+}
