@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -647,4 +648,33 @@ func longestString(v any) int {
 		return n
 	}
 	return 0
+}
+
+// rewriteTransport sends every request to target, whatever its URL says.
+type rewriteTransport struct{ target *url.URL }
+
+func (rt rewriteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host = rt.target.Scheme, rt.target.Host
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestOpenAIOfficialAPIGetsMaxCompletionTokens(t *testing.T) {
+	f := newFakeProvider(t, KindOpenAI, reply{status: 200, text: "ok"})
+	target, _ := url.Parse(f.srv.URL)
+	s, err := NewOpenAI(SummarizerConfig{Name: "gpt", Model: "gpt-5-mini", MaxOutputTokens: 999},
+		Options{HTTPClient: &http.Client{Transport: rewriteTransport{target}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Summarize(context.Background(), Request{Messages: testMessages()}); err != nil {
+		t.Fatal(err)
+	}
+	body := f.bodies[0]
+	if body["max_completion_tokens"] != float64(999) || body["max_tokens"] != nil {
+		t.Errorf("api.openai.com got max_completion_tokens=%v max_tokens=%v", body["max_completion_tokens"], body["max_tokens"])
+	}
+	if s.Fingerprint().Model != "gpt-5-mini" || s.server != "api.openai.com" {
+		t.Errorf("fingerprint %+v server %q", s.Fingerprint(), s.server)
+	}
 }
