@@ -1,0 +1,67 @@
+package summarize
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
+	"github.com/compactord/compactord/internal/corpus"
+)
+
+// TestSummariesOnCorpus lifts every corpus conversation (both formats) and checks what each
+// summarizer would get: the extractive summary fits its budget and quotes the first request;
+// the LLM prompt fits max_input_tokens.
+func TestSummariesOnCorpus(t *testing.T) {
+	ext := NewExtractive("", 0, Options{})
+	for _, f := range corpus.Files(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := lifted.GetMessages()
+			res, err := ext.Summarize(context.Background(), Request{Messages: msgs, MaxOutputTokens: 1500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OutputTokens > 1500 || engine.ApproxTokens(res.Text) > 1500 {
+				t.Errorf("extractive summary is %d tokens", res.OutputTokens)
+			}
+			if first := firstRequest(msgs); first != "" && !strings.Contains(res.Text, first) {
+				t.Errorf("summary does not quote the first request %q", first)
+			}
+			p := engine.FitSummaryPrompt(engine.SummaryInput{Messages: msgs}, 30000)
+			if len(p) > 30000 {
+				t.Errorf("prompt is %d bytes", len(p))
+			}
+		})
+	}
+}
+
+// firstRequest returns the first line (≤ 40 bytes) of the first user text that is not a
+// text-protocol observation.
+func firstRequest(msgs []*compactorv1.Message) string {
+	for _, m := range msgs {
+		if m.GetRole() != compactorv1.Role_ROLE_USER || engine.InHead(m) {
+			continue
+		}
+		for _, p := range m.GetParts() {
+			t := strings.TrimSpace(p.GetText().GetText())
+			if t == "" || strings.HasPrefix(t, "<returncode>") || strings.HasPrefix(t, "<output>") {
+				continue
+			}
+			t, _, _ = strings.Cut(t, "\n")
+			if len(t) > 40 {
+				t = t[:40]
+				for len(t) > 0 && t[len(t)-1] >= 0x80 {
+					t = t[:len(t)-1]
+				}
+			}
+			return t
+		}
+	}
+	return ""
+}
