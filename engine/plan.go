@@ -54,7 +54,8 @@ func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*comp
 	return d.Response, nil
 }
 
-// Decide plans a compaction. msgs must have passed Validate; c must not be nil. It
+// Decide plans a compaction. msgs must have passed Validate; c is the process's Counter (nil
+// plans with a throw-away one, without the memo's benefit). It
 // counts every message (token_count wins over the count; reported_usage replaces the counts
 // of the prefix it covers, scaled so that the sent messages of the prefix sum to it), then:
 //
@@ -83,6 +84,9 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	pol, err := resolvePolicy(p)
 	if err != nil {
 		return nil, err
+	}
+	if c == nil {
+		c = NewCounter(1 << 20)
 	}
 	n := len(msgs)
 	if pol.usageCount > n {

@@ -419,7 +419,8 @@ func jpegSize(d []byte) (w, h int) {
 // content (never its id or token_count) in a bounded memo, so a conversation that grows by
 // one turn costs only the new turn; it also memoizes prefix-hash chain steps. One Counter
 // serves a whole process: it is safe for concurrent use, and its memory stays within the
-// budget given to NewCounter (plus the tokenizer tables, loaded once per process).
+// budget given to NewCounter (plus the tokenizer tables, loaded once per process). The zero
+// value is not usable: create Counters with NewCounter.
 type Counter struct {
 	pool     sync.Pool // of *scratch
 	seed     maphash.Seed
