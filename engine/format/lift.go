@@ -23,8 +23,14 @@ import (
 // a provider message that mixes tool results and other content becomes a tool message (the
 // results, in order) and a user message (the rest), in the order they appeared. Tool results
 // get the name of the nearest earlier call with their id when the body does not name it.
+// Gemini function calls without an id get "call_<name>_<n>" (n counting from 1 in the body),
+// and a function response without an id answers the earliest unanswered call with its name.
 // LiftResponse.RestBody is the body without its conversation fields ("{}" when nothing else
-// was present), so Lower with base_body = RestBody reproduces the request.
+// was present), so Lower with base_body = RestBody reproduces the request; for any body Lower
+// wrote, byte for byte.
+//
+// Lift does not run engine.Validate: a body whose tool results answer no call lifts to an IR
+// that Validate rejects.
 //
 // Errors: an *engine.ValidationError naming the JSON path ("body.messages[3].content[1].type")
 // for malformed JSON, JSON nested deeper than 512 levels, or a shape the format does not have.

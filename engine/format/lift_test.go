@@ -238,3 +238,32 @@ func FuzzLower(f *testing.F) {
 		}
 	})
 }
+
+// TestLowerNeverPanicsOnBrokenIR: Lower is only specified for validated IR, but must not
+// panic on anything else (nil messages, nil parts, empty oneofs, nil outputs).
+func TestLowerNeverPanicsOnBrokenIR(t *testing.T) {
+	msgs := []*compactorv1.Message{
+		nil,
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{nil, {}}},
+		{Role: compactorv1.Role_ROLE_SYSTEM, Lifecycle: compactorv1.Lifecycle_LIFECYCLE_DYNAMIC, Parts: []*compactorv1.Part{{}}},
+		{Role: compactorv1.Role_ROLE_ASSISTANT, Parts: []*compactorv1.Part{
+			{Content: &compactorv1.Part_ToolCall{}}, {Content: &compactorv1.Part_Reasoning{}}, {Content: &compactorv1.Part_Image{}},
+		}},
+		{Role: compactorv1.Role_ROLE_TOOL, Parts: []*compactorv1.Part{
+			{Content: &compactorv1.Part_ToolResult{}},
+			{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{}}}}},
+		}},
+		{Role: compactorv1.Role(99), Parts: []*compactorv1.Part{tx("x")}},
+	}
+	for _, p := range allProviders {
+		for _, s := range []*compactorv1.Session{nil, {Active: true, Cursor: 1}} {
+			out, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: p, Session: s, InlineDynamicSystem: true, BaseBody: `{"store":false,"toolConfig":{}}`})
+			if err != nil {
+				t.Fatalf("%v: %v", p, err)
+			}
+			if validateJSON(out.GetBody(), nil) != nil {
+				t.Fatalf("%v: invalid JSON %s", p, out.GetBody())
+			}
+		}
+	}
+}
