@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -268,4 +269,17 @@ func (l *redisLease) Unlock(ctx context.Context) (err error) {
 		return unavailable(ctx, "unlock", err)
 	}
 	return nil
+}
+
+// LogRedisTo sends the Redis client's own log lines (connection pool and dial failures; never
+// cache contents) to l as warnings instead of the standard logger. The client's logger is
+// process-wide: call this once, from main.
+func LogRedisTo(l *slog.Logger) {
+	redis.SetLogger(redisLogger{l})
+}
+
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }

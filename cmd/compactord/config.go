@@ -25,6 +25,7 @@ type config struct {
 	CacheTTL        time.Duration
 	TokenMemoBytes  byteSize
 	MaxSummaryRatio float64
+	LockTTL         time.Duration
 	LogLevel        string
 	LogFormat       string
 }
@@ -52,6 +53,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
 	fs.Var(&c.TokenMemoBytes, "token-memo-bytes", "size bound of the token-count memo")
 	fs.Float64Var(&c.MaxSummaryRatio, "max-summary-ratio", 0.5, "reject summaries longer than this share of the tokens they replace")
+	fs.DurationVar(&c.LockTTL, "lock-ttl", 5*time.Minute, "how long one replica may hold a summary's lock before others take over (above the summarizers' timeout × attempts)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")
 	fs.Usage = func() {
@@ -97,6 +99,8 @@ func (c config) check() error {
 		return errors.New("--cache-max-bytes: must be positive")
 	case c.CacheTTL <= 0:
 		return errors.New("--cache-ttl: must be positive")
+	case c.LockTTL <= 0:
+		return errors.New("--lock-ttl: must be positive")
 	case c.TokenMemoBytes <= 0:
 		return errors.New("--token-memo-bytes: must be positive")
 	case !(c.MaxSummaryRatio > 0 && c.MaxSummaryRatio <= 1):

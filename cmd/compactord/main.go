@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	m.InitializeSummarizers(summarizers.Names()...)
-	store, closeStore, err := openCache(cfg, tp)
+	store, closeStore, err := openCache(cfg, tp, logger)
 	if err != nil {
 		return err
 	}
@@ -85,6 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Counter:         engine.NewCounter(int(cfg.TokenMemoBytes)),
 		Summarizers:     summarizers,
 		Cache:           store,
+		Fill:            cache.FillOptions{LockTTL: cfg.LockTTL},
 		MaxSummaryRatio: cfg.MaxSummaryRatio,
 		Metrics:         m,
 	})
@@ -161,11 +162,12 @@ func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, 
 }
 
 // openCache returns the Redis cache of --redis-url, or the in-memory one.
-func openCache(cfg config, tp trace.TracerProvider) (cache.Cache, func(), error) {
+func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, func(), error) {
 	if cfg.RedisURL == "" {
 		return cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp}), func() {}, nil
 	}
 	r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
+	cache.LogRedisTo(logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
 	}
