@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -530,4 +531,54 @@ func after(s, sep string) string {
 		return rest
 	}
 	return ""
+}
+
+// TestDecideConcurrentSharedCounter plans many conversations at once with one Counter (run
+// with -race): the shared memo and scratch pool give every caller the plan it would get alone.
+func TestDecideConcurrentSharedCounter(t *testing.T) {
+	type job struct {
+		msgs []*compactorv1.Message
+		p    *compactorv1.Policy
+		want *compactorv1.PlanResponse
+	}
+	var jobs []job
+	for seed := 0; seed < 1000 && len(jobs) < 8; seed++ {
+		r := rand.New(rand.NewPCG(uint64(seed), 7))
+		msgs := genConversation(r)
+		total := sentTokens(t, NewCounter(1<<20), msgs, "approx")
+		p := genPolicy(r, total)
+		if total > 3000 || ValidatePolicy(p) != nil {
+			continue // keep the race-detector run short
+		}
+		p.Tokenizer = "cl100k_base"
+		want, err := Plan(msgs, p, NewCounter(1<<20))
+		if err != nil {
+			continue
+		}
+		jobs = append(jobs, job{msgs, p, want})
+	}
+	shared := NewCounter(64 << 10) // small: evictions happen while planning
+	errs := make(chan error, 4*len(jobs))
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				j := jobs[(i+g*7)%len(jobs)]
+				got, err := Plan(j.msgs, j.p, shared)
+				if err != nil || !proto.Equal(got, j.want) {
+					errs <- fmt.Errorf("job %d: plan differs from a lone plan (err %v)", (i+g*7)%len(jobs), err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(jobs) < 8 {
+		t.Errorf("only %d jobs", len(jobs))
+	}
 }
