@@ -49,11 +49,19 @@ breaking: $(BIN)/buf
 k8s-validate:
 	k8s/validate.sh
 
+# Every fuzz target, FUZZTIME each (go test runs one target per invocation).
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
+	./engine:FuzzExtractiveSummary ./engine/format:FuzzLift ./engine/format:FuzzLower \
+	./engine/format:FuzzAppendString ./summarize:FuzzParseConfig
 fuzz:
-	$(GO) test ./engine -run '^$$' -fuzz FuzzValidate -fuzztime 30s
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} in $${t%%:*}"; \
+	  $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME); \
+	done
 
 bench:
-	$(GO) test ./engine/... -run '^$$' -bench . -benchmem
+	$(GO) test ./engine/... ./service -run '^$$' -bench . -benchmem
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck $(BIN)/grpcurl
 

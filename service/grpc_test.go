@@ -28,7 +28,7 @@ func (panicky) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, err
 
 // startBufconn serves s (plus the panicking test service) over an in-memory listener and
 // returns a connected client.
-func startBufconn(t *testing.T, s compactorv1.CompactorServiceServer) *grpc.ClientConn {
+func startBufconn(t testing.TB, s compactorv1.CompactorServiceServer) *grpc.ClientConn {
 	t.Helper()
 	g := service.NewGRPC(s, service.GRPCOptions{})
 	testgrpc.RegisterTestServiceServer(g.Server, panicky{})

@@ -1,0 +1,51 @@
+package service_test
+
+import (
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/service"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// BenchmarkRPC measures whole unary calls over an in-memory connection: the health check
+// (the load test's baseline) against Plan and Lower of a 20-message corpus conversation.
+func BenchmarkRPC(b *testing.B) {
+	conn := startBufconn(b, service.New(service.Options{}))
+	client := compactorv1.NewCompactorServiceClient(conn)
+	var msgs []*compactorv1.Message
+	for _, f := range corpus.Files(b) {
+		if f.Name == "sweagent-marshmallow-1867-fc-replace-from-source.openai.json" {
+			resp, err := client.Lift(b.Context(), &compactorv1.LiftRequest{Body: string(corpus.Read(b, f))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			msgs = resp.GetMessages()[:20]
+		}
+	}
+	health := healthpb.NewHealthClient(conn)
+	b.Run("health", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := health.Check(b.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plan-20", func(b *testing.B) {
+		req := &compactorv1.PlanRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 200_000}}
+		for b.Loop() {
+			if _, err := client.Plan(b.Context(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("lower-anthropic-20", func(b *testing.B) {
+		req := &compactorv1.LowerRequest{Messages: msgs, Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES}
+		for b.Loop() {
+			if _, err := client.Lower(b.Context(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
