@@ -220,7 +220,7 @@ func Transcript(msgs []*compactorv1.Message, opt TranscriptOptions) string {
 			continue
 		}
 		b.WriteString("[")
-		b.WriteString(sumRole(m.GetRole()))
+		b.WriteString(roleName(m.GetRole()))
 		b.WriteString("]\n")
 		for _, p := range m.GetParts() {
 			sumWritePart(&b, p, opt)
@@ -228,20 +228,6 @@ func Transcript(msgs []*compactorv1.Message, opt TranscriptOptions) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-func sumRole(r compactorv1.Role) string {
-	switch r {
-	case compactorv1.Role_ROLE_SYSTEM:
-		return "system"
-	case compactorv1.Role_ROLE_USER:
-		return "user"
-	case compactorv1.Role_ROLE_ASSISTANT:
-		return "assistant"
-	case compactorv1.Role_ROLE_TOOL:
-		return "tool"
-	}
-	return "unknown"
 }
 
 func sumWritePart(b *strings.Builder, p *compactorv1.Part, opt TranscriptOptions) {

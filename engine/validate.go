@@ -49,12 +49,7 @@ func (l Limits) Validate(msgs []*compactorv1.Message) error {
 	if err := l.checkSize(msgs); err != nil {
 		return err
 	}
-	v := validator{
-		max:       l.MaxViolations,
-		ids:       make(map[string]int, len(msgs)),
-		calls:     make(map[string]*callState),
-		approvals: make(map[string]*approvalState),
-	}
+	v := validator{max: l.MaxViolations}
 	if v.max <= 0 {
 		v.max = 100
 	}
@@ -133,17 +128,38 @@ type callState struct {
 	executed bool // provider-executed
 }
 
-type approvalState struct {
-	answered bool
+// loc locates a field: messages[msg], then .parts[part] when part ≥ 0, then
+// .tool_result.output.content.parts[sub] when sub ≥ 0, then suffix. Paths are only rendered
+// for violations, so a valid conversation costs no string building.
+type loc struct {
+	msg, part, sub int
+}
+
+func (l loc) path(suffix string) string {
+	b := make([]byte, 0, 64)
+	b = append(b, "messages["...)
+	b = strconv.AppendInt(b, int64(l.msg), 10)
+	b = append(b, ']')
+	if l.part >= 0 {
+		b = append(b, ".parts["...)
+		b = strconv.AppendInt(b, int64(l.part), 10)
+		b = append(b, ']')
+	}
+	if l.sub >= 0 {
+		b = append(b, ".tool_result.output.content.parts["...)
+		b = strconv.AppendInt(b, int64(l.sub), 10)
+		b = append(b, ']')
+	}
+	return string(append(b, suffix...))
 }
 
 type validator struct {
 	max        int
 	violations []FieldViolation
 	dropped    int
-	ids        map[string]int
-	calls      map[string]*callState
-	approvals  map[string]*approvalState
+	ids        map[string]int       // message id → first index; allocated on first id
+	calls      map[string]callState // tool call id → latest call
+	approvals  map[string]bool      // approval id → answered
 }
 
 func (v *validator) add(field, desc string) {
@@ -152,6 +168,15 @@ func (v *validator) add(field, desc string) {
 		return
 	}
 	v.violations = append(v.violations, FieldViolation{Field: field, Description: desc})
+}
+
+// addAt adds a violation at l + suffix.
+func (v *validator) addAt(l loc, suffix, desc string) {
+	if len(v.violations) >= v.max {
+		v.dropped++
+		return
+	}
+	v.add(l.path(suffix), desc)
 }
 
 func (v *validator) err() error {
@@ -185,23 +210,26 @@ func allowed(role compactorv1.Role, p *compactorv1.Part) bool {
 }
 
 func (v *validator) message(i int, m *compactorv1.Message) {
-	path := "messages[" + strconv.Itoa(i) + "]"
+	at := loc{msg: i, part: -1, sub: -1}
 	if m == nil {
-		v.add(path, "null message")
+		v.addAt(at, "", "null message")
 		return
 	}
 	role := m.GetRole()
 	switch role {
 	case compactorv1.Role_ROLE_SYSTEM, compactorv1.Role_ROLE_USER, compactorv1.Role_ROLE_ASSISTANT, compactorv1.Role_ROLE_TOOL:
 	case compactorv1.Role_ROLE_UNSPECIFIED:
-		v.add(path+".role", "role is required")
+		v.addAt(at, ".role", "role is required")
 	default:
-		v.add(path+".role", fmt.Sprintf("unknown role %d", int32(role)))
+		v.addAt(at, ".role", fmt.Sprintf("unknown role %d", int32(role)))
 	}
 	if id := m.GetId(); id != "" {
 		if first, dup := v.ids[id]; dup {
-			v.add(path+".id", fmt.Sprintf("duplicate message id %q (first at messages[%d])", id, first))
+			v.addAt(at, ".id", fmt.Sprintf("duplicate message id %q (first at messages[%d])", id, first))
 		} else {
+			if v.ids == nil {
+				v.ids = make(map[string]int)
+			}
 			v.ids[id] = i
 		}
 	}
@@ -209,179 +237,187 @@ func (v *validator) message(i int, m *compactorv1.Message) {
 	case compactorv1.MessageKind_MESSAGE_KIND_UNSPECIFIED:
 	case compactorv1.MessageKind_MESSAGE_KIND_SESSION_PREFACE:
 		if role != compactorv1.Role_ROLE_USER && role != compactorv1.Role_ROLE_SYSTEM {
-			v.add(path+".kind", "a session preface must have role USER or SYSTEM")
+			v.addAt(at, ".kind", "a session preface must have role USER or SYSTEM")
 		}
 	case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
 		if role != compactorv1.Role_ROLE_USER && role != compactorv1.Role_ROLE_ASSISTANT {
-			v.add(path+".kind", "a compaction prompt or summary must have role USER or ASSISTANT")
+			v.addAt(at, ".kind", "a compaction prompt or summary must have role USER or ASSISTANT")
 		}
 		for j, p := range m.GetParts() {
 			if p.GetText() == nil {
-				v.add(path+".parts["+strconv.Itoa(j)+"]", "a compaction prompt or summary holds text parts only")
+				v.addAt(loc{msg: i, part: j, sub: -1}, "", "a compaction prompt or summary holds text parts only")
 			}
 		}
 	default:
-		v.add(path+".kind", fmt.Sprintf("unknown message kind %d", int32(k)))
+		v.addAt(at, ".kind", fmt.Sprintf("unknown message kind %d", int32(k)))
 	}
 	switch lc := m.GetLifecycle(); lc {
 	case compactorv1.Lifecycle_LIFECYCLE_UNSPECIFIED:
 	case compactorv1.Lifecycle_LIFECYCLE_DYNAMIC:
 		if role != compactorv1.Role_ROLE_SYSTEM {
-			v.add(path+".lifecycle", "DYNAMIC applies to system messages only")
+			v.addAt(at, ".lifecycle", "DYNAMIC applies to system messages only")
 		}
 	default:
-		v.add(path+".lifecycle", fmt.Sprintf("unknown lifecycle %d", int32(lc)))
+		v.addAt(at, ".lifecycle", fmt.Sprintf("unknown lifecycle %d", int32(lc)))
 	}
 	if len(m.GetParts()) == 0 {
-		v.add(path+".parts", "a message needs at least one part")
+		v.addAt(at, ".parts", "a message needs at least one part")
 		return
 	}
 	for j, p := range m.GetParts() {
-		v.part(path+".parts["+strconv.Itoa(j)+"]", i, role, p)
+		v.part(loc{msg: i, part: j, sub: -1}, role, p)
 	}
 }
 
-func (v *validator) part(path string, msg int, role compactorv1.Role, p *compactorv1.Part) {
+func (v *validator) part(at loc, role compactorv1.Role, p *compactorv1.Part) {
 	if p == nil || p.GetContent() == nil {
-		v.add(path, "empty part: exactly one content field must be set")
+		v.addAt(at, "", "empty part: exactly one content field must be set")
 		return
 	}
 	known := role >= compactorv1.Role_ROLE_SYSTEM && role <= compactorv1.Role_ROLE_TOOL
 	if known && !allowed(role, p) {
-		v.add(path, fmt.Sprintf("a %s message cannot hold a %s part", roleName(role), partName(p)))
+		v.addAt(at, "", fmt.Sprintf("a %s message cannot hold a %s part", roleName(role), partName(p)))
 		return
 	}
 	switch c := p.GetContent().(type) {
 	case *compactorv1.Part_Image:
-		v.image(path+".image", c.Image)
+		v.image(at, c.Image)
 	case *compactorv1.Part_File:
-		v.file(path+".file", c.File)
+		v.file(at, c.File)
 	case *compactorv1.Part_ToolCall:
-		v.toolCall(path+".tool_call", msg, c.ToolCall)
+		v.toolCall(at, c.ToolCall)
 	case *compactorv1.Part_ToolResult:
-		v.toolResult(path+".tool_result", msg, role, c.ToolResult)
+		v.toolResult(at, role, c.ToolResult)
 	case *compactorv1.Part_ApprovalRequest:
-		v.approvalRequest(path+".approval_request", c.ApprovalRequest)
+		v.approvalRequest(at, c.ApprovalRequest)
 	case *compactorv1.Part_ApprovalResponse:
-		v.approvalResponse(path+".approval_response", c.ApprovalResponse)
+		v.approvalResponse(at, c.ApprovalResponse)
 	}
 }
 
-func (v *validator) image(path string, img *compactorv1.ImagePart) {
+func (v *validator) image(at loc, img *compactorv1.ImagePart) {
 	switch s := img.GetSource().(type) {
 	case nil:
-		v.add(path, "an image needs data or url")
+		v.addAt(at, ".image", "an image needs data or url")
 	case *compactorv1.ImagePart_Data:
 		if len(s.Data) == 0 {
-			v.add(path+".data", "empty image data")
+			v.addAt(at, ".image.data", "empty image data")
 		}
 	case *compactorv1.ImagePart_Url:
 		if s.Url == "" {
-			v.add(path+".url", "empty image url")
+			v.addAt(at, ".image.url", "empty image url")
 		}
 	}
 }
 
-func (v *validator) file(path string, f *compactorv1.FilePart) {
+func (v *validator) file(at loc, f *compactorv1.FilePart) {
 	switch s := f.GetSource().(type) {
 	case nil:
-		v.add(path, "a file needs data or url")
+		v.addAt(at, ".file", "a file needs data or url")
 	case *compactorv1.FilePart_Data:
 		if len(s.Data) == 0 {
-			v.add(path+".data", "empty file data")
+			v.addAt(at, ".file.data", "empty file data")
 		}
 	case *compactorv1.FilePart_Url:
 		if s.Url == "" {
-			v.add(path+".url", "empty file url")
+			v.addAt(at, ".file.url", "empty file url")
 		}
 	}
 	if f.GetMediaType() == "" {
-		v.add(path+".media_type", "a file needs a media type")
+		v.addAt(at, ".file.media_type", "a file needs a media type")
 	}
 }
 
-func (v *validator) toolCall(path string, msg int, c *compactorv1.ToolCallPart) {
+func (v *validator) toolCall(at loc, c *compactorv1.ToolCallPart) {
 	if c.GetToolName() == "" {
-		v.add(path+".tool_name", "a tool call needs a tool name")
+		v.addAt(at, ".tool_call.tool_name", "a tool call needs a tool name")
 	}
 	id := c.GetToolCallId()
 	if id == "" {
-		v.add(path+".tool_call_id", "a tool call needs an id")
+		v.addAt(at, ".tool_call.tool_call_id", "a tool call needs an id")
 		return
 	}
 	if st, ok := v.calls[id]; ok && !st.answered {
-		v.add(path+".tool_call_id", fmt.Sprintf("duplicate tool call id %q: the call in messages[%d] is not answered yet", id, st.msg))
+		v.addAt(at, ".tool_call.tool_call_id", fmt.Sprintf("duplicate tool call id %q: the call in messages[%d] is not answered yet", id, st.msg))
 		return
 	}
-	v.calls[id] = &callState{msg: msg, executed: c.GetProviderExecuted()}
+	if v.calls == nil {
+		v.calls = make(map[string]callState)
+	}
+	v.calls[id] = callState{msg: at.msg, executed: c.GetProviderExecuted()}
 }
 
-func (v *validator) toolResult(path string, msg int, role compactorv1.Role, r *compactorv1.ToolResultPart) {
+func (v *validator) toolResult(at loc, role compactorv1.Role, r *compactorv1.ToolResultPart) {
 	id := r.GetToolCallId()
 	switch st, ok := v.calls[id]; {
 	case id == "":
-		v.add(path+".tool_call_id", "a tool result needs the id of the call it answers")
+		v.addAt(at, ".tool_result.tool_call_id", "a tool result needs the id of the call it answers")
 	case !ok:
-		v.add(path+".tool_call_id", fmt.Sprintf("no earlier tool call with id %q", id))
+		v.addAt(at, ".tool_result.tool_call_id", fmt.Sprintf("no earlier tool call with id %q", id))
 	case st.answered:
-		v.add(path+".tool_call_id", fmt.Sprintf("the tool call %q in messages[%d] is already answered", id, st.msg))
-	case role == compactorv1.Role_ROLE_ASSISTANT && !(st.executed && st.msg == msg):
-		v.add(path, "an assistant message holds only results of its own provider-executed tool calls")
+		v.addAt(at, ".tool_result.tool_call_id", fmt.Sprintf("the tool call %q in messages[%d] is already answered", id, st.msg))
+	case role == compactorv1.Role_ROLE_ASSISTANT && !(st.executed && st.msg == at.msg):
+		v.addAt(at, ".tool_result", "an assistant message holds only results of its own provider-executed tool calls")
 	default:
 		st.answered = true
+		v.calls[id] = st
 	}
 	o := r.GetOutput()
 	if o == nil || o.GetValue() == nil {
-		v.add(path+".output", "a tool result needs an output")
+		v.addAt(at, ".tool_result.output", "a tool result needs an output")
 		return
 	}
 	if c, ok := o.GetValue().(*compactorv1.ToolOutput_Content); ok {
 		for k, p := range c.Content.GetParts() {
-			pp := path + ".output.content.parts[" + strconv.Itoa(k) + "]"
+			sub := loc{msg: at.msg, part: at.part, sub: k}
 			switch pc := p.GetContent().(type) {
 			case *compactorv1.Part_Text:
 			case *compactorv1.Part_Image:
-				v.image(pp+".image", pc.Image)
+				v.image(sub, pc.Image)
 			case *compactorv1.Part_File:
-				v.file(pp+".file", pc.File)
+				v.file(sub, pc.File)
 			case nil:
-				v.add(pp, "empty part: exactly one content field must be set")
+				v.addAt(sub, "", "empty part: exactly one content field must be set")
 			default:
-				v.add(pp, fmt.Sprintf("tool output content holds only text, image and file parts, not %s", partName(p)))
+				v.addAt(sub, "", fmt.Sprintf("tool output content holds only text, image and file parts, not %s", partName(p)))
 			}
 		}
 	}
 }
 
-func (v *validator) approvalRequest(path string, a *compactorv1.ToolApprovalRequest) {
+func (v *validator) approvalRequest(at loc, a *compactorv1.ToolApprovalRequest) {
 	id := a.GetApprovalId()
 	if id == "" {
-		v.add(path+".approval_id", "an approval request needs an id")
+		v.addAt(at, ".approval_request.approval_id", "an approval request needs an id")
 	} else if _, dup := v.approvals[id]; dup {
-		v.add(path+".approval_id", fmt.Sprintf("duplicate approval id %q", id))
+		v.addAt(at, ".approval_request.approval_id", fmt.Sprintf("duplicate approval id %q", id))
 	} else {
-		v.approvals[id] = &approvalState{}
+		if v.approvals == nil {
+			v.approvals = make(map[string]bool)
+		}
+		v.approvals[id] = false
 	}
 	if _, ok := v.calls[a.GetToolCallId()]; !ok {
-		v.add(path+".tool_call_id", fmt.Sprintf("no tool call with id %q in this or an earlier message", a.GetToolCallId()))
+		v.addAt(at, ".approval_request.tool_call_id", fmt.Sprintf("no tool call with id %q in this or an earlier message", a.GetToolCallId()))
 	}
 }
 
-func (v *validator) approvalResponse(path string, a *compactorv1.ToolApprovalResponse) {
+func (v *validator) approvalResponse(at loc, a *compactorv1.ToolApprovalResponse) {
 	id := a.GetApprovalId()
-	st, ok := v.approvals[id]
+	answered, ok := v.approvals[id]
 	switch {
 	case id == "":
-		v.add(path+".approval_id", "an approval response needs the id of the request it answers")
+		v.addAt(at, ".approval_response.approval_id", "an approval response needs the id of the request it answers")
 	case !ok:
-		v.add(path+".approval_id", fmt.Sprintf("no earlier approval request with id %q", id))
-	case st.answered:
-		v.add(path+".approval_id", fmt.Sprintf("approval %q is already answered", id))
+		v.addAt(at, ".approval_response.approval_id", fmt.Sprintf("no earlier approval request with id %q", id))
+	case answered:
+		v.addAt(at, ".approval_response.approval_id", fmt.Sprintf("approval %q is already answered", id))
 	default:
-		st.answered = true
+		v.approvals[id] = true
 	}
 }
 
+// roleName is the lower-case name of a role, "unknown" for values outside the enum.
 func roleName(r compactorv1.Role) string {
 	switch r {
 	case compactorv1.Role_ROLE_SYSTEM:
@@ -393,7 +429,7 @@ func roleName(r compactorv1.Role) string {
 	case compactorv1.Role_ROLE_TOOL:
 		return "tool"
 	}
-	return "unspecified-role"
+	return "unknown"
 }
 
 func partName(p *compactorv1.Part) string {
