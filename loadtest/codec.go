@@ -13,10 +13,13 @@ import (
 // the server: it serializes a request message once and resends the same bytes while ghz
 // keeps sending that same message (ghz shares one decoded message between all calls of a
 // fixed payload), and it does not decode responses (their status is still checked, and each
-// scenario's preflight call decodes one in full).
+// scenario's preflight call decodes one in full). With gen set, every request is gen's
+// bytes instead of ghz's message: cache-miss scenarios make each request unique that way,
+// without ghz decoding and re-encoding a dynamic message per call.
 type loadCodec struct {
 	proto encoding.CodecV2
-	memo  bool // remember the last request's bytes (fixed payloads only)
+	memo  bool                   // remember the last request's bytes (fixed payloads only)
+	gen   func() ([]byte, error) // when set, the bytes of every request
 
 	mu        sync.Mutex
 	last      any
@@ -32,6 +35,13 @@ func (c *loadCodec) Name() string { return "proto" }
 
 // Marshal serializes v, or returns the bytes of the previous call when v is the same message.
 func (c *loadCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if c.gen != nil {
+		b, err := c.gen()
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
 	if !c.memo {
 		return c.proto.Marshal(v)
 	}

@@ -175,6 +175,33 @@ func TestLoadCodec(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// With gen, every request is gen's bytes, whatever message ghz hands over.
+	c := newLoadCodec(true)
+	n := int64(0)
+	c.gen = func() ([]byte, error) {
+		n++
+		req, err := uniqueRequest(a, n)
+		if err != nil {
+			return nil, err
+		}
+		return proto.Marshal(req)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		bs, err := c.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got compactorv1.PlanRequest
+		if err := proto.Unmarshal(bs.Materialize(), &got); err != nil {
+			t.Fatal(err)
+		}
+		text := got.GetMessages()[0].GetParts()[0].GetText().GetText()
+		if seen[text] || !strings.HasSuffix(text, "] a") {
+			t.Errorf("call %d: first user text %q (seen before: %v)", i, text, seen[text])
+		}
+		seen[text] = true
+	}
 }
 
 func TestFakeLLM(t *testing.T) {

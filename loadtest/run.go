@@ -10,7 +10,6 @@ import (
 
 	"github.com/bojand/ghz/runner"
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/jhump/protoreflect/desc"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
@@ -133,31 +132,27 @@ func (e *env) load(sc *Scenario, p *Payload, d time.Duration) (*Result, error) {
 		runner.WithDisableTemplateFuncs(true),
 		runner.WithName(sc.Name),
 	}
-	opts = append(opts, runner.WithDefaultCallOptions(newLoadCodec(sc.Cache != "miss").callOptions()))
+	codec := newLoadCodec(true)
 	if sc.Cache == "miss" {
 		base := p.Request
-		opts = append(opts, runner.WithBinaryDataFunc(func(*desc.MethodDescriptor, *runner.CallData) []byte {
+		codec.gen = func() ([]byte, error) {
 			req, err := uniqueRequest(base, e.seq.Add(1))
 			if err != nil {
-				return nil // checked by preflight; an empty request fails loudly as an error
+				return nil, err
 			}
-			b, err := proto.Marshal(req)
-			if err != nil {
-				return nil
-			}
-			return b
-		}))
+			return proto.Marshal(req)
+		}
+	}
+	opts = append(opts, runner.WithDefaultCallOptions(codec.callOptions()))
+	b, err := proto.Marshal(p.Request)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		// ghz takes empty binary data for no data at all.
+		opts = append(opts, runner.WithDataFromJSON("{}"))
 	} else {
-		b, err := proto.Marshal(p.Request)
-		if err != nil {
-			return nil, err
-		}
-		if len(b) == 0 {
-			// ghz takes empty binary data for no data at all.
-			opts = append(opts, runner.WithDataFromJSON("{}"))
-		} else {
-			opts = append(opts, runner.WithBinaryData(b))
-		}
+		opts = append(opts, runner.WithBinaryData(b))
 	}
 	srv0, cli0 := e.serverCPU(), selfCPU()
 	rep, err := runner.Run(sc.Call, e.host, opts...)
