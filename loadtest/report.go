@@ -175,6 +175,7 @@ func (r *Result) ratios(b *Result) (rps, p99 float64) {
 	return rps, p99
 }
 
+// String is the target as a table cell ("—" for none).
 func (t *Target) String() string {
 	if t == nil {
 		return "—"

@@ -25,10 +25,14 @@ type Suite struct {
 
 // Defaults are the load settings a scenario inherits when it leaves them empty.
 type Defaults struct {
-	Concurrency uint     `yaml:"concurrency"`
-	Duration    Duration `yaml:"duration"`
-	Warmup      Duration `yaml:"warmup"`
-	Slices      int      `yaml:"slices"`
+	// Concurrency is the number of ghz workers; default 16.
+	Concurrency uint `yaml:"concurrency"`
+	// Duration is the measured time of each scenario; default 10s.
+	Duration Duration `yaml:"duration"`
+	// Warmup is the unmeasured run before each scenario; default none.
+	Warmup Duration `yaml:"warmup"`
+	// Slices is how many baseline-paired slices Duration is split into; default 1.
+	Slices int `yaml:"slices"`
 }
 
 // Scenario is one load: a call, how its request is built, and how hard it is driven.
@@ -75,6 +79,7 @@ type ConversationSource struct {
 
 // BodySource names the corpus file sent as a provider request body.
 type BodySource struct {
+	// File is a corpus file name; its bytes become the request's body field.
 	File string `yaml:"file"`
 }
 
