@@ -70,8 +70,16 @@ func main() {
 	flag.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	rearmSignals()
 	ok, err := run(ctx, f)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
@@ -81,6 +89,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "loadtest: errors or failed scenarios; see the report")
 		os.Exit(1)
 	}
+}
+
+// signals receives SIGINT and SIGTERM: the driver stops and cleans up.
+var signals = make(chan os.Signal, 1)
+
+// rearmSignals makes signals the only receiver of SIGINT and SIGTERM again. Every ghz run
+// registers its own SIGINT channel and never unregisters it; a later Ctrl-C would make those
+// stale handlers stop finished runs and panic (send on a closed channel), so the driver drops
+// them after each run.
+func rearmSignals() {
+	signal.Reset(syscall.SIGTERM, os.Interrupt)
+	signal.Notify(signals, syscall.SIGTERM, os.Interrupt)
 }
 
 func logf(format string, a ...any) {

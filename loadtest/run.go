@@ -156,6 +156,7 @@ func (e *env) load(sc *Scenario, p *Payload, d time.Duration) (*Result, error) {
 	}
 	srv0, cli0 := e.serverCPU(), selfCPU()
 	rep, err := runner.Run(sc.Call, e.host, opts...)
+	rearmSignals()
 	srv1, cli1 := e.serverCPU(), selfCPU()
 	if err != nil {
 		// ghz joins every failed call's error into one; keep the start.
