@@ -117,7 +117,37 @@ func (k Key) IsZero() bool { return k.s == "" }
 // Key returns the key for the summary of the prefix whose hash chain value is prefixHash
 // (hex SHA-256, as in PlanResponse.prefix_hash). The key is
 // "{sha256(tenant)[:16]}:{sha256(summarizer ‖ instructions)[:16]}:{prefixHash}" in hex.
-func (s Scope) Key(prefixHash string) Key {
+func (s Scope) Key(prefixHash string) Key { return Key{s: s.prefix() + prefixHash} }
+
+// Keys returns Key(h) for every hash, in order.
+func (s Scope) Keys(prefixHashes []string) []Key {
+	p := s.prefix()
+	keys := make([]Key, len(prefixHashes))
+	for i, h := range prefixHashes {
+		keys[i] = Key{s: p + h}
+	}
+	return keys
+}
+
+// KeyOf is Key for a raw 32-byte chain value.
+func (s Scope) KeyOf(prefixHash [32]byte) Key { return s.KeysOf([][32]byte{prefixHash})[0] }
+
+// KeysOf returns the keys of raw chain values, in order: the candidates of one Longest
+// lookup, with the scope hashed once.
+func (s Scope) KeysOf(prefixHashes [][32]byte) []Key {
+	p := s.prefix()
+	keys := make([]Key, len(prefixHashes))
+	buf := make([]byte, len(p)+hex.EncodedLen(sha256.Size))
+	copy(buf, p)
+	for i, h := range prefixHashes {
+		hex.Encode(buf[len(p):], h[:])
+		keys[i] = Key{s: string(buf)}
+	}
+	return keys
+}
+
+// prefix is the scope's part of every key: "{tenant hash}:{fingerprint hash}:".
+func (s Scope) prefix() string {
 	t := sha256.Sum256([]byte(s.Tenant))
 	h := sha256.New()
 	// Length-prefix the fields so ("ab","c") and ("a","bc") differ.
@@ -131,17 +161,5 @@ func (s Scope) Key(prefixHash string) Key {
 	}
 	var fp [sha256.Size]byte
 	h.Sum(fp[:0])
-	return Key{s: hex.EncodeToString(t[:8]) + ":" + hex.EncodeToString(fp[:8]) + ":" + prefixHash}
+	return hex.EncodeToString(t[:8]) + ":" + hex.EncodeToString(fp[:8]) + ":"
 }
-
-// Keys returns Key(h) for every hash, in order.
-func (s Scope) Keys(prefixHashes []string) []Key {
-	keys := make([]Key, len(prefixHashes))
-	for i, h := range prefixHashes {
-		keys[i] = s.Key(h)
-	}
-	return keys
-}
-
-// KeyOf is Key for a raw 32-byte chain value.
-func (s Scope) KeyOf(prefixHash [32]byte) Key { return s.Key(hex.EncodeToString(prefixHash[:])) }

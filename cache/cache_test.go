@@ -500,3 +500,18 @@ func TestMemoryFillWakesWaitersAtOnce(t *testing.T) {
 		t.Errorf("waiter got %+v", e)
 	}
 }
+
+func TestScopeKeysOfMatchesKey(t *testing.T) {
+	s := Scope{Tenant: "acme", Summarizer: `"llm","gpt","v1"`, Instructions: "keep the API"}
+	hashes := [][32]byte{sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b")), sha256.Sum256([]byte("c"))}
+	keys := s.KeysOf(hashes)
+	for i, h := range hashes {
+		want := s.Key(hex.EncodeToString(h[:]))
+		if keys[i] != want || s.KeyOf(h) != want {
+			t.Errorf("hash %d: KeysOf %q, KeyOf %q, want Key %q", i, keys[i], s.KeyOf(h), want)
+		}
+	}
+	if keys[0] == keys[1] {
+		t.Error("different prefixes share a key")
+	}
+}

@@ -49,3 +49,33 @@ func BenchmarkRPC(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompactHit measures a Compact whose summary is already cached (in memory), the
+// load test's compact-hit scenario without Redis.
+func BenchmarkCompactHit(b *testing.B) {
+	client := compactorv1.NewCompactorServiceClient(startBufconn(b, service.New(service.Options{})))
+	var msgs []*compactorv1.Message
+	for _, f := range corpus.Files(b) {
+		if f.Name == "sweagent-marshmallow-1867-fc-replace-from-source.openai.json" {
+			resp, err := client.Lift(b.Context(), &compactorv1.LiftRequest{Body: string(corpus.Read(b, f))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			msgs = resp.GetMessages()[:20]
+		}
+	}
+	req := &compactorv1.CompactRequest{Messages: msgs, Force: true,
+		Policy: &compactorv1.Policy{ContextWindow: 200_000, KeepRecentTokens: 2000}}
+	if _, err := client.Compact(b.Context(), req); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		resp, err := client.Compact(b.Context(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT {
+			b.Fatalf("cache status %v", resp.GetCacheStatus())
+		}
+	}
+}

@@ -140,10 +140,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
 	lo := max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1)
-	keys := make([]cache.Key, 0, c.cut-lo+1)
-	for k := lo; k <= c.cut; k++ {
-		keys = append(keys, scope.KeyOf(chain[k]))
-	}
+	keys := scope.KeysOf(chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
 	from, anchor := int(c.plan.GetSummaryIndex())+1, ""
