@@ -54,6 +54,13 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
 	./engine:FuzzExtractiveSummary ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./summarize:FuzzParseConfig
+# 3 replicas + a throwaway Redis, every scenario in loadtest/scenarios.yaml and a 5-minute
+# memory soak; writes loadtest/results/<UTC date>.md (needs redis-server on PATH). The servers
+# get the GC settings of k8s/base/deployment.yaml.
+LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB
+loadtest:
+	cd loadtest && $(GO) run . -soak 5m $(LOADTEST_ENV)
+
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} in $${t%%:*}"; \
