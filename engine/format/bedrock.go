@@ -481,20 +481,9 @@ func (lt *lifter) bedrock(body string) error {
 }
 
 func (lt *lifter) bedrockMessage(m string, p *jpath) error {
-	if err := want(m, kindObject, p); err != nil {
-		return err
-	}
-	role, err := str(field(m, "role"), p.k("role"), true)
+	assistant, err := userOrAssistant(m, p)
 	if err != nil {
 		return err
-	}
-	var assistant bool
-	switch role {
-	case "user":
-	case "assistant":
-		assistant = true
-	default:
-		return p.k("role").invalid(`must be "user" or "assistant", not "` + role + `"`)
 	}
 	lt.unknownKeys(m, p, "role", "content")
 	cp := p.k("content")

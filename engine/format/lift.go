@@ -137,6 +137,25 @@ func str(v string, p *jpath, req bool) (string, error) {
 }
 
 // want checks that v has kind k.
+// userOrAssistant reads the role of a message object in the alternating formats (Anthropic,
+// Bedrock): true for "assistant", false for "user", an error naming p.role otherwise.
+func userOrAssistant(m string, p *jpath) (bool, error) {
+	if err := want(m, kindObject, p); err != nil {
+		return false, err
+	}
+	role, err := str(field(m, "role"), p.k("role"), true)
+	if err != nil {
+		return false, err
+	}
+	switch role {
+	case "user":
+		return false, nil
+	case "assistant":
+		return true, nil
+	}
+	return false, p.k("role").invalid(`must be "user" or "assistant", not "` + role + `"`)
+}
+
 func want(v string, k jsonKind, p *jpath) error {
 	if kindOf(v) != k {
 		if v == "" {
