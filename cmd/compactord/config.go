@@ -49,7 +49,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.Var(&c.MaxMessageBytes, "max-message-bytes", "largest request accepted (bytes; KiB/MiB/GiB suffixes allowed)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 20*time.Second, "how long SIGTERM waits for in-flight calls")
 	fs.DurationVar(&c.MaxConnAge, "max-connection-age", 5*time.Minute, "close client connections after this long so clients rebalance over new replicas (0: never)")
-	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache")
+	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache (in front of Redis with --redis-url)")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
 	fs.Var(&c.TokenMemoBytes, "token-memo-bytes", "size bound of the token-count memo")
 	fs.Float64Var(&c.MaxSummaryRatio, "max-summary-ratio", 0.5, "reject summaries longer than this share of the tokens they replace")

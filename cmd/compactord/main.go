@@ -161,7 +161,8 @@ func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, 
 	return r, nil
 }
 
-// openCache returns the Redis cache of --redis-url, or the in-memory one.
+// openCache returns the Redis cache of --redis-url behind an in-memory one, or the in-memory
+// one alone.
 func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, func(), error) {
 	if cfg.RedisURL == "" {
 		return cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp}), func() {}, nil
@@ -171,14 +172,16 @@ func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.
 	if err != nil {
 		return nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
 	}
-	return r, func() { _ = r.Close() }, nil
+	// Summaries this replica has seen are served from memory, without a round trip to Redis.
+	local := cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp})
+	return cache.NewTiered(local, r), func() { _ = r.Close() }, nil
 }
 
 func cacheKind(cfg config) string {
 	if cfg.RedisURL == "" {
 		return "memory"
 	}
-	return "redis"
+	return "memory+redis"
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
