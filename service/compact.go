@@ -139,7 +139,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 	chain := c.s.counter.HashChain(c.msgs[:c.cut])
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
-	lo := max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1)
+	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
 	keys := scope.KeysOf(chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
