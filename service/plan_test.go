@@ -13,7 +13,7 @@ import (
 )
 
 // liftCorpus lifts a corpus file through the RPC.
-func liftCorpus(t *testing.T, client compactorv1.CompactorServiceClient, name string) []*compactorv1.Message {
+func liftCorpus(t testing.TB, client compactorv1.CompactorServiceClient, name string) []*compactorv1.Message {
 	t.Helper()
 	for _, f := range corpus.Files(t) {
 		if f.Name == name {

@@ -516,13 +516,7 @@ func (lt *lifter) anthropicMessage(m string, p *jpath) error {
 	default:
 		return want(content, kindArray, cp)
 	}
-	// A user message splits into runs of tool results (ROLE_TOOL) and other content
-	// (ROLE_USER); an assistant message stays whole.
-	var parts []*compactorv1.Part
-	cur := compactorv1.Role_ROLE_ASSISTANT
-	if !assistant {
-		cur = compactorv1.Role_ROLE_USER
-	}
+	split := lt.splitter(assistant)
 	n := 0
 	for i, b := range elems(content) {
 		n++
@@ -531,23 +525,12 @@ func (lt *lifter) anthropicMessage(m string, p *jpath) error {
 		if err != nil {
 			return err
 		}
-		if !assistant {
-			r := compactorv1.Role_ROLE_USER
-			if part.GetToolResult() != nil {
-				r = compactorv1.Role_ROLE_TOOL
-			}
-			if r != cur && len(parts) > 0 {
-				lt.add(cur, parts)
-				parts = nil
-			}
-			cur = r
-		}
-		parts = append(parts, part)
+		split.push(part)
 	}
 	if n == 0 {
 		lt.warn(cp, "empty content; message skipped")
 	}
-	lt.add(cur, parts)
+	split.flush()
 	return nil
 }
 

@@ -491,18 +491,14 @@ func (lt *lifter) bedrockMessage(m string, p *jpath) error {
 	if err := want(content, kindArray, cp); err != nil {
 		return err
 	}
-	var parts []*compactorv1.Part
-	cur := compactorv1.Role_ROLE_USER
-	if assistant {
-		cur = compactorv1.Role_ROLE_ASSISTANT
-	}
+	split := lt.splitter(assistant)
 	for i, b := range elems(content) {
 		bp := cp.i(i)
 		if err := want(b, kindObject, bp); err != nil {
 			return err
 		}
 		if cpv := field(b, "cachePoint"); cpv != "" {
-			if len(parts) > 0 {
+			if parts := split.parts; len(parts) > 0 {
 				setOpt(&parts[len(parts)-1].ProviderOptions, "bedrock", "cachePoint", toValue(cpv))
 			} else if n := len(lt.msgs); n > 0 && lt.msgs[n-1].GetRole() != compactorv1.Role_ROLE_SYSTEM {
 				ps := lt.msgs[n-1].GetParts()
@@ -516,23 +512,12 @@ func (lt *lifter) bedrockMessage(m string, p *jpath) error {
 		if err != nil {
 			return err
 		}
-		if !assistant {
-			r := compactorv1.Role_ROLE_USER
-			if part.GetToolResult() != nil {
-				r = compactorv1.Role_ROLE_TOOL
-			}
-			if r != cur && len(parts) > 0 {
-				lt.add(cur, parts)
-				parts = nil
-			}
-			cur = r
-		}
-		parts = append(parts, part)
+		split.push(part)
 	}
-	if len(parts) == 0 {
+	if len(split.parts) == 0 {
 		lt.warn(cp, "empty content; message skipped")
 	}
-	lt.add(cur, parts)
+	split.flush()
 	return nil
 }
 

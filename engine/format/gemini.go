@@ -318,33 +318,18 @@ func (g *geminiLift) content(c string, p *jpath) error {
 	if err := want(parts, kindArray, pp); err != nil {
 		return err
 	}
-	var out []*compactorv1.Part
-	cur := compactorv1.Role_ROLE_USER
-	if model {
-		cur = compactorv1.Role_ROLE_ASSISTANT
-	}
+	split := lt.splitter(model)
 	for i, e := range elems(parts) {
 		part, err := g.part(e, pp.i(i), model)
 		if err != nil {
 			return err
 		}
-		if !model {
-			r := compactorv1.Role_ROLE_USER
-			if part.GetToolResult() != nil {
-				r = compactorv1.Role_ROLE_TOOL
-			}
-			if r != cur && len(out) > 0 {
-				lt.add(cur, out)
-				out = nil
-			}
-			cur = r
-		}
-		out = append(out, part)
+		split.push(part)
 	}
-	if len(out) == 0 {
+	if len(split.parts) == 0 {
 		lt.warn(pp, "empty parts; content skipped")
 	}
-	lt.add(cur, out)
+	split.flush()
 	return nil
 }
 

@@ -122,6 +122,43 @@ func (lt *lifter) add(role compactorv1.Role, parts []*compactorv1.Part) *compact
 	return m
 }
 
+// turnSplitter turns the parts of one provider message into IR messages: an assistant
+// message stays whole; a user message splits into runs of tool results (ROLE_TOOL) and other
+// content (ROLE_USER), in order.
+type turnSplitter struct {
+	lt        *lifter
+	assistant bool
+	cur       compactorv1.Role
+	parts     []*compactorv1.Part // the current run
+}
+
+func (lt *lifter) splitter(assistant bool) *turnSplitter {
+	s := &turnSplitter{lt: lt, assistant: assistant, cur: compactorv1.Role_ROLE_USER}
+	if assistant {
+		s.cur = compactorv1.Role_ROLE_ASSISTANT
+	}
+	return s
+}
+
+// push adds the next part, closing the current run when the part changes its role.
+func (s *turnSplitter) push(p *compactorv1.Part) {
+	if !s.assistant {
+		r := compactorv1.Role_ROLE_USER
+		if p.GetToolResult() != nil {
+			r = compactorv1.Role_ROLE_TOOL
+		}
+		if r != s.cur && len(s.parts) > 0 {
+			s.lt.add(s.cur, s.parts)
+			s.parts = nil
+		}
+		s.cur = r
+	}
+	s.parts = append(s.parts, p)
+}
+
+// flush adds the last run (nothing when the message had no parts).
+func (s *turnSplitter) flush() { s.lt.add(s.cur, s.parts) }
+
 // str reads a string value (required when req is true); null counts as absent.
 func str(v string, p *jpath, req bool) (string, error) {
 	switch kindOf(v) {
