@@ -449,17 +449,7 @@ func (lt *lifter) anthropic(body string) error {
 			return err
 		}
 	}
-	mp := lt.root.k("messages")
-	msgs := field(body, "messages")
-	if err := want(msgs, kindArray, mp); err != nil {
-		return err
-	}
-	for i, m := range elems(msgs) {
-		if err := lt.anthropicMessage(m, mp.i(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return lt.eachMessage(body, lt.anthropicMessage)
 }
 
 func (lt *lifter) anthropicSystem(sys string, p *jpath) error {

@@ -467,17 +467,7 @@ func (lt *lifter) bedrock(body string) error {
 			}
 		}
 	}
-	mp := lt.root.k("messages")
-	msgs := field(body, "messages")
-	if err := want(msgs, kindArray, mp); err != nil {
-		return err
-	}
-	for i, m := range elems(msgs) {
-		if err := lt.bedrockMessage(m, mp.i(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return lt.eachMessage(body, lt.bedrockMessage)
 }
 
 func (lt *lifter) bedrockMessage(m string, p *jpath) error {

@@ -122,6 +122,21 @@ func (lt *lifter) add(role compactorv1.Role, parts []*compactorv1.Part) *compact
 	return m
 }
 
+// eachMessage lifts every element of the body's "messages" array with lift.
+func (lt *lifter) eachMessage(body string, lift func(m string, p *jpath) error) error {
+	mp := lt.root.k("messages")
+	msgs := field(body, "messages")
+	if err := want(msgs, kindArray, mp); err != nil {
+		return err
+	}
+	for i, m := range elems(msgs) {
+		if err := lift(m, mp.i(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // turnSplitter turns the parts of one provider message into IR messages: an assistant
 // message stays whole; a user message splits into runs of tool results (ROLE_TOOL) and other
 // content (ROLE_USER), in order.
