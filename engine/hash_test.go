@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/sha256"
+	"math/rand/v2"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -132,5 +133,44 @@ func TestHashChainInvalidUTF8(t *testing.T) {
 	}
 	if bad[0].Parts[0].GetText().GetText() != "ok \xff\xfe bytes" {
 		t.Errorf("Canon modified its input")
+	}
+}
+
+// TestDecisionPrefixChainMatchesHashChain: the chain Compact looks summaries up by equals the
+// pure HashChain of the summarized prefix, ends at prefix_hash, and exists only for SUMMARIZE.
+func TestDecisionPrefixChainMatchesHashChain(t *testing.T) {
+	c := NewCounter(1 << 20)
+	r := rand.New(rand.NewPCG(7, 11))
+	summarized := 0
+	for range 30 {
+		msgs := genConversation(r)
+		d, err := Decide(msgs, &compactorv1.Policy{ContextWindow: 4000, SummaryMaxTokens: 200}, c, Options{Force: true})
+		if err != nil {
+			continue // irreducible or invalid policy for this draw
+		}
+		got := d.PrefixChain()
+		if d.Response.GetAction() != compactorv1.Action_ACTION_SUMMARIZE {
+			if got != nil {
+				t.Fatalf("%v decision has a prefix chain", d.Response.GetAction())
+			}
+			continue
+		}
+		summarized++
+		cut := int(d.Response.GetCutIndex())
+		want := HashChain(msgs[:cut])
+		if len(got) != len(want) {
+			t.Fatalf("PrefixChain has %d values, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("PrefixChain h[%d] differs from HashChain", i)
+			}
+		}
+		if HexHash(got[cut]) != d.Response.GetPrefixHash() {
+			t.Fatal("PrefixChain does not end at prefix_hash")
+		}
+	}
+	if summarized == 0 {
+		t.Fatal("no generated conversation was summarized; the test checked nothing")
 	}
 }

@@ -24,6 +24,23 @@ type Decision struct {
 	Pruned []PrunedPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
+
+	// For PrefixChain (SUMMARIZE only): the counter, the conversation and the content keys
+	// Decide computed, so the chain is not hashed from the message contents a second time.
+	counter *Counter
+	msgs    []*compactorv1.Message
+	keys    []contentKey
+}
+
+// PrefixChain returns the hash chain values h[0..cut] of a SUMMARIZE decision (the values
+// HashChain would return for msgs[:cut], with h[cut] = Response.prefix_hash), from the
+// Counter's memo and the content hashes Decide already computed. It returns nil for other
+// actions.
+func (d *Decision) PrefixChain() [][32]byte {
+	if d.keys == nil {
+		return nil
+	}
+	return d.counter.chainUpTo(d.msgs, d.keys, int(d.Response.GetCutIndex()))
 }
 
 // IrreducibleError says by how much the smallest possible compaction of a conversation
@@ -288,6 +305,7 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	d.Pruned = keepSaving(pruned, saved, cut)
 	fill(resp, &lay, cut, saved)
 	resp.PrefixHash = HexHash(c.chainAt(msgs, keys, cut))
+	d.counter, d.msgs, d.keys = c, msgs, append([]contentKey(nil), keys[:cut]...) // keys is pooled scratch
 
 	var b strings.Builder
 	b.WriteString(rs)

@@ -84,7 +84,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		return resp, nil
 	}
 
-	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex())}
+	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	entry, cacheStatus, err := c.summary(ctx)
 	if err != nil {
 		return nil, toStatus(err)
@@ -129,6 +129,8 @@ type compaction struct {
 	plan *compactorv1.PlanResponse
 	sum  summarize.Summarizer
 	cut  int
+	// chain is h[0..cut] of the prefix hash chain.
+	chain [][32]byte
 }
 
 // summary returns the summary of msgs[0:cut] and how the cache served it: the exact prefix
@@ -136,11 +138,10 @@ type compaction struct {
 // conversation's latest summary), computed once across replicas and stored.
 func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.CacheStatus, error) {
 	scope := cache.Scope{Tenant: tenant(ctx), Summarizer: c.sum.Fingerprint().String(), Instructions: c.req.GetInstructions()}
-	chain := c.s.counter.HashChain(c.msgs[:c.cut])
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
 	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
-	keys := scope.KeysOf(chain[lo : c.cut+1])
+	keys := scope.KeysOf(c.chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
 	from, anchor := int(c.plan.GetSummaryIndex())+1, ""
