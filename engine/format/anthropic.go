@@ -556,17 +556,9 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 		known = append(known, "tool_use_id", "content", "is_error")
 	case "tool_use", "server_tool_use":
 		assistantOnly = true
-		id, err := str(field(b, "id"), p.k("id"), true)
+		id, name, input, err := toolUse(b, p, "id")
 		if err != nil {
 			return nil, err
-		}
-		name, err := str(field(b, "name"), p.k("name"), true)
-		if err != nil {
-			return nil, err
-		}
-		input := field(b, "input")
-		if input == "" {
-			input = "{}"
 		}
 		part = callPart(id, name, input)
 		part.GetToolCall().ProviderExecuted = typ == "server_tool_use"

@@ -532,17 +532,9 @@ func (lt *lifter) bedrockBlock(b string, p *jpath, assistant bool) (*compactorv1
 		if err := want(v, kindObject, tp); err != nil {
 			return nil, err
 		}
-		id, err := str(field(v, "toolUseId"), tp.k("toolUseId"), true)
+		id, name, input, err := toolUse(v, tp, "toolUseId")
 		if err != nil {
 			return nil, err
-		}
-		name, err := str(field(v, "name"), tp.k("name"), true)
-		if err != nil {
-			return nil, err
-		}
-		input := field(v, "input")
-		if input == "" {
-			input = "{}"
 		}
 		lt.call(id, name)
 		return callPart(id, name, input), nil

@@ -122,6 +122,21 @@ func (lt *lifter) add(role compactorv1.Role, parts []*compactorv1.Part) *compact
 	return m
 }
 
+// toolUse reads the id (under idKey), name and input of an Anthropic tool_use block or a
+// Bedrock toolUse object; a missing input is the empty object.
+func toolUse(v string, p *jpath, idKey string) (id, name, input string, err error) {
+	if id, err = str(field(v, idKey), p.k(idKey), true); err != nil {
+		return "", "", "", err
+	}
+	if name, err = str(field(v, "name"), p.k("name"), true); err != nil {
+		return "", "", "", err
+	}
+	if input = field(v, "input"); input == "" {
+		input = "{}"
+	}
+	return id, name, input, nil
+}
+
 // eachMessage lifts every element of the body's "messages" array with lift.
 func (lt *lifter) eachMessage(body string, lift func(m string, p *jpath) error) error {
 	mp := lt.root.k("messages")
