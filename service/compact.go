@@ -22,15 +22,14 @@ import (
 // cached per tenant: one tenant can never read, or learn the existence of, another's.
 const TenantMetadataKey = "x-compactor-tenant"
 
-// Span attributes Compact sets on the server span and on the summarization span.
+// Span attributes Compact sets on the server span and on the summarization span, besides
+// cache.AttrHit (compactor.cache.hit).
 const (
-	attrCacheHit           = attribute.Key("compactor.cache.hit")
-	attrCacheStatus        = attribute.Key("compactor.cache.status")
-	attrPrefixHash         = attribute.Key("compactor.prefix_hash")
-	attrMessagesSummarized = attribute.Key("compactor.messages.summarized")
-	attrTokensBefore       = attribute.Key("compactor.tokens.before")
-	attrTokensAfter        = attribute.Key("compactor.tokens.after")
-	attrAction             = attribute.Key("compactor.action")
+	attrCacheStatus  = attribute.Key("compactor.cache.status")
+	attrPrefixHash   = attribute.Key("compactor.prefix_hash")
+	attrTokensBefore = attribute.Key("compactor.tokens.before")
+	attrTokensAfter  = attribute.Key("compactor.tokens.after")
+	attrAction       = attribute.Key("compactor.action")
 )
 
 // maxAnchorCandidates bounds how many earlier prefixes one Compact looks up in the cache
@@ -90,7 +89,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		return nil, toStatus(err)
 	}
 	resp.CacheStatus = cacheStatus
-	span.SetAttributes(attrCacheHit.Bool(cacheStatus == compactorv1.CacheStatus_CACHE_STATUS_HIT),
+	span.SetAttributes(cache.AttrHit.Bool(cacheStatus == compactorv1.CacheStatus_CACHE_STATUS_HIT),
 		attrCacheStatus.String(cacheStatus.String()), attrPrefixHash.String(plan.GetPrefixHash()))
 
 	out := make([]*compactorv1.Message, 0, len(msgs)-c.cut+8)
@@ -230,7 +229,7 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 	name := c.s.summarizerName(c.req.GetSummarizer())
 	start := time.Now()
 	res, err := c.sum.Summarize(ctx, summarize.Request{
-		Attributes: []attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), attrCacheHit.Bool(false),
+		Attributes: []attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
 			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())},
 		Messages:        in,
 		Anchor:          anchor,
