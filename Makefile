@@ -10,6 +10,9 @@ PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
 STATICCHECK_VERSION        := v0.8.2
 GRPCURL_VERSION            := v1.9.3
+# The vtprotobuf plugin must match the runtime helpers its code imports: the version go.mod
+# resolves (gRPC requires the module too).
+VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com/planetscale/vtprotobuf)
 
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
@@ -32,7 +35,7 @@ lint: $(BIN)/staticcheck $(BIN)/buf
 	$(BIN)/staticcheck ./...
 	$(BIN)/buf lint
 
-generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
+generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto
 	$(BIN)/buf generate
 
 # Fails when the checked-in generated code differs from what `make generate` produces.
@@ -54,7 +57,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
 	./engine:FuzzExtractiveSummary ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./summarize:FuzzParseConfig
-# 3 replicas + a throwaway Redis, every scenario in loadtest/scenarios.yaml and a 5-minute
+# One replica + a throwaway Redis (summary cache), every scenario in loadtest/scenarios.yaml and a 5-minute
 # memory soak; writes loadtest/results/<UTC date>.md (needs redis-server on PATH). The servers
 # get the GC settings of k8s/base/deployment.yaml.
 LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB
@@ -70,7 +73,7 @@ fuzz:
 bench:
 	$(GO) test ./engine/... ./service -run '^$$' -bench . -benchmem
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/staticcheck $(BIN)/grpcurl
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto $(BIN)/staticcheck $(BIN)/grpcurl
 
 $(BIN)/buf:
 	GOBIN=$(BIN) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -78,6 +81,8 @@ $(BIN)/protoc-gen-go:
 	GOBIN=$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(BIN)/protoc-gen-go-vtproto:
+	GOBIN=$(BIN) $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(VTPROTO_VERSION)
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 $(BIN)/grpcurl:
