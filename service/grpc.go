@@ -82,6 +82,7 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	}
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxBytes),
+		grpc.ForceServerCodecV2(newCodec()),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelOpts...)),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),

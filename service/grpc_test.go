@@ -1,8 +1,10 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"strings"
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -15,6 +17,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 )
 
 // panicky is a test service whose EmptyCall panics, to exercise panic recovery.
@@ -122,4 +125,36 @@ func BadRequestField(t *testing.T, err error, code codes.Code) string {
 	}
 	t.Fatalf("no BadRequest detail in %v", st.Proto())
 	return ""
+}
+
+// rawCodec sends requests that are already encoded ([]byte) as they are, so a test can send
+// bytes no protobuf library would produce, and decodes responses with the protobuf runtime.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+
+func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(data, v.(proto.Message)) }
+
+// A request with a string that is not UTF-8 fails as the protobuf runtime would fail it, and
+// the error names the field; the server keeps serving.
+func TestInvalidUTF8RequestNamesTheField(t *testing.T) {
+	conn := startBufconn(t, service.New(service.Options{}))
+	req := &compactorv1.PlanRequest{Messages: []*compactorv1.Message{
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "héllo"}}}}},
+	}, Policy: &compactorv1.Policy{ContextWindow: 8000}}
+	wire, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire[bytes.Index(wire, []byte("é"))+1] = 'x' // a lead byte without its continuation
+	var resp compactorv1.PlanResponse
+	err = conn.Invoke(t.Context(), compactorv1.CompactorService_Plan_FullMethodName, wire, &resp, grpc.ForceCodec(rawCodec{}))
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "messages[0].parts[0].text.text: string field contains invalid UTF-8") {
+		t.Fatalf("got %v, want INTERNAL naming messages[0].parts[0].text.text", err)
+	}
+	if _, err := compactorv1.NewCompactorServiceClient(conn).Plan(t.Context(), req); err != nil {
+		t.Fatalf("valid request after the invalid one: %v", err)
+	}
 }

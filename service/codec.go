@@ -1,0 +1,79 @@
+package service
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers the fallback codec
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// vtMessage is a message with the fast paths vtprotobuf generates: every message of
+// compactor.v1 (see buf.gen.yaml).
+type vtMessage interface {
+	proto.Message
+	SizeVT() int
+	MarshalToSizedBufferVT([]byte) (int, error)
+	UnmarshalVTUnsafe([]byte) error
+}
+
+// codec is the server's gRPC codec; the wire format is ordinary protobuf. It encodes and
+// decodes compactor.v1 messages with the code vtprotobuf generates for them, which works on
+// the struct fields directly where the protobuf runtime goes through reflection (notably for
+// every oneof, which the IR uses in each part). Other messages (health, reflection) go to
+// gRPC's standard codec.
+//
+// A decoded request is backed by one buffer of its own: its strings and bytes point into a
+// copy of the encoded request made for it (never into gRPC's pooled buffers), so decoding
+// allocates the message structs and that copy instead of one object per string. A string
+// kept beyond the call keeps the whole copy alive: clone request strings that outlive it.
+// The generated decoder does not check UTF-8, so the codec does first, as the protobuf
+// runtime would (see utf8Checker): an invalid string fails the call naming its field.
+type codec struct {
+	fallback encoding.CodecV2
+	utf8     utf8Checker
+}
+
+func newCodec() *codec {
+	return &codec{fallback: encoding.GetCodecV2("proto")}
+}
+
+// Name is the content subtype the codec serves: ordinary protobuf.
+func (c *codec) Name() string { return "proto" }
+
+// Marshal encodes v, into a buffer from gRPC's pool when it is large enough to be pooled.
+func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(vtMessage)
+	if !ok {
+		return c.fallback.Marshal(v)
+	}
+	size := m.SizeVT()
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		b := make([]byte, size)
+		if _, err := m.MarshalToSizedBufferVT(b); err != nil {
+			return nil, fmt.Errorf("marshal %T: %w", v, err)
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	b := pool.Get(size)
+	if _, err := m.MarshalToSizedBufferVT((*b)[:size]); err != nil {
+		pool.Put(b)
+		return nil, fmt.Errorf("marshal %T: %w", v, err)
+	}
+	return mem.BufferSlice{mem.NewBuffer(b, pool)}, nil
+}
+
+// Unmarshal decodes data into v, which must be empty.
+func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(vtMessage)
+	if !ok {
+		return c.fallback.Unmarshal(data, v)
+	}
+	b := data.Materialize()
+	if err := c.utf8.check(m.ProtoReflect().Descriptor(), b); err != nil {
+		return err
+	}
+	return m.UnmarshalVTUnsafe(b)
+}

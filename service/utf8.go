@@ -1,0 +1,184 @@
+package service
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// utf8Checker finds string fields that are not UTF-8 in encoded messages, at any depth, as
+// the protobuf runtime rejects them when it decodes proto3 and editions strings. It walks the
+// wire format with a table per message type built once from the descriptors, so a check costs
+// a pass over the tags and the bytes of the strings. The zero value is ready to use and safe
+// for concurrent use.
+type utf8Checker struct {
+	schemas sync.Map // protoreflect.FullName → *wireSchema
+}
+
+// wireSchema is what the checker needs of a message type: its fields by number.
+type wireSchema struct {
+	dense  []wireField // by field number, for the common small numbers
+	sparse map[protowire.Number]*wireField
+}
+
+// wireField is a field of a wireSchema. A zero wireField (unknown numbers included) is
+// skipped.
+type wireField struct {
+	name  string
+	list  bool        // repeated or map: paths index it
+	utf8  bool        // a string that must be UTF-8
+	inner *wireSchema // a message or map entry to look into
+}
+
+// maxDense bounds the field numbers kept in a wireSchema's slice.
+const maxDense = 256
+
+// check returns an error naming the first string field of b, an encoded md, that is not
+// UTF-8. Malformed input is left for the decoder to report.
+func (c *utf8Checker) check(md protoreflect.MessageDescriptor, b []byte) error {
+	s := c.schema(md)
+	if s.valid(b) {
+		return nil
+	}
+	return fmt.Errorf("%s: string field contains invalid UTF-8", s.find(b))
+}
+
+func (c *utf8Checker) schema(md protoreflect.MessageDescriptor) *wireSchema {
+	if s, ok := c.schemas.Load(md.FullName()); ok {
+		return s.(*wireSchema)
+	}
+	built := make(map[protoreflect.FullName]*wireSchema)
+	s := buildSchema(md, built)
+	for name, bs := range built {
+		c.schemas.LoadOrStore(name, bs) // racing builders store equivalent tables
+	}
+	return s
+}
+
+// buildSchema builds the table of md and of every message type reachable from it into
+// built, which also breaks the cycles of recursive types.
+func buildSchema(md protoreflect.MessageDescriptor, built map[protoreflect.FullName]*wireSchema) *wireSchema {
+	if s, ok := built[md.FullName()]; ok {
+		return s
+	}
+	s := &wireSchema{}
+	built[md.FullName()] = s
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		f := wireField{name: string(fd.Name()), list: fd.IsList() || fd.IsMap()}
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			f.utf8 = enforcesUTF8(fd)
+		case protoreflect.MessageKind:
+			f.inner = buildSchema(fd.Message(), built)
+		default:
+			continue // nothing to check inside
+		}
+		if n := fd.Number(); n < maxDense {
+			if int(n) >= len(s.dense) {
+				s.dense = append(s.dense, make([]wireField, int(n)+1-len(s.dense))...)
+			}
+			s.dense[n] = f
+		} else {
+			if s.sparse == nil {
+				s.sparse = make(map[protowire.Number]*wireField)
+			}
+			s.sparse[n] = &f
+		}
+	}
+	return s
+}
+
+// enforcesUTF8 reports whether the protobuf runtime rejects a non-UTF-8 value of the string
+// field fd: in proto3 files, and in editions files unless the field's features say otherwise.
+func enforcesUTF8(fd protoreflect.FieldDescriptor) bool {
+	if e, ok := fd.(interface{ EnforceUTF8() bool }); ok {
+		return e.EnforceUTF8()
+	}
+	return fd.ParentFile().Syntax() == protoreflect.Proto3
+}
+
+func (s *wireSchema) field(n protowire.Number) *wireField {
+	if n >= 0 && int(n) < len(s.dense) {
+		return &s.dense[n]
+	}
+	return s.sparse[n]
+}
+
+// valid reports whether every string field in b is UTF-8.
+func (s *wireSchema) valid(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return true
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return true
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return true
+		}
+		b = b[n:]
+		if f := s.field(num); f != nil {
+			switch {
+			case f.utf8 && !utf8.Valid(v):
+				return false
+			case f.inner != nil && !f.inner.valid(v):
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// find returns the path of the first string field in b that is not UTF-8, like
+// "messages[3].parts[0].text.text"; b must not be valid.
+func (s *wireSchema) find(b []byte) string {
+	seen := make(map[protowire.Number]int)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				break
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		f := s.field(num)
+		if f == nil {
+			continue
+		}
+		name := f.name
+		if f.list {
+			name += "[" + strconv.Itoa(seen[num]) + "]"
+			seen[num]++
+		}
+		switch {
+		case f.utf8 && !utf8.Valid(v):
+			return name
+		case f.inner != nil && !f.inner.valid(v):
+			return name + "." + f.inner.find(v)
+		}
+	}
+	return "(unknown field)"
+}
