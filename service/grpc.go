@@ -83,6 +83,12 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxBytes),
 		grpc.ForceServerCodecV2(newCodec()),
+		// Requests carry whole conversations (tens to hundreds of KiB): fixed windows this
+		// large let a client send one without waiting for window updates, and spare the
+		// server the update frames and the bandwidth-estimation pings of gRPC's dynamic
+		// windows. At most InitialConnWindowSize bytes are buffered per connection.
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(connWindow),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelOpts...)),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -135,6 +141,12 @@ func slogAdapter(l *slog.Logger) logging.Logger {
 		l.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
 }
+
+// Flow-control windows of the server's receiving side.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 4 << 20
+)
 
 // DrainTimeout is how long Shutdown waits by default before cancelling in-flight calls.
 const DrainTimeout = 20 * time.Second
