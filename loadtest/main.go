@@ -1,7 +1,8 @@
 // Command loadtest drives compactord with ghz and writes a Markdown report.
 //
-// It builds and starts the server (one replica with its in-memory cache, or N replicas
-// sharing a throwaway redis-server), starts a fake OpenAI-compatible LLM on loopback with a
+// It builds and starts the server (by default one replica with a throwaway redis-server as
+// its summary cache; -replicas N starts N sharing it, -redis=false one with its in-memory
+// cache only), starts a fake OpenAI-compatible LLM on loopback with a
 // fixed latency, builds every scenario's request from the real corpus, checks each scenario
 // with a preflight call, measures the health-check baseline and then every scenario at the
 // same concurrency, and writes RPS, latency percentiles, errors and ratios to the baseline to
@@ -55,7 +56,7 @@ func main() {
 	var f flags
 	flag.StringVar(&f.scenarios, "scenarios", "scenarios.yaml", "scenario file")
 	flag.StringVar(&f.out, "out", "", "report path (default results/<UTC date>.md)")
-	flag.IntVar(&f.replicas, "replicas", 3, "compactord replicas; ghz balances round-robin over them")
+	flag.IntVar(&f.replicas, "replicas", 1, "compactord replicas; ghz balances round-robin over them (on a 2-core box more replicas measure the scheduler more than the server)")
 	flag.BoolVar(&f.redis, "redis", true, "share a throwaway redis-server as the summary cache (false: each replica's in-memory cache; needs -replicas 1)")
 	flag.StringVar(&f.bin, "bin", "", "compactord binary (default: build ../cmd/compactord into the temp dir)")
 	flag.DurationVar(&f.duration, "duration", 0, "measured duration of every scenario (default: from the scenario file)")
