@@ -9,12 +9,17 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
+	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 )
+
+// loadTestConversationFile is the corpus conversation the load test's 20-message scenarios
+// send the first 20 messages of.
+const loadTestConversationFile = "sweagent-marshmallow-1867-fc-replace-from-source.openai.json"
 
 // corpusRequests returns, for every corpus conversation, one request of each kind the
 // service decodes, filled with the lifted conversation and every other field set.
@@ -258,5 +263,47 @@ func TestCodecUTF8Paths(t *testing.T) {
 	err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &compactorv1.PlanRequest{})
 	if err == nil || !strings.HasPrefix(err.Error(), "messages[1].parts[1].text.text: ") {
 		t.Fatalf("error %v, want one naming messages[1].parts[1].text.text", err)
+	}
+}
+
+// BenchmarkCodecUnmarshal decodes the load test's 20-message Plan request as the server
+// does (UTF-8 check, generated decoder), against the protobuf runtime's codec.
+func BenchmarkCodecUnmarshal(b *testing.B) {
+	var req *compactorv1.PlanRequest
+	for _, f := range corpus.Files(b) {
+		if f.Name == loadTestConversationFile {
+			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(b, f))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req = &compactorv1.PlanRequest{Messages: lifted.GetMessages()[:20], Policy: &compactorv1.Policy{ContextWindow: 200_000}}
+		}
+	}
+	wire, err := proto.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Frames of at most 16 KiB, as HTTP/2 delivers them.
+	var data mem.BufferSlice
+	for rest := wire; len(rest) > 0; {
+		n := min(len(rest), 16<<10)
+		data = append(data, mem.SliceBuffer(rest[:n]))
+		rest = rest[n:]
+	}
+	for _, bc := range []struct {
+		name  string
+		codec interface {
+			Unmarshal(mem.BufferSlice, any) error
+		}
+	}{{"compactord", newCodec()}, {"grpc-proto", encoding.GetCodecV2("proto")}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(wire)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bc.codec.Unmarshal(data, &compactorv1.PlanRequest{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

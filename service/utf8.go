@@ -110,26 +110,56 @@ func (s *wireSchema) field(n protowire.Number) *wireField {
 	return s.sparse[n]
 }
 
-// valid reports whether every string field in b is UTF-8.
+// valid reports whether every string field in b is UTF-8. It decodes one-byte tags and
+// lengths and skips varints inline: those are nearly all of them in a conversation.
 func (s *wireSchema) valid(b []byte) bool {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return true
+		tag := uint64(b[0])
+		if tag < 0x80 {
+			b = b[1:]
+		} else {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return true // malformed: the decoder reports it
+			}
+			tag, b = v, b[n:]
 		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
+		switch typ {
+		case protowire.BytesType:
+		case protowire.VarintType:
+			i := 0
+			for i < len(b) && b[i] >= 0x80 {
+				i++
+			}
+			if i == len(b) {
+				return true
+			}
+			b = b[i+1:]
+			continue
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
 				return true
 			}
 			b = b[n:]
 			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
+		size := uint64(0)
+		if len(b) > 0 && b[0] < 0x80 {
+			size, b = uint64(b[0]), b[1:]
+		} else {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return true
+			}
+			size, b = v, b[n:]
+		}
+		if size > uint64(len(b)) {
 			return true
 		}
-		b = b[n:]
+		v := b[:size]
+		b = b[size:]
 		if f := s.field(num); f != nil {
 			switch {
 			case f.utf8 && !utf8.Valid(v):
