@@ -48,14 +48,38 @@ const (
 	lanes80 = 0x8080808080808080
 )
 
-// specialMask flags, in the high bit of each byte lane, the bytes of the 8 at p+i that are
-// not printable ASCII or are '"' or '\\' (lanes in memory order). The borrow tricks can flag
-// lanes above a real hit, never below one, so the lowest flagged lane is exact; a zero mask
-// means all 8 bytes are copied as they are.
+// maskLanes holds the operands of wordMask: x^0x02, x^0x5c, -0x21 and -0x01 in every lane,
+// then the high bits. Read from memory, they become operands of the instructions of the
+// word loops; as constants the compiler would load each into a register with a 10-byte
+// move every time round the loop.
+var maskLanes = [5]uint64{lanes01 * 0x02, lanes01 * '\\', 1<<64 - lanes01*0x21, 1<<64 - lanes01, lanes80}
+
+// wordMask flags, in the high bit of each byte lane, the bytes of the little-endian word x
+// that are not printable ASCII or are '"' or '\\': the bytes that JSON strings cannot hold
+// raw or that need UTF-8 checks. The borrows of the subtractions can flag lanes above a real
+// hit, never below one, so the lowest flagged lane is exact; a zero mask means all 8 bytes
+// are copied as they are. A zero byte is always flagged.
+//
+// Flipping bit 1 swaps '"' (0x22) with the space and '!' with '#' and maps the controls
+// and the bytes from 0x80 onto themselves, so "control, '"' or not ASCII" becomes y < 0x21
+// or y >= 0x80 for y = x^0x02: y-0x21 has its high bit set for y < 0x21 (and y >= 0xa1),
+// y itself for y >= 0x80. The backslash is the zero of z = x^0x5c: z-1 has its high bit set
+// for z = 0 (and z >= 0x81, not ASCII anyway). A lane borrows from the next one only when it
+// is itself a hit (y < 0x21 or z = 0) or it was borrowed from.
+func wordMask(x uint64) uint64 {
+	c := &maskLanes
+	y, z := x^c[0], x^c[1]
+	return ((y + c[2]) | y | (z + c[3])) & c[4]
+}
+
+// load64 returns the 8 bytes at p+i as a little-endian word: byte i in the low lane.
+func load64(p *byte, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(p), i))[:])
+}
+
+// specialMask is wordMask of the 8 bytes at p+i (lanes in memory order).
 func specialMask(p *byte, i int) uint64 {
-	x := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
-	q, bs := x^(lanes01*'"'), x^(lanes01*'\\')
-	return ((x-lanes01*0x20)&^x | (q-lanes01)&^q | (bs-lanes01)&^bs | x) & lanes80
+	return wordMask(load64(p, i))
 }
 
 // skipPlain returns the index of the first byte at or after i that needs work, looking 8
