@@ -23,16 +23,6 @@ type jw struct {
 	first bool
 }
 
-// needsEscape marks ASCII bytes that cannot appear raw inside a JSON string.
-var needsEscape = func() (t [utf8.RuneSelf]bool) {
-	for c := range 0x20 {
-		t[c] = true
-	}
-	t['"'] = true
-	t['\\'] = true
-	return t
-}()
-
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a quoted JSON string.
@@ -48,14 +38,53 @@ const (
 	lanes80 = 0x8080808080808080
 )
 
-// specialMask flags, in the high bit of each byte lane, the bytes of the 8 at p+i that are
-// not printable ASCII or are '"' or '\\' (lanes in memory order). The borrow tricks can flag
-// lanes above a real hit, never below one, so the lowest flagged lane is exact; a zero mask
-// means all 8 bytes are copied as they are.
+// maskLanes holds the operands of wordMask: x^0x02, x^0x5c, -0x21 and -0x01 in every lane,
+// then the high bits. Read from memory, they become operands of the instructions of the
+// word loops; as constants the compiler would load each into a register with a 10-byte
+// move every time round the loop.
+var maskLanes = [5]uint64{lanes01 * 0x02, lanes01 * '\\', 1<<64 - lanes01*0x21, 1<<64 - lanes01, lanes80}
+
+// wordMask flags, in the high bit of each byte lane, the bytes of the little-endian word x
+// that are not printable ASCII or are '"' or '\\': the bytes that JSON strings cannot hold
+// raw or that need UTF-8 checks. The borrows of the subtractions can flag lanes above a real
+// hit, never below one, so the lowest flagged lane is exact; a zero mask means all 8 bytes
+// are copied as they are. A zero byte is always flagged.
+//
+// Flipping bit 1 swaps '"' (0x22) with the space and '!' with '#' and maps the controls
+// and the bytes from 0x80 onto themselves, so "control, '"' or not ASCII" becomes y < 0x21
+// or y >= 0x80 for y = x^0x02: y-0x21 has its high bit set for y < 0x21 (and y >= 0xa1),
+// y itself for y >= 0x80. The backslash is the zero of z = x^0x5c: z-1 has its high bit set
+// for z = 0 (and z >= 0x81, not ASCII anyway). A lane borrows from the next one only when it
+// is itself a hit (y < 0x21 or z = 0) or it was borrowed from.
+func wordMask(x uint64) uint64 {
+	c := &maskLanes
+	y, z := x^c[0], x^c[1]
+	return ((y + c[2]) | y | (z + c[3])) & c[4]
+}
+
+// load64 returns the 8 bytes at p+i as a little-endian word: byte i in the low lane.
+func load64(p *byte, i int) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(unsafe.Pointer(p), i))[:])
+}
+
+// load32 returns the 4 bytes at p+i as a little-endian word.
+func load32(p *byte, i int) uint32 {
+	return binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(unsafe.Pointer(p), i))[:])
+}
+
+// store64 stores x at q+j as a little-endian word.
+func store64(q *byte, j int, x uint64) {
+	binary.LittleEndian.PutUint64((*[8]byte)(unsafe.Add(unsafe.Pointer(q), j))[:], x)
+}
+
+// store32 stores x at q+j as a little-endian word.
+func store32(q *byte, j int, x uint32) {
+	binary.LittleEndian.PutUint32((*[4]byte)(unsafe.Add(unsafe.Pointer(q), j))[:], x)
+}
+
+// specialMask is wordMask of the 8 bytes at p+i (lanes in memory order).
 func specialMask(p *byte, i int) uint64 {
-	x := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
-	q, bs := x^(lanes01*'"'), x^(lanes01*'\\')
-	return ((x-lanes01*0x20)&^x | (q-lanes01)&^q | (bs-lanes01)&^bs | x) & lanes80
+	return wordMask(load64(p, i))
 }
 
 // skipPlain returns the index of the first byte at or after i that needs work, looking 8
@@ -78,58 +107,242 @@ func firstSpecial(s string, i int) int {
 	return bits.TrailingZeros64(specialMask(unsafe.StringData(s), i)) >> 3
 }
 
-// appendEscaped appends the JSON escaping of s, without quotes.
+// asciiEscapes holds, for each ASCII byte, how it is written inside a JSON string: the
+// escape of the C0 controls, '"' and '\\' and the byte itself for the others, packed by
+// packEscape for a single 8-byte store.
+var asciiEscapes = func() (t [utf8.RuneSelf]uint64) {
+	for c := range t {
+		t[c] = packEscape(string(rune(c)))
+	}
+	for c := range 0x20 {
+		t[c] = packEscape(`\u00` + hexDigits[c>>4:c>>4+1] + hexDigits[c&0xf:c&0xf+1])
+	}
+	for c, e := range map[byte]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\b': `\b`, '\f': `\f`} {
+		t[c] = packEscape(e)
+	}
+	return t
+}()
+
+// packEscape packs a sequence of 1 to 7 bytes into a little-endian word: the bytes from the
+// low lane up, and the length less one in the top lane.
+func packEscape(seq string) uint64 {
+	var w uint64
+	for k := len(seq) - 1; k >= 0; k-- {
+		w = w<<8 | uint64(seq[k])
+	}
+	return w | uint64(len(seq)-1)<<56
+}
+
+// escSlack is the spare capacity appendEscaped keeps beyond one byte for each byte of s
+// left. It covers the stores of a whole word: its bytes grow by at most 5 each (40 in all)
+// and the 8-byte stores of escapeWords reach at most 8 bytes past what they keep, so a word
+// writes at most 48 bytes past its own 8. The tail and escapeRune stay within that too.
+const escSlack = 64
+
+// appendEscaped appends the JSON escaping of s, without quotes, following the rules of jw.
+//
+// Like append, it writes into the spare capacity of b, growing it when needed; unlike
+// append, it can leave bytes there past the returned slice's length.
 func appendEscaped(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		if i = skipPlain(s, i); i >= len(s) {
+	// The output is d[:j], d being b extended to its capacity. After the check at the top
+	// of the loop, len(d)-j >= len(s)-i+escSlack, so every store that follows, which may
+	// write past what is kept, still falls within d.
+	if len(s) == 0 {
+		return b
+	}
+	d, j := b[:cap(b)], len(b)
+	i := 0
+	for {
+		if len(d)-j < len(s)-i+escSlack {
+			d = slices.Grow(d[:j], len(s)-i+(len(s)-i)/8+escSlack)
+			d = d[:cap(d)]
+		}
+		if len(s)-i < 8 {
 			break
 		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if !needsEscape[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
+		// escapeWords stops with fewer than 8 bytes left, at a non-ASCII byte it leaves
+		// to escapeRune, or when the slack runs low (escapeRune has 8 bytes of room
+		// then too).
+		i, j = escapeWords(d, j, s, i)
+		if len(s)-i >= 8 && s[i] >= utf8.RuneSelf {
+			i, j = escapeRune(d, j, s, i)
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += n
-			start = i
-			continue
-		}
-		i += n
 	}
-	return append(b, s[start:]...)
+	if i == len(s) {
+		return d[:j]
+	}
+	// The tail, shorter than a word: stored whole when it is plain, else byte by byte.
+	q := unsafe.SliceData(d)
+	x := loadTail(s, i)
+	store64(q, j, x)
+	if wordMask(x)&(1<<(8*(len(s)-i))-1) == 0 {
+		return d[:j+len(s)-i]
+	}
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			e := asciiEscapes[c]
+			store64(q, j, e)
+			i, j = i+1, j+1+int(e>>56)
+		} else {
+			i, j = escapeRune(d, j, s, i)
+		}
+	}
+	return d[:j]
+}
+
+// escapeWords writes the escaping of s[i:] at d[j:] a word at a time while 8 bytes of s
+// are left. It stops at a non-ASCII byte that does not start a valid rune inside the next 4
+// bytes (or starts U+2028 or U+2029), and after a word that leaves less than escSlack of
+// spare capacity for the rest. It returns the indexes where it stopped in s and d.
+//
+// Each word x is stored whole at the end of the output first. A plain word is kept as it
+// is. Otherwise, from its lowest flagged lane k up, lane k is overwritten by its packed
+// escape (an 8-byte store of which only the escape is kept) and the lanes above k are
+// stored again right after the escape (a store of x shifted down by k+1 lanes); the bytes
+// past what is kept are overwritten by the next store or left in spare capacity. A lane
+// that wordMask flagged only because of a borrow has the byte itself as its escape. A valid
+// rune stays in place within the word, or is copied with a 4-byte store when it runs on into
+// the next word, which then starts after it.
+func escapeWords(d []byte, j int, s string, i int) (int, int) {
+	p, q := unsafe.StringData(s), unsafe.SliceData(d)
+	// len(d)-j >= len(s)-i+escSlack holds while j-i <= lim.
+	lim, end := len(d)-len(s)-escSlack, len(s)-8
+words:
+	for i <= end {
+		x := load64(p, i)
+		store64(q, j, x)
+		m := wordMask(x)
+		if m == 0 {
+			i, j = i+8, j+8
+			continue
+		}
+		// Lane k of x belongs at d[j+k] (j moves on with each escape).
+		for m != 0 {
+			// (m is not zero: the high bit spares the compiler's zero case.)
+			k := bits.TrailingZeros64(m|1<<63) >> 3
+			c := byte(x >> (8 * k & 63))
+			if c >= utf8.RuneSelf {
+				var w uint32
+				n := 0
+				if i+k+4 <= len(s) {
+					w = load32(p, i+k)
+					n = runeLen(w)
+				}
+				switch {
+				case n == 0:
+					return i + k, j + k
+				case k+n <= 8:
+					// Already in place: drop the flags of its bytes (all of
+					// them for k+n = 8, where the shift gives 0).
+					m &^= 1<<(8*(k+n)) - 1
+					continue
+				}
+				store32(q, j+k, w)
+				i, j = i+k+n, j+k+n
+				if j-i > lim {
+					break words
+				}
+				continue words
+			}
+			e := asciiEscapes[c]
+			store64(q, j+k, e)
+			j += int(e >> 56)
+			// For k = 7 this stores all of x again, past what is kept.
+			store64(q, j+k+1, x>>(8*(k+1)&63))
+			m &= m - 1
+		}
+		i, j = i+8, j+8
+		if j-i > lim {
+			break
+		}
+	}
+	return i, j
+}
+
+// loadTail returns s[i:], which is 1 to 7 bytes long, in the low lanes of a little-endian
+// word with zeros above. It reads only bytes of s: one word ending at the end of s, shifted
+// down, or for a string shorter than a word two overlapping half words (or three single
+// bytes) whose shared lanes agree.
+func loadTail(s string, i int) uint64 {
+	p, n := unsafe.StringData(s), len(s)-i
+	switch {
+	case len(s) >= 8:
+		return load64(p, len(s)-8) >> (64 - 8*n)
+	case n >= 4:
+		return uint64(load32(p, i)) | uint64(load32(p, len(s)-4))<<(8*(n-4))
+	}
+	return uint64(s[i]) | uint64(s[i+n/2])<<(8*(n/2)) | uint64(s[len(s)-1])<<(8*(n-1))
+}
+
+// escapeRune writes the JSON form of the non-ASCII rune or invalid byte at s[i] at d[j:],
+// which has room for 8 bytes, and returns the indexes past it in s and d: a valid rune as
+// it is, except U+2028 and U+2029, escaped; an invalid byte as \ufffd.
+func escapeRune(d []byte, j int, s string, i int) (int, int) {
+	q := unsafe.SliceData(d)
+	if len(s)-i >= 4 {
+		w := load32(unsafe.StringData(s), i)
+		if n := runeLen(w); n > 0 {
+			store32(q, j, w)
+			return i + n, j + n
+		}
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && n == 1:
+		store64(q, j, escFFFD)
+		return i + 1, j + 6
+	case r == '\u2028' || r == '\u2029':
+		store64(q, j, esc202X|uint64(hexDigits[r&0xf])<<40)
+		return i + n, j + 6
+	}
+	return i + n, j + copy(d[j:], s[i:i+n])
+}
+
+// \ufffd and \u202 packed as little-endian words; the last digit of \u2028 or \u2029 goes
+// in lane 5.
+const (
+	escFFFD = '\\' | 'u'<<8 | 'f'<<16 | 'f'<<24 | 'f'<<32 | 'd'<<40
+	esc202X = '\\' | 'u'<<8 | '2'<<16 | '0'<<24 | '2'<<32
+)
+
+// runeLen returns the length of the UTF-8 sequence at the low end of the little-endian word
+// w, whose low byte is not ASCII, when it is a valid encoding (not overlong, not a
+// surrogate, at most U+10FFFF) of a rune that is copied as it is; it returns 0 otherwise:
+// for invalid bytes, which become U+FFFD, and for U+2028 and U+2029, which are escaped.
+func runeLen(w uint32) int {
+	c0, c1 := byte(w), byte(w>>8)
+	cont := func(c byte) bool { return c&0xc0 == 0x80 }
+	switch {
+	case c0 < 0xc2: // a continuation byte, or the lead of an overlong 2-byte form
+		return 0
+	case c0 < 0xe0:
+		if cont(c1) {
+			return 2
+		}
+	case c0 < 0xf0:
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c0 {
+		case 0xe0:
+			lo = 0xa0 // overlong below U+0800
+		case 0xed:
+			hi = 0x9f // surrogates U+D800 to U+DFFF
+		}
+		if lo <= c1 && c1 <= hi && cont(byte(w>>16)) && w&0xfeffff != 0xa880e2 { // E2 80 A8/A9
+			return 3
+		}
+	case c0 < 0xf5:
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c0 {
+		case 0xf0:
+			lo = 0x90 // overlong below U+10000
+		case 0xf4:
+			hi = 0x8f // above U+10FFFF
+		}
+		if lo <= c1 && c1 <= hi && cont(byte(w>>16)) && cont(byte(w>>24)) {
+			return 4
+		}
+	}
+	return 0
 }
 
 func (w *jw) comma() {
