@@ -56,7 +56,7 @@ k8s-validate:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
 	./engine:FuzzExtractiveSummary ./engine/format:FuzzLift ./engine/format:FuzzLower \
-	./engine/format:FuzzAppendString ./summarize:FuzzParseConfig
+	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig
 # One replica + a throwaway Redis (summary cache), every scenario in loadtest/scenarios.yaml and a 5-minute
 # memory soak; writes loadtest/results/<UTC date>.md (needs redis-server on PATH). The servers
 # get the GC settings of k8s/base/deployment.yaml.
