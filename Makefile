@@ -57,9 +57,9 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
 	./engine:FuzzExtractiveSummary ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig
-# One replica + a throwaway Redis (summary cache), every scenario in loadtest/scenarios.yaml and a 5-minute
-# memory soak; writes loadtest/results/<UTC date>.md (needs redis-server on PATH). The servers
-# get the GC settings of k8s/base/deployment.yaml.
+# One replica with a throwaway Redis as its summary cache, every scenario in
+# loadtest/scenarios.yaml and a 5-minute memory soak; writes loadtest/results/<UTC date>.md
+# (needs redis-server on PATH). The server gets the GC settings of k8s/base/deployment.yaml.
 LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB
 loadtest:
 	cd loadtest && $(GO) run . -soak 5m $(LOADTEST_ENV)
