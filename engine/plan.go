@@ -112,16 +112,11 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 	sc := c.getScratch()
 	defer c.putScratch(sc)
-	lay := analyze(msgs, sc)
-	sc.counts = resize(sc.counts, n)
-	sc.keys = resize(sc.keys, n)
-	counts, keys := sc.counts, sc.keys
-	err = c.fillCounts(msgs, pol.tokenizer, counts, keys, sc, func(m *compactorv1.Message) bool {
-		return m.GetTokenCount() <= 0
-	})
+	in, err := c.countConversation(msgs, pol.tokenizer, sc, planInput{}, needUncounted)
 	if err != nil {
 		return nil, err
 	}
+	lay, counts, keys := in.lay, in.counts, in.keys
 	tc, err := newTextCounter(pol.tokenizer)
 	if err != nil {
 		return nil, err
@@ -175,12 +170,11 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	// Pruning, over the whole active region. It needs the part counts of messages whose
 	// total came from the caller.
 	if len(lay.results) > 0 && !pol.pruneOff {
-		err := c.fillCounts(msgs, pol.tokenizer, counts, keys, sc, func(m *compactorv1.Message) bool {
-			return m.GetTokenCount() > 0 && hasToolParts(m)
-		})
+		in, err = c.countConversation(msgs, pol.tokenizer, sc, in, needToolParts)
 		if err != nil {
 			return nil, err
 		}
+		lay, counts, keys = in.lay, in.counts, in.keys
 	}
 	pruned := selectPrune(msgs, &lay, counts, pol, c, tc, sc)
 	sc.saved = resize(sc.saved, n)
@@ -305,7 +299,12 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	d.Pruned = keepSaving(pruned, saved, cut)
 	fill(resp, &lay, cut, saved)
 	resp.PrefixHash = HexHash(c.chainAt(msgs, keys, cut))
-	d.counter, d.msgs, d.keys = c, msgs, append([]contentKey(nil), keys[:cut]...) // keys is pooled scratch
+	d.counter, d.msgs = c, msgs
+	if in.cv != nil {
+		d.keys = keys[:cut:cut] // the memoized conversation's: immutable, all valid
+	} else {
+		d.keys = append([]contentKey(nil), keys[:cut]...) // keys is pooled scratch
+	}
 
 	var b strings.Builder
 	b.WriteString(rs)

@@ -413,7 +413,9 @@ func jpegSize(d []byte) (w, h int) {
 
 // Counter counts the tokens of messages. It memoizes counts by a hash of each message's
 // content (never its id or token_count) in a bounded memo, so a conversation that grows by
-// one turn costs only the new turn; it also memoizes prefix-hash chain steps. One Counter
+// one turn costs only the new turn; it also memoizes whole conversations (their counts and
+// turn structure), so planning a conversation seen before costs one hash of its content and
+// one lookup, and prefix-hash chain steps. One Counter
 // serves a whole process: it is safe for concurrent use, and its memory stays within the
 // budget given to NewCounter (plus the tokenizer tables, loaded once per process). The zero
 // value is not usable: create Counters with NewCounter.
@@ -423,14 +425,18 @@ type Counter struct {
 	init      uint64    // initial key-hash state, random per Counter
 	keySecret [4]uint64 // content-key secrets, random per Counter
 	counts    *memo[countKey, msgCount]
+	convs     *memo[convKey, *conversation]
 	chain     *memo[chainKey, [32]byte]
 	prefixes  *memo[prefixKey, [32]byte]
 }
 
 // NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
 // charged an estimate of their size including map overhead); memoBytes ≤ 0 means
-// DefaultMemoBytes. Three quarters of the budget go to token counts, the rest to hash-chain
-// steps and prefix hashes.
+// DefaultMemoBytes. Half of the budget goes to the token counts of messages, a quarter to
+// whole conversations (each message's count and content hash and the turn structure: about
+// 100 bytes per message, so that planning a conversation seen before costs one lookup), the
+// rest to hash-chain steps and prefix hashes. A conversation larger than a sixteenth of the
+// budget is not memoized as a whole; its messages still are.
 func NewCounter(memoBytes int) *Counter {
 	if memoBytes <= 0 {
 		memoBytes = DefaultMemoBytes
@@ -446,7 +452,8 @@ func NewCounter(memoBytes int) *Counter {
 			maphash.String(seed, "compactord/content-key/2"),
 			maphash.String(seed, "compactord/content-key/3"),
 		},
-		counts:   newMemo[countKey, msgCount](b - b/4),
+		counts:   newMemo[countKey, msgCount](b / 2),
+		convs:    newMemoShards[convKey, *conversation](b/4, convShards),
 		chain:    newMemo[chainKey, [32]byte](b / 8),
 		prefixes: newMemo[prefixKey, [32]byte](b / 8),
 	}
@@ -549,22 +556,22 @@ func (c *Counter) putScratch(sc *scratch) {
 func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizerID, all bool) ([]msgCount, []contentKey, error) {
 	counts := make([]msgCount, len(msgs))
 	keys := make([]contentKey, len(msgs))
-	err := c.fillCounts(msgs, id, counts, keys, nil, func(m *compactorv1.Message) bool {
+	err := c.fillCounts(msgs, id, counts, keys, nil, func(_ int, m *compactorv1.Message) bool {
 		return all || m.GetTokenCount() <= 0
 	})
 	return counts, keys, err
 }
 
-// fillCounts counts the messages need selects, memoized, into counts (and their content keys
-// into keys). Lookups take each memo shard's lock once.
-func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts []msgCount, keys []contentKey, sc *scratch, need func(*compactorv1.Message) bool) error {
+// fillCounts counts the messages need(i, msgs[i]) selects, memoized, into counts (and their
+// content keys into keys, where not valid yet). Lookups take each memo shard's lock once.
+func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts []msgCount, keys []contentKey, sc *scratch, need func(int, *compactorv1.Message) bool) error {
 	tc, err := newTextCounter(id)
 	if err != nil {
 		return err
 	}
 	if id == tokApprox {
 		for i, m := range msgs {
-			if need(m) {
+			if need(i, m) {
 				counts[i] = tc.countMessage(m, c.seed)
 			}
 		}
@@ -578,7 +585,7 @@ func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts
 	sc.sel = resize(sc.sel, len(msgs))
 	sel := sc.sel
 	for i, m := range msgs {
-		if need(m) {
+		if need(i, m) {
 			sel[i] = true
 			if !keys[i].valid() {
 				keys[i] = c.key(m)
