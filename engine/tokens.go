@@ -523,6 +523,8 @@ type scratch struct {
 	saved      []int64
 	tail       []int64
 	dupTable   []int32
+	dup        []bool
+	pruned     []PrunedPart
 }
 
 // resize returns s with length n and zeroed elements, reallocating only when it must.
@@ -547,6 +549,7 @@ func (c *Counter) putScratch(sc *scratch) {
 	clear(sc.counts[:cap(sc.counts)])
 	clear(sc.open[:cap(sc.open)])
 	clear(sc.approvals[:cap(sc.approvals)])
+	clear(sc.pruned[:cap(sc.pruned)])
 	c.pool.Put(sc)
 }
 
