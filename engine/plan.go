@@ -126,6 +126,29 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	if err != nil {
 		return err
 	}
+	// Plan answers a conversation it memoized with a copy of the plan it made before
+	// under the same policy and caller token counts, if it still remembers it.
+	remember := !withPruned && !opt.Force && in.cv != nil
+	var pk planKey
+	if remember {
+		pk = planKey{conv: in.cv.key, counts: c.tokenCountsHash(msgs), policy: c.policyHash(pol)}
+		if r := c.lookupPlan(pk, pol); r != nil {
+			d.Response = r
+			return nil
+		}
+	}
+	if err := c.decideCounted(msgs, pol, opt, sc, in, d, withPruned); err != nil {
+		return err
+	}
+	if remember {
+		c.storePlan(pk, pol, d.Response)
+	}
+	return nil
+}
+
+// decideCounted is decide once the conversation is counted as in says.
+func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in planInput, d *Decision, withPruned bool) error {
+	n := len(msgs)
 	lay, counts, keys := in.lay, in.counts, in.keys
 	tc, err := newTextCounter(pol.tokenizer)
 	if err != nil {

@@ -426,17 +426,19 @@ type Counter struct {
 	keySecret [4]uint64 // content-key secrets, random per Counter
 	counts    *memo[countKey, msgCount]
 	convs     *memo[convKey, *conversation]
+	plans     *memo[planKey, *rememberedPlan]
 	chain     *memo[chainKey, [32]byte]
 	prefixes  *memo[prefixKey, [32]byte]
 }
 
 // NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
 // charged an estimate of their size including map overhead); memoBytes ≤ 0 means
-// DefaultMemoBytes. Half of the budget goes to the token counts of messages, a quarter to
-// whole conversations (each message's count and content hash and the turn structure: about
-// 100 bytes per message, so that planning a conversation seen before costs one lookup), the
-// rest to hash-chain steps and prefix hashes. A conversation larger than a sixteenth of the
-// budget is not memoized as a whole; its messages still are.
+// DefaultMemoBytes. The budget is split: 7/16 to the token counts of messages; 4/16 to whole
+// conversations (each message's count and content hash and the turn structure, about 100
+// bytes per message, so that planning a conversation seen before costs one lookup); 1/16 to
+// the plans Plan made for those conversations (about 12 bytes per message); 2/16 each to
+// hash-chain steps and prefix hashes. A conversation or plan larger than a quarter of its
+// share is not memoized as a whole; its messages still are.
 func NewCounter(memoBytes int) *Counter {
 	if memoBytes <= 0 {
 		memoBytes = DefaultMemoBytes
@@ -452,8 +454,9 @@ func NewCounter(memoBytes int) *Counter {
 			maphash.String(seed, "compactord/content-key/2"),
 			maphash.String(seed, "compactord/content-key/3"),
 		},
-		counts:   newMemo[countKey, msgCount](b / 2),
+		counts:   newMemo[countKey, msgCount](b * 7 / 16),
 		convs:    newMemoShards[convKey, *conversation](b/4, convShards),
+		plans:    newMemoShards[planKey, *rememberedPlan](b/16, planShards),
 		chain:    newMemo[chainKey, [32]byte](b / 8),
 		prefixes: newMemo[prefixKey, [32]byte](b / 8),
 	}
