@@ -20,7 +20,9 @@ type conversation struct {
 	// without a caller token_count, and those with one whose parts pruning needed. A zero
 	// total means not counted (a count is at least MessageOverheadTokens).
 	counts []msgCount
-	lay    layout
+	// complete is set when every message is counted.
+	complete bool
+	lay      layout
 	// size is what the memo charges for the conversation.
 	size int64
 }
@@ -164,8 +166,8 @@ func (c *Counter) conversationKey(msgs []*compactorv1.Message, keys []contentKey
 // the missing counts added, which replaces cv in the memo.
 func (c *Counter) extendConversation(msgs []*compactorv1.Message, cv *conversation, sc *scratch, need countNeed) (planInput, error) {
 	missing := false
-	for i, m := range msgs {
-		if cv.counts[i].total == 0 && need.of(m) {
+	for i := 0; i < len(msgs) && !cv.complete; i++ {
+		if cv.counts[i].total == 0 && need.of(msgs[i]) {
 			missing = true
 			break
 		}
@@ -220,5 +222,6 @@ func conversationSize(cv *conversation) int64 {
 // storeConversation stores cv, replacing what the memo holds under its key.
 func (c *Counter) storeConversation(cv *conversation) {
 	cv.size = conversationSize(cv)
+	cv.complete = !slices.ContainsFunc(cv.counts, func(mc msgCount) bool { return mc.total == 0 })
 	c.convs.put(cv.key.shard(), cv.key, cv, cv.size)
 }
