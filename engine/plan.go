@@ -60,7 +60,8 @@ func (e *IrreducibleError) Error() string { return e.msg }
 func (e *IrreducibleError) Unwrap() error { return ErrIrreducible }
 
 // Plan decides what a conversation needs under a policy (see Decide) and returns the
-// response of the Plan RPC. msgs must have passed Validate.
+// response of the Plan RPC. msgs must have passed Validate. The response belongs to the
+// caller: when c remembers the plan of the same request (see Counter), it is a copy.
 func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*compactorv1.PlanResponse, error) {
 	var d Decision
 	if err := decide(msgs, p, c, Options{}, &d, false); err != nil {

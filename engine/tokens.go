@@ -415,7 +415,7 @@ func jpegSize(d []byte) (w, h int) {
 // content (never its id or token_count) in a bounded memo, so a conversation that grows by
 // one turn costs only the new turn; it also memoizes whole conversations (their counts and
 // turn structure), so planning a conversation seen before costs one hash of its content and
-// one lookup, and prefix-hash chain steps. One Counter
+// one lookup, the plans Plan made for them, and prefix-hash chain steps. One Counter
 // serves a whole process: it is safe for concurrent use, and its memory stays within the
 // budget given to NewCounter (plus the tokenizer tables, loaded once per process). The zero
 // value is not usable: create Counters with NewCounter.
