@@ -17,7 +17,7 @@ type memoKey interface {
 // independently; callers pick the shard from their key's hash so that a batch of lookups can
 // take each shard's lock once.
 type memo[K memoKey, V any] struct {
-	shards [memoShards]memoShard[K, V]
+	shards []memoShard[K, V]
 }
 
 type memoShard[K memoKey, V any] struct {
@@ -39,9 +39,16 @@ type memoSlot[K memoKey, V any] struct {
 	live bool
 }
 
+// newMemo returns a memo of memoShards shards within budget bytes.
 func newMemo[K memoKey, V any](budget int64) *memo[K, V] {
-	m := &memo[K, V]{}
-	per := budget / memoShards
+	return newMemoShards[K, V](budget, memoShards)
+}
+
+// newMemoShards returns a memo of n shards within budget bytes, each shard holding an equal
+// share of the budget (no value larger than that is stored).
+func newMemoShards[K memoKey, V any](budget int64, n int) *memo[K, V] {
+	m := &memo[K, V]{shards: make([]memoShard[K, V], n)}
+	per := budget / int64(n)
 	for i := range m.shards {
 		m.shards[i].idx = make(map[uint64]int32)
 		m.shards[i].limit = per

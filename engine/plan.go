@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"math/bits"
-	"strconv"
-	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
@@ -62,10 +60,11 @@ func (e *IrreducibleError) Error() string { return e.msg }
 func (e *IrreducibleError) Unwrap() error { return ErrIrreducible }
 
 // Plan decides what a conversation needs under a policy (see Decide) and returns the
-// response of the Plan RPC. msgs must have passed Validate.
+// response of the Plan RPC. msgs must have passed Validate. The response belongs to the
+// caller: when c remembers the plan of the same request (see Counter), it is a copy.
 func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*compactorv1.PlanResponse, error) {
-	d, err := Decide(msgs, p, c, Options{})
-	if err != nil {
+	var d Decision
+	if err := decide(msgs, p, c, Options{}, &d, false); err != nil {
 		return nil, err
 	}
 	return d.Response, nil
@@ -98,33 +97,63 @@ func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*comp
 // messages KEEP; the latest summary and active messages before the cut SUMMARIZE; active
 // messages with pruned parts PRUNE; the rest KEEP. The result is deterministic.
 func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt Options) (*Decision, error) {
-	pol, err := resolvePolicy(p)
-	if err != nil {
+	d := new(Decision)
+	if err := decide(msgs, p, c, opt, d, true); err != nil {
 		return nil, err
 	}
+	return d, nil
+}
+
+// decide is Decide into *d, which is meaningful only when it returns nil. Unless withPruned,
+// it leaves d.Pruned nil (Plan does not need it), and then allocates little more than the
+// response.
+func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt Options, d *Decision, withPruned bool) error {
+	var pol0 policy
+	if err := resolvePolicyInto(p, &pol0); err != nil {
+		return err
+	}
+	pol := &pol0
 	if c == nil {
 		c = NewCounter(1 << 20)
 	}
 	n := len(msgs)
 	if pol.usageCount > n {
-		return nil, Invalid("policy.reported_usage.message_count",
+		return Invalid("policy.reported_usage.message_count",
 			fmt.Sprintf("covers %d messages but the conversation has %d", pol.usageCount, n))
 	}
 	sc := c.getScratch()
 	defer c.putScratch(sc)
-	lay := analyze(msgs, sc)
-	sc.counts = resize(sc.counts, n)
-	sc.keys = resize(sc.keys, n)
-	counts, keys := sc.counts, sc.keys
-	err = c.fillCounts(msgs, pol.tokenizer, counts, keys, sc, func(m *compactorv1.Message) bool {
-		return m.GetTokenCount() <= 0
-	})
+	in, err := c.countConversation(msgs, pol.tokenizer, sc, planInput{}, needUncounted)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	// Plan answers a conversation it memoized with a copy of the plan it made before
+	// under the same policy and caller token counts, if it still remembers it.
+	remember := !withPruned && !opt.Force && in.cv != nil
+	var pk planKey
+	if remember {
+		pk = planKey{conv: in.cv.key, counts: c.tokenCountsHash(msgs), policy: c.policyHash(pol)}
+		if r := c.lookupPlan(pk, pol); r != nil {
+			d.Response = r
+			return nil
+		}
+	}
+	if err := c.decideCounted(msgs, pol, opt, sc, in, d, withPruned); err != nil {
+		return err
+	}
+	if remember {
+		c.storePlan(pk, pol, d.Response)
+	}
+	return nil
+}
+
+// decideCounted is decide once the conversation is counted as in says.
+func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in planInput, d *Decision, withPruned bool) error {
+	n := len(msgs)
+	lay, counts, keys := in.lay, in.counts, in.keys
 	tc, err := newTextCounter(pol.tokenizer)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	resp := &compactorv1.PlanResponse{
@@ -161,28 +190,28 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 	before := head + summary + active
 	resp.TokensBefore = before
-	d := &Decision{Response: resp}
-	rs := reasonStart(pol, before, opt.Force)
+	*d = Decision{Response: resp}
+	var buf [512]byte
+	rs := reason(buf[:0]).start(pol, before, opt.Force) // the reason, to be continued
 
 	if !opt.Force && before <= pol.trigger {
 		resp.Action = compactorv1.Action_ACTION_NONE
 		resp.TokensAfter = before
-		resp.Reason = rs + ": nothing to do"
+		resp.Reason = string(rs.s(": nothing to do"))
 		fill(resp, &lay, -1, nil)
-		return d, nil
+		return nil
 	}
 
 	// Pruning, over the whole active region. It needs the part counts of messages whose
 	// total came from the caller.
 	if len(lay.results) > 0 && !pol.pruneOff {
-		err := c.fillCounts(msgs, pol.tokenizer, counts, keys, sc, func(m *compactorv1.Message) bool {
-			return m.GetTokenCount() > 0 && hasToolParts(m)
-		})
+		in, err = c.countConversation(msgs, pol.tokenizer, sc, in, needToolParts)
 		if err != nil {
-			return nil, err
+			return err
 		}
+		lay, counts, keys = in.lay, in.counts, in.keys
 	}
-	pruned := selectPrune(msgs, &lay, counts, pol, c, tc, sc)
+	pruned := selectPruneParts(msgs, &lay, counts, pol, c, tc, sc, withPruned)
 	sc.saved = resize(sc.saved, n)
 	saved := sc.saved // per message, scaled to its token count
 	for _, pp := range pruned {
@@ -204,41 +233,45 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		resp.Action = compactorv1.Action_ACTION_PRUNE
 		resp.PrunedTokens = prunable
 		resp.TokensAfter = before - prunable
-		resp.Reason = fmt.Sprintf("%s; pruning %d old tool outputs removes %d tokens → %d ≤ target %d: prune only",
-			rs, countOutputs(pruned), prunable, before-prunable, pol.target)
-		d.Pruned = keepSaving(pruned, saved, 0)
+		resp.Reason = string(rs.s("; pruning ").d(int64(countOutputs(pruned))).s(" old tool outputs removes ").d(prunable).
+			s(" tokens → ").d(before - prunable).s(" ≤ target ").d(pol.target).s(": prune only"))
+		if withPruned {
+			d.Pruned = prunedCopy(keepSaving(pruned, saved, 0))
+		}
 		fill(resp, &lay, -1, saved)
-		return d, nil
+		return nil
 
 	case !canSummarize:
 		after := before - prunable
 		if after > pol.usable {
 			excess := after - pol.usable
-			return nil, &IrreducibleError{Floor: after, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
+			return &IrreducibleError{Floor: after, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
 				"%v: nothing can be summarized (%d active turns, keep_recent_turns %d): head %d + latest summary %d + active turns %d after pruning = %d tokens exceed the usable window %d%s by %d tokens",
 				ErrIrreducible, m, pol.keepTurns, head, summary, active-prunable, after, pol.usable, windowParen(pol), excess)}
 		}
-		why := fmt.Sprintf("only %d active turns, keep_recent_turns %d: nothing to summarize", m, pol.keepTurns)
+		rs = rs.s("; ").onlyTurns(m, pol)
 		// Over the usable window pruning is a must, whatever it costs the prompt cache.
 		mustPrune := before > pol.usable
 		if prunable == 0 || !mustPrune && (opt.Force || prunable < pol.clearAtLeast) {
 			resp.Action = compactorv1.Action_ACTION_NONE
 			resp.TokensAfter = before
-			resp.Reason = rs + "; " + why
 			if prunable > 0 && !opt.Force {
-				resp.Reason += fmt.Sprintf("; pruning would remove only %d tokens (clear_at_least_tokens %d)", prunable, pol.clearAtLeast)
+				rs = rs.s("; pruning would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
 			}
+			resp.Reason = string(rs)
 			fill(resp, &lay, -1, nil)
-			return d, nil
+			return nil
 		}
 		resp.Action = compactorv1.Action_ACTION_PRUNE
 		resp.PrunedTokens = prunable
 		resp.TokensAfter = after
-		resp.Reason = fmt.Sprintf("%s; %s; pruning %d old tool outputs removes %d tokens → %d (target %d)",
-			rs, why, countOutputs(pruned), prunable, after, pol.target)
-		d.Pruned = keepSaving(pruned, saved, 0)
+		resp.Reason = string(rs.s("; pruning ").d(int64(countOutputs(pruned))).s(" old tool outputs removes ").d(prunable).
+			s(" tokens → ").d(after).s(" (target ").d(pol.target).s(")"))
+		if withPruned {
+			d.Pruned = prunedCopy(keepSaving(pruned, saved, 0))
+		}
 		fill(resp, &lay, -1, saved)
-		return d, nil
+		return nil
 	}
 
 	// Summarize. tail[k] = tokens of the active messages from turn start k on, after pruning.
@@ -261,7 +294,7 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	floor := head + pol.summaryRoom + tail[kMax]
 	if floor > pol.usable {
 		excess := floor - pol.usable
-		return nil, &IrreducibleError{Floor: floor, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
+		return &IrreducibleError{Floor: floor, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
 			"%v: head %d + last %d turns %d (after pruning) + summary room %d = %d tokens exceed the usable window %d%s by %d tokens",
 			ErrIrreducible, head, pol.keepTurns, tail[kMax], pol.summaryRoom, floor, pol.usable, windowParen(pol), excess)}
 	}
@@ -302,31 +335,45 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	after := head + pol.summaryRoom + tail[k]
 	resp.TokensAfter = after
 	d.TailTurns = m - k
-	d.Pruned = keepSaving(pruned, saved, cut)
+	if withPruned {
+		d.Pruned = prunedCopy(keepSaving(pruned, saved, cut))
+	}
 	fill(resp, &lay, cut, saved)
 	resp.PrefixHash = HexHash(c.chainAt(msgs, keys, cut))
-	d.counter, d.msgs, d.keys = c, msgs, append([]contentKey(nil), keys[:cut]...) // keys is pooled scratch
+	d.counter, d.msgs = c, msgs
+	if in.cv != nil {
+		d.keys = keys[:cut:cut] // the memoized conversation's: immutable, all valid
+	} else {
+		d.keys = append([]contentKey(nil), keys[:cut]...) // keys is pooled scratch
+	}
 
-	var b strings.Builder
-	b.WriteString(rs)
 	switch {
 	case opt.Force:
 	case before-prunable > pol.target:
-		fmt.Fprintf(&b, "; pruning alone reaches %d > target %d", before-prunable, pol.target)
+		rs = rs.s("; pruning alone reaches ").d(before - prunable).s(" > target ").d(pol.target)
 	default:
-		fmt.Fprintf(&b, "; pruning alone would remove only %d tokens (clear_at_least_tokens %d)", prunable, pol.clearAtLeast)
+		rs = rs.s("; pruning alone would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
 	}
-	fmt.Fprintf(&b, "; summarizing %d tokens before message %d into at most %d tokens and keeping %d turns verbatim from message %d (%d tokens, tail budget %d)",
-		summarized, cut, pol.summaryRoom, d.TailTurns, cut, tail[k], budget)
+	rs = rs.s("; summarizing ").d(summarized).s(" tokens before message ").d(int64(cut)).s(" into at most ").d(pol.summaryRoom).
+		s(" tokens and keeping ").d(int64(d.TailTurns)).s(" turns verbatim from message ").d(int64(cut)).
+		s(" (").d(tail[k]).s(" tokens, tail budget ").d(budget).s(")")
 	if tailPruned > 0 {
-		fmt.Fprintf(&b, ", pruning %d tokens of old tool outputs in the tail", tailPruned)
+		rs = rs.s(", pruning ").d(tailPruned).s(" tokens of old tool outputs in the tail")
 	}
-	fmt.Fprintf(&b, " → head %d + summary %d + tail %d = %d", head, pol.summaryRoom, tail[k], after)
+	rs = rs.s(" → head ").d(head).s(" + summary ").d(pol.summaryRoom).s(" + tail ").d(tail[k]).s(" = ").d(after)
 	if after > pol.trigger {
-		fmt.Fprintf(&b, "; %d is above the trigger %d (floor %d): the next turns will trigger again", after, pol.trigger, floor)
+		rs = rs.s("; ").d(after).s(" is above the trigger ").d(pol.trigger).s(" (floor ").d(floor).s("): the next turns will trigger again")
 	}
-	resp.Reason = b.String()
-	return d, nil
+	resp.Reason = string(rs)
+	return nil
+}
+
+// prunedCopy returns a copy of pruned, which lives in scratch memory.
+func prunedCopy(pruned []PrunedPart) []PrunedPart {
+	if pruned == nil {
+		return nil
+	}
+	return append(make([]PrunedPart, 0, len(pruned)), pruned...)
 }
 
 // keepSaving returns the pruned parts of messages from index from on whose pruning saves
@@ -359,33 +406,6 @@ func fill(resp *compactorv1.PlanResponse, lay *layout, cut int, saved []int64) {
 		}
 		resp.Dispositions[i] = d
 	}
-}
-
-// reasonStart quotes the numbers that decide whether to act.
-func reasonStart(pol *policy, total int64, force bool) string {
-	var b strings.Builder
-	if force {
-		b.WriteString("forced: ")
-	}
-	b.WriteString("total ")
-	b.WriteString(strconv.FormatInt(total, 10))
-	if total > pol.trigger {
-		b.WriteString(" > trigger ")
-	} else {
-		b.WriteString(" ≤ trigger ")
-	}
-	b.WriteString(strconv.FormatInt(pol.trigger, 10))
-	if pol.triggerRatio > 0 {
-		fmt.Fprintf(&b, " (%s × usable %d", strconv.FormatFloat(pol.triggerRatio, 'g', -1, 64), pol.usable)
-	} else {
-		fmt.Fprintf(&b, " (trigger_tokens; usable %d", pol.usable)
-	}
-	if pol.window > 0 {
-		fmt.Fprintf(&b, " = window %d − reserve %d)", pol.window, pol.reserve)
-	} else {
-		b.WriteString(", no window)")
-	}
-	return b.String()
 }
 
 func windowParen(pol *policy) string {

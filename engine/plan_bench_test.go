@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
 )
@@ -179,9 +181,31 @@ func conversation200() []*compactorv1.Message {
 	return msgs[:200]
 }
 
+// decodedCopies returns k copies of msgs, each marshaled and unmarshaled again as a request
+// would be, so that no copy shares a message, a part or string data with msgs or another
+// copy: a warm plan of one copy cannot profit from pointer identity with an earlier one.
+func decodedCopies(tb testing.TB, msgs []*compactorv1.Message, k int) [][]*compactorv1.Message {
+	tb.Helper()
+	wire, err := proto.Marshal(&compactorv1.PlanRequest{Messages: msgs})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([][]*compactorv1.Message, k)
+	for i := range out {
+		var r compactorv1.PlanRequest
+		if err := proto.Unmarshal(wire, &r); err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = r.Messages
+	}
+	return out
+}
+
 // BenchmarkPlanWarm200 plans a 200-message conversation with a warm memo, at windows where
 // nothing is needed, where pruning does it and where it summarizes; and with every message's
-// token_count supplied by the caller (no hashing: the planner alone).
+// token_count supplied by the caller (no hashing: the planner alone). Like the service, which
+// decodes every request afresh, each iteration plans a different decoded copy of the same
+// content.
 func BenchmarkPlanWarm200(b *testing.B) {
 	msgs := conversation200()
 	_, n := texts(msgs)
@@ -204,6 +228,7 @@ func BenchmarkPlanWarm200(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			msgs, w := bc.msgs, bc.w
+			copies := decodedCopies(b, msgs, 4)
 			p := &compactorv1.Policy{ContextWindow: w}
 			c := NewCounter(0)
 			r, err := Plan(msgs, p, c)
@@ -211,12 +236,90 @@ func BenchmarkPlanWarm200(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("%d messages, %d bytes of text: %v, %d → %d tokens", len(msgs), n, r.Action, r.TokensBefore, r.TokensAfter)
+			i := 0
 			loopCPU(b, func() {
-				if _, err := Plan(msgs, p, c); err != nil {
+				if _, err := Plan(copies[i%len(copies)], p, c); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			})
+		})
+	}
+}
+
+// BenchmarkPlanGrow200 plans a 200-message conversation whose first 199 messages the Counter
+// has seen and whose last one it has not: the common case of a conversation that grew since
+// its last plan. Every iteration plans a different last message (a tool result, generated
+// before the timer starts) after a decoded copy of the known 199: about 500 bytes of output,
+// or a short one ("_short"), whose tokenization does not hide the planner's own cost. The
+// new_turn_only sub-benchmarks count those last messages alone, cold: the tokenizer's share,
+// which no memo can save.
+func BenchmarkPlanGrow200(b *testing.B) {
+	base := conversation200()
+	prefixes := decodedCopies(b, base[:199], 4)
+	lasts := func(b *testing.B, short bool) []*compactorv1.Message {
+		out := make([]*compactorv1.Message, b.N)
+		for i := range out {
+			text := plWords(80, fmt.Sprint("o", i, "v"))
+			if short {
+				text = fmt.Sprint("exit status ", i)
+			}
+			out[i] = plToolMsg(plResult("call_104", "read_file", text))
+		}
+		return out
+	}
+	for _, bc := range []struct {
+		name  string
+		w     int64
+		short bool
+	}{{"none", 200000, false}, {"summarize", 16000, false}, {"none_short", 200000, true}, {"summarize_short", 16000, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := &compactorv1.Policy{ContextWindow: bc.w}
+			c := NewCounter(0)
+			if _, err := Plan(base, p, c); err != nil {
+				b.Fatal(err)
+			}
+			last := lasts(b, bc.short)
+			conv := make([]*compactorv1.Message, len(base))
+			loopCPUN(b, func(i int) {
+				copy(conv, prefixes[i%len(prefixes)])
+				conv[len(conv)-1] = last[i]
+				if _, err := Plan(conv, p, c); err != nil {
 					b.Fatal(err)
 				}
 			})
 		})
+	}
+	for _, short := range []bool{false, true} {
+		name := "new_turn_only"
+		if short {
+			name += "_short"
+		}
+		b.Run(name, func(b *testing.B) {
+			tc, err := newTextCounter(tokO200k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			seed := NewCounter(1 << 20).seed
+			last := lasts(b, short)
+			loopCPUN(b, func(i int) { _ = tc.countMessage(last[i], seed) })
+		})
+	}
+}
+
+// loopCPUN runs f(0), …, f(b.N-1) and reports the process CPU time per operation
+// ("cpu-ns/op") beside the wall time; unlike loopCPU, it lets a benchmark prepare b.N inputs
+// before the timer starts.
+func loopCPUN(b *testing.B, f func(i int)) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := processCPU()
+	for i := 0; i < b.N; i++ {
+		f(i)
+	}
+	b.StopTimer()
+	if cpu := processCPU() - start; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 

@@ -74,15 +74,24 @@ type policy struct {
 }
 
 func resolvePolicy(p *compactorv1.Policy) (*policy, error) {
-	v := &ValidationError{}
+	r := new(policy)
+	if err := resolvePolicyInto(p, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// resolvePolicyInto is resolvePolicy into *r; it allocates only to report violations.
+func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
+	var violations []FieldViolation
 	add := func(field, desc string) {
-		v.Violations = append(v.Violations, FieldViolation{Field: "policy." + field, Description: desc})
+		violations = append(violations, FieldViolation{Field: "policy." + field, Description: desc})
 	}
 	if p == nil {
 		add("context_window", "a policy with context_window or trigger_tokens is required")
-		return nil, v
+		return &ValidationError{Violations: violations}
 	}
-	r := &policy{window: p.GetContextWindow()}
+	*r = policy{window: p.GetContextWindow()}
 	switch {
 	case r.window < 0:
 		add("context_window", fmt.Sprintf("must not be negative, got %d", r.window))
@@ -115,9 +124,9 @@ func resolvePolicy(p *compactorv1.Policy) (*policy, error) {
 	if p.GetTargetRatio() != 0 && gr > tr && p.GetTriggerTokens() <= 0 {
 		add("target_ratio", fmt.Sprintf("must not exceed trigger_ratio (%v), got %v", tr, gr))
 	}
-	if len(v.Violations) > 0 {
+	if len(violations) > 0 {
 		// The window is unusable; the checks below depend on it.
-		return nil, v
+		return &ValidationError{Violations: violations}
 	}
 
 	tt := p.GetTriggerTokens()
@@ -219,10 +228,10 @@ func resolvePolicy(p *compactorv1.Policy) (*policy, error) {
 	if r.clearAtLeast < 0 {
 		add("prune.clear_at_least_tokens", fmt.Sprintf("must not be negative, got %d", r.clearAtLeast))
 	}
-	if len(v.Violations) > 0 {
-		return nil, v
+	if len(violations) > 0 {
+		return &ValidationError{Violations: violations}
 	}
-	return r, nil
+	return nil
 }
 
 // excluded reports whether outputs of the named tool are never pruned.

@@ -113,13 +113,21 @@ func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer
 	return n
 }
 
-// selectPrune picks the parts to prune among the tool results of active messages: outputs of
+// selectPrune picks the parts to prune among the tool results of active messages (into sc's
+// memory: the result is valid until sc is reused): outputs of
 // at least min_output_tokens outside the keep_recent newest results, and outputs superseded by
 // a newer identical call (same tool, same input) whatever their size and age; never outputs of
 // excluded tools, and only where the marker is smaller than what it replaces. With
 // clear_inputs, the inputs of the calls whose outputs are pruned go too. The result is in
 // message and part order.
 func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc textCounter, sc *scratch) []PrunedPart {
+	return selectPruneParts(msgs, lay, counts, pol, c, tc, sc, true)
+}
+
+// selectPruneParts is selectPrune; unless withTool, the parts' Tool may be left empty (a plan
+// that returns no pruned parts needs only their savings), which spares reading the messages
+// when the memoized counts hold the marker's size.
+func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc textCounter, sc *scratch, withTool bool) []PrunedPart {
 	if pol.pruneOff || len(lay.results) == 0 {
 		return nil
 	}
@@ -128,7 +136,10 @@ func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, po
 		sc = new(scratch)
 	}
 	dup := duplicates(msgs, res, counts, sc)
-	out := make([]PrunedPart, 0, len(res))
+	out := sc.pruned[:0]
+	if out == nil {
+		out = make([]PrunedPart, 0, len(res))
+	}
 	sorted := true
 	for k, r := range res {
 		parts := counts[r.msg].parts
@@ -139,6 +150,14 @@ func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, po
 		isDup := dup != nil && dup[k]
 		protected := k >= len(res)-pol.keepResults
 		if payload == 0 || !isDup && (protected || payload < pol.minOutput) {
+			continue
+		}
+		if mt := int64(parts[r.part].marker); !withTool && !isDup && mt != 0 && len(pol.excludeTools) == 0 && !pol.clearInputs {
+			// The output marker of the result's own (non-empty) tool name, as counted with
+			// the message: what the general case below would find.
+			if mt < payload {
+				out = append(out, PrunedPart{Message: int(r.msg), Part: int(r.part), Tokens: payload, MarkerTokens: mt})
+			}
 			continue
 		}
 		rp := msgs[r.msg].GetParts()[r.part].GetToolResult()
@@ -189,11 +208,13 @@ func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, po
 			return a.Part - b.Part
 		})
 	}
+	sc.pruned = out
 	return out
 }
 
 // duplicates marks the results whose call has the same tool name and input as the call of a
-// newer result, using an open-addressing table in sc. It returns nil when there are none.
+// newer result, using an open-addressing table in sc, into sc's memory. It returns nil when
+// there are none.
 func duplicates(msgs []*compactorv1.Message, res []toolLink, counts []msgCount, sc *scratch) []bool {
 	if len(res) < 2 {
 		return nil
@@ -227,7 +248,8 @@ func duplicates(msgs []*compactorv1.Message, res []toolLink, counts []msgCount, 
 			a, b := callOf(k), callOf(j)
 			if a.GetToolName() == b.GetToolName() && a.GetInputJson() == b.GetInputJson() {
 				if dup == nil {
-					dup = make([]bool, len(res))
+					sc.dup = resize(sc.dup, len(res))
+					dup = sc.dup
 				}
 				dup[k] = true
 				break

@@ -7,16 +7,12 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
-	"slices"
 	"strings"
 	"sync"
 
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
-
-	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
 // Token costs of the parts of a message that are not plain text. The tokenizers count text
@@ -417,23 +413,32 @@ func jpegSize(d []byte) (w, h int) {
 
 // Counter counts the tokens of messages. It memoizes counts by a hash of each message's
 // content (never its id or token_count) in a bounded memo, so a conversation that grows by
-// one turn costs only the new turn; it also memoizes prefix-hash chain steps. One Counter
+// one turn costs only the new turn; it also memoizes whole conversations (their counts and
+// turn structure), so planning a conversation seen before costs one hash of its content and
+// one lookup, the plans Plan made for them, and prefix-hash chain steps. One Counter
 // serves a whole process: it is safe for concurrent use, and its memory stays within the
 // budget given to NewCounter (plus the tokenizer tables, loaded once per process). The zero
 // value is not usable: create Counters with NewCounter.
 type Counter struct {
-	pool     sync.Pool // of *scratch
-	seed     maphash.Seed
-	init     uint64 // initial key-hash state, random per Counter
-	counts   *memo[countKey, msgCount]
-	chain    *memo[chainKey, [32]byte]
-	prefixes *memo[prefixKey, [32]byte]
+	pool      sync.Pool // of *scratch
+	seed      maphash.Seed
+	init      uint64    // initial key-hash state, random per Counter
+	keySecret [4]uint64 // content-key secrets, random per Counter
+	counts    *memo[countKey, msgCount]
+	convs     *memo[convKey, *conversation]
+	plans     *memo[planKey, *rememberedPlan]
+	chain     *memo[chainKey, [32]byte]
+	prefixes  *memo[prefixKey, [32]byte]
 }
 
 // NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
 // charged an estimate of their size including map overhead); memoBytes ≤ 0 means
-// DefaultMemoBytes. Three quarters of the budget go to token counts, the rest to hash-chain
-// steps and prefix hashes.
+// DefaultMemoBytes. The budget is split: 7/16 to the token counts of messages; 4/16 to whole
+// conversations (each message's count and content hash and the turn structure, about 100
+// bytes per message, so that planning a conversation seen before costs one lookup); 1/16 to
+// the plans Plan made for those conversations (about 12 bytes per message); 2/16 each to
+// hash-chain steps and prefix hashes. A conversation or plan larger than a quarter of its
+// share is not memoized as a whole; its messages still are.
 func NewCounter(memoBytes int) *Counter {
 	if memoBytes <= 0 {
 		memoBytes = DefaultMemoBytes
@@ -441,24 +446,21 @@ func NewCounter(memoBytes int) *Counter {
 	b := int64(memoBytes)
 	seed := maphash.MakeSeed()
 	return &Counter{
-		seed:     seed,
-		init:     maphash.String(seed, "compactord"),
-		counts:   newMemo[countKey, msgCount](b - b/4),
+		seed: seed,
+		init: maphash.String(seed, "compactord"),
+		keySecret: [4]uint64{
+			maphash.String(seed, "compactord/content-key/0"),
+			maphash.String(seed, "compactord/content-key/1"),
+			maphash.String(seed, "compactord/content-key/2"),
+			maphash.String(seed, "compactord/content-key/3"),
+		},
+		counts:   newMemo[countKey, msgCount](b * 7 / 16),
+		convs:    newMemoShards[convKey, *conversation](b/4, convShards),
+		plans:    newMemoShards[planKey, *rememberedPlan](b/16, planShards),
 		chain:    newMemo[chainKey, [32]byte](b / 8),
 		prefixes: newMemo[prefixKey, [32]byte](b / 8),
 	}
 }
-
-// contentKey identifies a message's content (everything the prefix hash covers: all fields
-// but id and token_count) by a keyed 64-bit hash and its length.
-type contentKey struct {
-	h, n uint64
-}
-
-func (k contentKey) shard() int { return int(k.h >> 59) } // top 5 bits: 32 shards
-
-// valid reports whether the key was computed (n carries a marker bit).
-func (k contentKey) valid() bool { return k.n != 0 }
 
 type countKey struct {
 	contentKey
@@ -524,6 +526,8 @@ type scratch struct {
 	saved      []int64
 	tail       []int64
 	dupTable   []int32
+	dup        []bool
+	pruned     []PrunedPart
 }
 
 // resize returns s with length n and zeroed elements, reallocating only when it must.
@@ -548,6 +552,7 @@ func (c *Counter) putScratch(sc *scratch) {
 	clear(sc.counts[:cap(sc.counts)])
 	clear(sc.open[:cap(sc.open)])
 	clear(sc.approvals[:cap(sc.approvals)])
+	clear(sc.pruned[:cap(sc.pruned)])
 	c.pool.Put(sc)
 }
 
@@ -557,22 +562,22 @@ func (c *Counter) putScratch(sc *scratch) {
 func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizerID, all bool) ([]msgCount, []contentKey, error) {
 	counts := make([]msgCount, len(msgs))
 	keys := make([]contentKey, len(msgs))
-	err := c.fillCounts(msgs, id, counts, keys, nil, func(m *compactorv1.Message) bool {
+	err := c.fillCounts(msgs, id, counts, keys, nil, func(_ int, m *compactorv1.Message) bool {
 		return all || m.GetTokenCount() <= 0
 	})
 	return counts, keys, err
 }
 
-// fillCounts counts the messages need selects, memoized, into counts (and their content keys
-// into keys). Lookups take each memo shard's lock once.
-func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts []msgCount, keys []contentKey, sc *scratch, need func(*compactorv1.Message) bool) error {
+// fillCounts counts the messages need(i, msgs[i]) selects, memoized, into counts (and their
+// content keys into keys, where not valid yet). Lookups take each memo shard's lock once.
+func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts []msgCount, keys []contentKey, sc *scratch, need func(int, *compactorv1.Message) bool) error {
 	tc, err := newTextCounter(id)
 	if err != nil {
 		return err
 	}
 	if id == tokApprox {
 		for i, m := range msgs {
-			if need(m) {
+			if need(i, m) {
 				counts[i] = tc.countMessage(m, c.seed)
 			}
 		}
@@ -586,7 +591,7 @@ func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts
 	sc.sel = resize(sc.sel, len(msgs))
 	sel := sc.sel
 	for i, m := range msgs {
-		if need(m) {
+		if need(i, m) {
 			sel[i] = true
 			if !keys[i].valid() {
 				keys[i] = c.key(m)
@@ -632,186 +637,4 @@ func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizerID, counts
 		c.counts.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
 	}
 	return nil
-}
-
-// key hashes everything in m that canon(m) encodes.
-func (c *Counter) key(m *compactorv1.Message) contentKey {
-	x := keyHasher{seed: c.seed, h: c.init}
-	x.mix(uint64(m.GetRole())<<16 | uint64(m.GetKind())<<8 | uint64(m.GetLifecycle())<<1 | b2u(m.GetPinned()))
-	if o := m.GetProviderOptions(); len(o) > 0 {
-		x.options(o)
-	}
-	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
-		x.bytes(u)
-	}
-	x.mix(uint64(len(m.GetParts())))
-	for _, p := range m.GetParts() {
-		x.part(p)
-	}
-	return contentKey{x.h ^ x.h>>31, x.n | 1<<63}
-}
-
-func b2u(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// keyHasher folds a message's fields into a 64-bit state: small values and short strings
-// through a multiply-xorshift step, longer strings through the keyed maphash. It starts from
-// a per-Counter random state, so keys differ from one process to the next.
-type keyHasher struct {
-	seed maphash.Seed
-	h, n uint64
-}
-
-func (x *keyHasher) mix(v uint64) {
-	h := (x.h ^ v) * 0x9E3779B97F4A7C15
-	x.h = h ^ h>>29
-}
-
-func (x *keyHasher) tag(b byte) { x.mix(uint64(b) | 0xA5<<56) }
-
-func (x *keyHasher) str(s string) {
-	n := len(s)
-	x.n += uint64(n)
-	switch {
-	case n > 16:
-		x.mix(maphash.String(x.seed, s) ^ uint64(n)<<48)
-	case n >= 8:
-		x.mix(uint64(n) | 0x5A<<56)
-		x.mix(le64(s[:8]))
-		x.mix(le64(s[n-8:]))
-	default:
-		var v uint64
-		for i := 0; i < n; i++ {
-			v |= uint64(s[i]) << (8 * i)
-		}
-		x.mix(v ^ uint64(n)<<56)
-	}
-}
-
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-func (x *keyHasher) bytes(b []byte) {
-	x.mix(maphash.Bytes(x.seed, b) ^ uint64(len(b))<<48)
-	x.n += uint64(len(b))
-}
-
-// options hashes provider options by their deterministic encoding, in key order.
-func (x *keyHasher) options(o map[string]*structpb.Struct) {
-	x.mix(uint64(len(o)) | 0x3C<<56)
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		x.str(k)
-		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(o[k])
-		x.bytes(b)
-	}
-}
-
-func (x *keyHasher) part(p *compactorv1.Part) {
-	if o := p.GetProviderOptions(); len(o) > 0 {
-		x.options(o)
-	}
-	if u := p.ProtoReflect().GetUnknown(); len(u) > 0 {
-		x.bytes(u)
-	}
-	switch c := p.GetContent().(type) {
-	case *compactorv1.Part_Text:
-		x.tag(1)
-		x.str(c.Text.GetText())
-	case *compactorv1.Part_Image:
-		x.tag(2)
-		switch src := c.Image.GetSource().(type) {
-		case *compactorv1.ImagePart_Data:
-			x.tag(1)
-			x.bytes(src.Data)
-		case *compactorv1.ImagePart_Url:
-			x.tag(2)
-			x.str(src.Url)
-		default:
-			x.tag(0)
-		}
-		x.str(c.Image.GetMediaType())
-	case *compactorv1.Part_File:
-		x.tag(3)
-		switch src := c.File.GetSource().(type) {
-		case *compactorv1.FilePart_Data:
-			x.tag(1)
-			x.bytes(src.Data)
-		case *compactorv1.FilePart_Url:
-			x.tag(2)
-			x.str(src.Url)
-		default:
-			x.tag(0)
-		}
-		x.str(c.File.GetMediaType())
-		x.str(c.File.GetFilename())
-	case *compactorv1.Part_Reasoning:
-		x.tag(4)
-		x.str(c.Reasoning.GetText())
-		x.str(c.Reasoning.GetSignature())
-		x.str(c.Reasoning.GetRedactedData())
-	case *compactorv1.Part_ToolCall:
-		x.tag(byte(5<<1 | b2u(c.ToolCall.GetProviderExecuted())))
-		x.str(c.ToolCall.GetToolCallId())
-		x.str(c.ToolCall.GetToolName())
-		x.str(c.ToolCall.GetInputJson())
-	case *compactorv1.Part_ToolResult:
-		x.tag(6)
-		x.str(c.ToolResult.GetToolCallId())
-		x.str(c.ToolResult.GetToolName())
-		x.output(c.ToolResult.GetOutput())
-	case *compactorv1.Part_ApprovalRequest:
-		x.tag(7)
-		x.str(c.ApprovalRequest.GetApprovalId())
-		x.str(c.ApprovalRequest.GetToolCallId())
-	case *compactorv1.Part_ApprovalResponse:
-		x.tag(byte(8<<1 | b2u(c.ApprovalResponse.GetApproved())))
-		x.str(c.ApprovalResponse.GetApprovalId())
-		x.str(c.ApprovalResponse.GetReason())
-	default:
-		x.tag(0)
-	}
-}
-
-func (x *keyHasher) output(o *compactorv1.ToolOutput) {
-	if o == nil {
-		x.tag(0)
-		return
-	}
-	switch v := o.GetValue().(type) {
-	case *compactorv1.ToolOutput_Text:
-		x.tag(11)
-		x.str(v.Text)
-	case *compactorv1.ToolOutput_Json:
-		x.tag(12)
-		x.str(v.Json)
-	case *compactorv1.ToolOutput_ErrorText:
-		x.tag(13)
-		x.str(v.ErrorText)
-	case *compactorv1.ToolOutput_ErrorJson:
-		x.tag(14)
-		x.str(v.ErrorJson)
-	case *compactorv1.ToolOutput_Denied:
-		x.tag(16)
-		x.str(v.Denied)
-	case *compactorv1.ToolOutput_Content:
-		x.tag(15)
-		x.mix(uint64(len(v.Content.GetParts())))
-		for _, p := range v.Content.GetParts() {
-			x.part(p)
-		}
-	default:
-		x.tag(10)
-	}
 }
