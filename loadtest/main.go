@@ -193,9 +193,15 @@ func run(ctx context.Context, f flags) (bool, error) {
 		}
 		procs = append(procs, rp)
 		serverArgs = append(serverArgs, "--redis-url", "redis://"+raddr+"/0")
-		topology = fmt.Sprintf("%d replicas sharing a throwaway %s on loopback (no persistence)", f.replicas, redisVersion())
+		topology = fmt.Sprintf("1 replica with a throwaway %s on loopback (no persistence) as its summary cache, behind its in-memory tier", redisVersion())
+		if f.replicas > 1 {
+			topology = fmt.Sprintf("%d replicas sharing a throwaway %s on loopback (no persistence)", f.replicas, redisVersion())
+		}
 	}
-	topology += fmt.Sprintf("; ghz balances calls round-robin over the replicas through one client connection (a gRPC round_robin policy over a static resolver, as a client behind a headless Service would); fake OpenAI-compatible LLM with %s fixed latency; servers on their default flags otherwise (JSON log line per call at info level, drained to a file)", f.llmLatency)
+	if f.replicas > 1 {
+		topology += "; ghz balances calls round-robin over the replicas through one client connection (a gRPC round_robin policy over a static resolver, as a client behind a headless Service would)"
+	}
+	topology += fmt.Sprintf("; fake OpenAI-compatible LLM with %s fixed latency; servers on their default flags otherwise (JSON log line per call at info level, drained to a file)", f.llmLatency)
 
 	if len(f.serverEnv) > 0 {
 		topology += "; replica environment adds " + strings.Join(f.serverEnv, " ")
