@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
@@ -107,7 +108,12 @@ func (c *Counter) lookupPlan(k planKey, pol *policy) *compactorv1.PlanResponse {
 // storePlan remembers a copy of resp, made under pol, under k.
 func (c *Counter) storePlan(k planKey, pol *policy, resp *compactorv1.PlanResponse) {
 	e := &rememberedPlan{pol: *pol, resp: copyPlanResponse(resp)}
-	e.pol.excludeTools = slices.Clone(pol.excludeTools) // the request's slice is the caller's
+	// The request's slice and strings are the caller's, and a decoded request's strings may
+	// share memory with the whole request (the service's codec): keep copies of our own.
+	e.pol.excludeTools = make([]string, len(pol.excludeTools))
+	for i, t := range pol.excludeTools {
+		e.pol.excludeTools[i] = strings.Clone(t)
+	}
 	size := int64(planEntryBytes) + int64(len(resp.GetMessageTokens()))*planPerMessageBytes +
 		int64(len(resp.GetReason())+len(resp.GetPrefixHash()))
 	c.plans.put(k.shard(), k, e, size)
