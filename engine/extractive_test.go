@@ -202,15 +202,7 @@ func TestExtractiveSummaryOnCorpus(t *testing.T) {
 func TestExtractiveSummaryGolden(t *testing.T) {
 	for _, name := range []string{"taubench-airline-t42-r1.openai.json", "sweagent-testrepo-1c2844-fc.openai.json"} {
 		t.Run(name, func(t *testing.T) {
-			var f corpus.File
-			for _, c := range corpus.Files(t) {
-				if c.Name == name {
-					f = c
-				}
-			}
-			if f.Name == "" {
-				t.Fatalf("corpus file %s not found", name)
-			}
+			f := corpus.Named(t, name)
 			msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
 			got := ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 1024})
 			golden(t, "summary/extractive-"+strings.TrimSuffix(name, ".openai.json")+".golden", got)

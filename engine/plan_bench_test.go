@@ -326,15 +326,7 @@ func loopCPUN(b *testing.B, f func(i int)) {
 // BenchmarkPlanWarmCorpus plans the corpus conversations with the most messages, warm.
 func BenchmarkPlanWarmCorpus(b *testing.B) {
 	for _, name := range []string{"minisweagent-gemini3-django__django-14349.openai.json", "minisweagent-gemini3-django__django-16560.openai.json"} {
-		var f corpus.File
-		for _, x := range corpus.Files(b) {
-			if x.Name == name {
-				f = x
-			}
-		}
-		if f.Name == "" {
-			b.Skipf("%s not in the corpus", name)
-		}
+		f := corpus.Named(b, name)
 		msgs := readCorpusFile(b, f)
 		_, n := texts(msgs)
 		b.Run(fmt.Sprintf("%dmsgs_%dkB", len(msgs), n/1000), func(b *testing.B) {

@@ -4,20 +4,17 @@ import (
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/service"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
-
-// loadTestConversation is the corpus conversation whose first 20 messages the load test's
-// 20-message scenarios send.
-const loadTestConversation = "sweagent-marshmallow-1867-fc-replace-from-source.openai.json"
 
 // BenchmarkRPC measures whole unary calls over an in-memory connection: the health check
 // (the load test's baseline) against Plan and Lower of a 20-message corpus conversation.
 func BenchmarkRPC(b *testing.B) {
 	conn := startBufconn(b, service.New(service.Options{}))
 	client := compactorv1.NewCompactorServiceClient(conn)
-	msgs := liftCorpus(b, client, loadTestConversation)[:20]
+	msgs := liftCorpus(b, client, corpus.LoadTestConversation)[:20]
 	health := healthpb.NewHealthClient(conn)
 	b.Run("health", func(b *testing.B) {
 		for b.Loop() {
@@ -48,7 +45,7 @@ func BenchmarkRPC(b *testing.B) {
 // load test's compact-hit scenario without Redis.
 func BenchmarkCompactHit(b *testing.B) {
 	client := compactorv1.NewCompactorServiceClient(startBufconn(b, service.New(service.Options{})))
-	msgs := liftCorpus(b, client, loadTestConversation)[:20]
+	msgs := liftCorpus(b, client, corpus.LoadTestConversation)[:20]
 	req := &compactorv1.CompactRequest{Messages: msgs, Force: true,
 		Policy: &compactorv1.Policy{ContextWindow: 200_000, KeepRecentTokens: 2000}}
 	if _, err := client.Compact(b.Context(), req); err != nil {

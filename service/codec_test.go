@@ -17,10 +17,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// loadTestConversationFile is the corpus conversation the load test's 20-message scenarios
-// send the first 20 messages of.
-const loadTestConversationFile = "sweagent-marshmallow-1867-fc-replace-from-source.openai.json"
-
 // corpusRequests returns, for every corpus conversation, one request of each kind the
 // service decodes, filled with the lifted conversation and every other field set.
 func corpusRequests(t *testing.T) []proto.Message {
@@ -269,16 +265,11 @@ func TestCodecUTF8Paths(t *testing.T) {
 // BenchmarkCodecUnmarshal decodes the load test's 20-message Plan request as the server
 // does (UTF-8 check, generated decoder), against the protobuf runtime's codec.
 func BenchmarkCodecUnmarshal(b *testing.B) {
-	var req *compactorv1.PlanRequest
-	for _, f := range corpus.Files(b) {
-		if f.Name == loadTestConversationFile {
-			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(b, f))})
-			if err != nil {
-				b.Fatal(err)
-			}
-			req = &compactorv1.PlanRequest{Messages: lifted.GetMessages()[:20], Policy: &compactorv1.Policy{ContextWindow: 200_000}}
-		}
+	lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(b, corpus.Named(b, corpus.LoadTestConversation)))})
+	if err != nil {
+		b.Fatal(err)
 	}
+	req := &compactorv1.PlanRequest{Messages: lifted.GetMessages()[:20], Policy: &compactorv1.Policy{ContextWindow: 200_000}}
 	wire, err := proto.Marshal(req)
 	if err != nil {
 		b.Fatal(err)

@@ -15,17 +15,11 @@ import (
 // liftCorpus lifts a corpus file through the RPC.
 func liftCorpus(t testing.TB, client compactorv1.CompactorServiceClient, name string) []*compactorv1.Message {
 	t.Helper()
-	for _, f := range corpus.Files(t) {
-		if f.Name == name {
-			resp, err := client.Lift(t.Context(), &compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
-			if err != nil {
-				t.Fatalf("Lift %s: %v", name, err)
-			}
-			return resp.GetMessages()
-		}
+	resp, err := client.Lift(t.Context(), &compactorv1.LiftRequest{Body: string(corpus.Read(t, corpus.Named(t, name)))})
+	if err != nil {
+		t.Fatalf("Lift %s: %v", name, err)
 	}
-	t.Fatalf("no corpus file %s", name)
-	return nil
+	return resp.GetMessages()
 }
 
 func TestPlanOverGRPC(t *testing.T) {

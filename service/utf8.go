@@ -110,56 +110,14 @@ func (s *wireSchema) field(n protowire.Number) *wireField {
 	return s.sparse[n]
 }
 
-// valid reports whether every string field in b is UTF-8. It decodes one-byte tags and
-// lengths and skips varints inline: those are nearly all of them in a conversation.
+// valid reports whether every string field in b is UTF-8.
 func (s *wireSchema) valid(b []byte) bool {
-	for len(b) > 0 {
-		tag := uint64(b[0])
-		if tag < 0x80 {
-			b = b[1:]
-		} else {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return true // malformed: the decoder reports it
-			}
-			tag, b = v, b[n:]
-		}
-		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
-		switch typ {
-		case protowire.BytesType:
-		case protowire.VarintType:
-			i := 0
-			for i < len(b) && b[i] >= 0x80 {
-				i++
-			}
-			if i == len(b) {
-				return true
-			}
-			b = b[i+1:]
-			continue
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return true
-			}
-			b = b[n:]
-			continue
-		}
-		size := uint64(0)
-		if len(b) > 0 && b[0] < 0x80 {
-			size, b = uint64(b[0]), b[1:]
-		} else {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return true
-			}
-			size, b = v, b[n:]
-		}
-		if size > uint64(len(b)) {
+	for {
+		num, v, rest, ok := nextBytesField(b)
+		if !ok {
 			return true
 		}
-		v := b[:size]
-		b = b[size:]
+		b = rest
 		if f := s.field(num); f != nil {
 			switch {
 			case f.utf8 && !utf8.Valid(v):
@@ -169,31 +127,18 @@ func (s *wireSchema) valid(b []byte) bool {
 			}
 		}
 	}
-	return true
 }
 
 // find returns the path of the first string field in b that is not UTF-8, like
 // "messages[3].parts[0].text.text"; b must not be valid.
 func (s *wireSchema) find(b []byte) string {
 	seen := make(map[protowire.Number]int)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			break
+	for {
+		num, v, rest, ok := nextBytesField(b)
+		if !ok {
+			return "(unknown field)"
 		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				break
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			break
-		}
-		b = b[n:]
+		b = rest
 		f := s.field(num)
 		if f == nil {
 			continue
@@ -210,5 +155,59 @@ func (s *wireSchema) find(b []byte) string {
 			return name + "." + f.inner.find(v)
 		}
 	}
-	return "(unknown field)"
+}
+
+// nextBytesField skips the fields of b up to the next length-delimited one (strings,
+// messages, bytes, packed scalars) and returns its number, its value and what follows it.
+// ok is false at the end of b and on malformed input, which the decoder reports. One-byte
+// tags and lengths, and varints, are decoded inline: they are nearly all of a conversation.
+func nextBytesField(b []byte) (num protowire.Number, v, rest []byte, ok bool) {
+	for len(b) > 0 {
+		tag := uint64(b[0])
+		if tag < 0x80 {
+			b = b[1:]
+		} else {
+			t, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, nil, nil, false
+			}
+			tag, b = t, b[n:]
+		}
+		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
+		switch typ {
+		case protowire.BytesType:
+		case protowire.VarintType:
+			i := 0
+			for i < len(b) && b[i] >= 0x80 {
+				i++
+			}
+			if i == len(b) {
+				return 0, nil, nil, false
+			}
+			b = b[i+1:]
+			continue
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return 0, nil, nil, false
+			}
+			b = b[n:]
+			continue
+		}
+		var size uint64
+		if len(b) > 0 && b[0] < 0x80 {
+			size, b = uint64(b[0]), b[1:]
+		} else {
+			l, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, nil, nil, false
+			}
+			size, b = l, b[n:]
+		}
+		if size > uint64(len(b)) {
+			return 0, nil, nil, false
+		}
+		return num, b[:size], b[size:], true
+	}
+	return 0, nil, nil, false
 }

@@ -233,15 +233,7 @@ func FuzzAppendEscapedReference(f *testing.F) {
 // conversation: code and tool output where about one byte in 25 needs an escape (mostly
 // newlines, carriage returns and quotes; many words hold two).
 func BenchmarkAppendEscaped(b *testing.B) {
-	var f corpus.File
-	for _, c := range corpus.Files(b) {
-		if c.Name == "sweagent-marshmallow-1867-fc-replace-from-source.openai.json" {
-			f = c
-		}
-	}
-	if f.Name == "" {
-		b.Fatal("corpus conversation sweagent-marshmallow-1867-fc-replace-from-source.openai.json not found")
-	}
+	f := corpus.Named(b, corpus.LoadTestConversation)
 	l, err := Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(b, f))})
 	if err != nil {
 		b.Fatal(err)

@@ -72,6 +72,22 @@ func Files(tb testing.TB) []File {
 	return files
 }
 
+// LoadTestConversation is the conversation whose first 20 messages the load test's
+// 20-message scenarios send (loadtest/scenarios.yaml); benchmarks of the same work use it.
+const LoadTestConversation = "sweagent-marshmallow-1867-fc-replace-from-source.openai.json"
+
+// Named returns the corpus file called name, failing tb when there is none.
+func Named(tb testing.TB, name string) File {
+	tb.Helper()
+	for _, f := range Files(tb) {
+		if f.Name == name {
+			return f
+		}
+	}
+	tb.Fatalf("corpus: no conversation %s", name)
+	return File{}
+}
+
 // Read returns a file's bytes.
 func Read(tb testing.TB, f File) []byte {
 	tb.Helper()
