@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -8,7 +9,10 @@ import (
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the fallback codec
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
 // vtMessage is a message with the fast paths vtprotobuf generates: every message of
@@ -45,8 +49,12 @@ func newCodec() *codec {
 // Name is the content subtype the codec serves: ordinary protobuf.
 func (c *codec) Name() string { return "proto" }
 
-// Marshal encodes v, into a buffer from gRPC's pool when it is large enough to be pooled.
+// Marshal encodes v, into a buffer from gRPC's pool when it is large enough to be pooled. A
+// LowerResponse's body is not copied (see marshalLower).
 func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*compactorv1.LowerResponse); ok && len(r.GetBody()) >= bodyByReference && len(r.ProtoReflect().GetUnknown()) == 0 {
+		return marshalLower(r)
+	}
 	m, ok := v.(vtMessage)
 	if !ok {
 		return c.fallback.Marshal(v)
@@ -66,6 +74,26 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, fmt.Errorf("marshal %T: %w", v, err)
 	}
 	return mem.BufferSlice{mem.NewBuffer(b, pool)}, nil
+}
+
+// bodyByReference is the size from which marshalLower hands a body to gRPC by reference.
+const bodyByReference = 1 << 10
+
+// marshalLower encodes a LowerResponse as three buffers: the body's tag and length, the body
+// itself by reference (gRPC only reads it, and the string is immutable), and the other
+// fields; together they are the bytes MarshalVT writes, without copying the body, which is
+// most of the response (tens of KiB for a real conversation). r must have no unknown fields.
+func marshalLower(r *compactorv1.LowerResponse) (mem.BufferSlice, error) {
+	head := protowire.AppendVarint(protowire.AppendTag(make([]byte, 0, 1+binary.MaxVarintLen64), 1, protowire.BytesType), uint64(len(r.Body)))
+	tail, err := (&compactorv1.LowerResponse{Warnings: r.Warnings, Cursor: r.Cursor}).MarshalVT()
+	if err != nil {
+		return nil, fmt.Errorf("marshal %T: %w", r, err)
+	}
+	return mem.BufferSlice{
+		mem.SliceBuffer(head),
+		mem.SliceBuffer(unsafe.Slice(unsafe.StringData(r.Body), len(r.Body))),
+		mem.SliceBuffer(tail),
+	}, nil
 }
 
 // Unmarshal decodes data into v, which must be empty.

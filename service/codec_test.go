@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/format"
@@ -105,6 +106,49 @@ func TestCodecDecodedMessageOwnsItsMemory(t *testing.T) {
 		}
 	}
 }
+
+// A LowerResponse is encoded to the bytes the protobuf runtime writes, with a large body
+// handed to gRPC by reference instead of copied.
+func TestCodecMarshalsLowerResponse(t *testing.T) {
+	c := newCodec()
+	long := strings.Repeat(`{"role":"user","content":"é"}`, 400)
+	for _, tt := range []struct {
+		name string
+		resp *compactorv1.LowerResponse
+	}{
+		{"empty", &compactorv1.LowerResponse{}},
+		{"short body", &compactorv1.LowerResponse{Body: `{"messages":[]}`, Cursor: 3}},
+		{"body at the threshold", &compactorv1.LowerResponse{Body: long[:bodyByReference]}},
+		{"long body only", &compactorv1.LowerResponse{Body: long}},
+		{"long body, warnings and cursor", &compactorv1.LowerResponse{Body: long, Warnings: []string{"a", "é"}, Cursor: 41}},
+		{"cursor -1", &compactorv1.LowerResponse{Body: long, Cursor: -1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(tt.resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, err := c.Marshal(tt.resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer enc.Free()
+			if got := enc.Materialize(); !bytes.Equal(got, want) {
+				t.Fatalf("encoding differs from the protobuf runtime's:\ngot  %q\nwant %q", trunc(got), trunc(want))
+			}
+			byRef := false
+			for _, b := range enc {
+				d := b.ReadOnlyData()
+				byRef = byRef || (len(d) > 0 && len(tt.resp.Body) > 0 && &d[0] == unsafe.StringData(tt.resp.Body))
+			}
+			if wantRef := len(tt.resp.Body) >= bodyByReference; byRef != wantRef {
+				t.Errorf("body handed by reference: %v, want %v", byRef, wantRef)
+			}
+		})
+	}
+}
+
+func trunc(b []byte) []byte { return b[:min(len(b), 80)] }
 
 func TestCodecFallsBackForOtherMessages(t *testing.T) {
 	c := newCodec()
