@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
@@ -181,9 +182,11 @@ func conversation200() []*compactorv1.Message {
 	return msgs[:200]
 }
 
-// decodedCopies returns k copies of msgs, each marshaled and unmarshaled again as a request
-// would be, so that no copy shares a message, a part or string data with msgs or another
-// copy: a warm plan of one copy cannot profit from pointer identity with an earlier one.
+// decodedCopies returns k copies of msgs, each marshaled and decoded again the way the
+// service's codec decodes a request (UnmarshalVTUnsafe over a private copy of the wire
+// bytes, so a copy's strings lie in one buffer, in message order), so that no copy shares a
+// message, a part or string data with msgs or another copy: a warm plan of one copy cannot
+// profit from pointer identity with an earlier one.
 func decodedCopies(tb testing.TB, msgs []*compactorv1.Message, k int) [][]*compactorv1.Message {
 	tb.Helper()
 	wire, err := proto.Marshal(&compactorv1.PlanRequest{Messages: msgs})
@@ -193,7 +196,7 @@ func decodedCopies(tb testing.TB, msgs []*compactorv1.Message, k int) [][]*compa
 	out := make([][]*compactorv1.Message, k)
 	for i := range out {
 		var r compactorv1.PlanRequest
-		if err := proto.Unmarshal(wire, &r); err != nil {
+		if err := r.UnmarshalVTUnsafe(bytes.Clone(wire)); err != nil {
 			tb.Fatal(err)
 		}
 		out[i] = r.Messages
