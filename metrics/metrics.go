@@ -82,6 +82,7 @@ type Metrics struct {
 	tokensBefore      prometheus.Observer
 	tokensAfter       prometheus.Observer
 	prunedTokens      prometheus.Counter
+	stores            *stores
 }
 
 // New creates the collectors and registers them with reg; a nil reg means a fresh
@@ -127,6 +128,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help:    "Conversation size in tokens per compaction, before and after (stage label).",
 		Buckets: tokenBuckets,
 	}, []string{"stage"})
+	m.stores = newStores()
 	m.tokensBefore = tokens.WithLabelValues("before")
 	m.tokensAfter = tokens.WithLabelValues("after")
 
@@ -136,7 +138,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.cacheLookups.WithLabelValues(string(r))
 	}
 
-	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens)
+	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.stores)
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -366,6 +366,7 @@ func TestNilMetricsRecordsNothingAndPassesCallsThrough(t *testing.T) {
 	m.AddPrunedTokens(1)
 	m.InitializeSummarizers("mini")
 	m.InitializeServer(grpc.NewServer())
+	m.TrackStore("x", 1, func() (int, int64) { return 0, 0 })
 
 	called := false
 	resp, err := m.UnaryServerInterceptor()(context.Background(), "req", &grpc.UnaryServerInfo{},

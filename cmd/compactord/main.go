@@ -76,13 +76,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	m.InitializeSummarizers(summarizers.Names()...)
-	store, closeStore, err := openCache(cfg, tp, logger)
+	store, local, closeStore, err := openCache(cfg, tp, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	counter := engine.NewCounter(int(cfg.TokenMemoBytes))
+	m.TrackStore("summary-cache", int64(cfg.CacheMaxBytes), func() (int, int64) { return local.Len(), local.Bytes() })
+	m.TrackStore("token-memo", int64(cfg.TokenMemoBytes), counter.MemoStats)
 	srv := service.New(service.Options{
-		Counter:         engine.NewCounter(int(cfg.TokenMemoBytes)),
+		Counter:         counter,
 		Summarizers:     summarizers,
 		Cache:           store,
 		Fill:            cache.FillOptions{LockTTL: cfg.LockTTL},
@@ -162,19 +165,19 @@ func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, 
 }
 
 // openCache returns the Redis cache of --redis-url behind an in-memory one, or the in-memory
-// one alone.
-func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, func(), error) {
+// one alone; and the in-memory one, whose size the metrics report.
+func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, *cache.Memory, func(), error) {
+	local := cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp})
 	if cfg.RedisURL == "" {
-		return cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp}), func() {}, nil
+		return local, local, func() {}, nil
 	}
 	r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
 	cache.LogRedisTo(logger)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
+		return nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
 	}
 	// Summaries this replica has seen are served from memory, without a round trip to Redis.
-	local := cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp})
-	return cache.NewTiered(local, r), func() { _ = r.Close() }, nil
+	return cache.NewTiered(local, r), local, func() { _ = r.Close() }, nil
 }
 
 func cacheKind(cfg config) string {

@@ -264,8 +264,16 @@ func TestBinaryServesMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `grpc_server_handled_total{grpc_code="OK",grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary"} 1`
-	if !strings.Contains(string(body), want) {
-		t.Errorf("/metrics lacks %s", want)
+	for _, want := range []string{
+		`grpc_server_handled_total{grpc_code="OK",grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary"} 1`,
+		// The bounded stores and their default bounds (64 MiB each).
+		`compactord_store_bytes{store="summary-cache"} 0`,
+		`compactord_store_max_bytes{store="summary-cache"} 6.7108864e+07`,
+		`compactord_store_entries{store="token-memo"} 0`,
+		`compactord_store_max_bytes{store="token-memo"} 6.7108864e+07`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
