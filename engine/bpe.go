@@ -39,8 +39,8 @@ var bpeEncodings = [...]struct{ url, pattern string }{
 }
 
 // loadBPE builds the encoder of a tiktoken encoding (tokO200k or tokCl100k) from the tables
-// embedded in tiktoken-go-loader. It takes about half a second; the loader's map is garbage
-// when it returns.
+// embedded in tiktoken-go-loader. It takes a few hundred milliseconds; the loader's map is
+// garbage when it returns.
 func loadBPE(id tokenizerID) (*bpe, error) {
 	if int(id) >= len(bpeEncodings) {
 		return nil, fmt.Errorf("no BPE tables for tokenizer %d", id)

@@ -43,20 +43,13 @@ func oracle(tb testing.TB, id tokenizerID) *tiktoken.Tiktoken {
 	return o.enc
 }
 
-var testEncoders [2]struct {
-	once sync.Once
-	enc  *bpe
-	err  error
-}
-
 func testEncoder(tb testing.TB, id tokenizerID) *bpe {
 	tb.Helper()
-	e := &testEncoders[id]
-	e.once.Do(func() { e.enc, e.err = loadBPE(id) })
-	if e.err != nil {
-		tb.Fatal(e.err)
+	enc, err := encoder(id)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return e.enc
+	return enc
 }
 
 var bpeTokenizers = []tokenizerID{tokO200k, tokCl100k}
@@ -337,7 +330,8 @@ func pointerFree(t reflect.Type) bool {
 }
 
 // TestBPETablesHoldNoPointers: the rank table is two slices of pointer-free elements (and
-// pointer-free fields), so loading a tokenizer adds a handful of objects the GC never scans.
+// pointer-free fields), so loading a tokenizer adds a handful of objects the GC never scans;
+// and the encoder the counter uses after Preload is that table, not tiktoken-go.
 func TestBPETablesHoldNoPointers(t *testing.T) {
 	tt := reflect.TypeFor[rankTable]()
 	for i := range tt.NumField() {
@@ -355,6 +349,55 @@ func TestBPETablesHoldNoPointers(t *testing.T) {
 	}
 	if !pointerFree(reflect.TypeFor[rankSlot]()) {
 		t.Error("rankSlot holds pointers")
+	}
+
+	// No type from tiktoken-go is reachable from what the counter holds.
+	const oraclePkg = "github.com/pkoukk/tiktoken-go"
+	seen := map[reflect.Type]bool{}
+	var check func(reflect.Type, string)
+	check = func(ty reflect.Type, path string) {
+		if seen[ty] {
+			return
+		}
+		seen[ty] = true
+		if ty.PkgPath() == oraclePkg {
+			t.Errorf("%s is %v, from tiktoken-go", path, ty)
+		}
+		switch ty.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map, reflect.Chan:
+			check(ty.Elem(), path+"[]")
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				check(ty.Field(i).Type, path+"."+ty.Field(i).Name)
+			}
+		}
+	}
+	check(reflect.TypeFor[textCounter](), "textCounter")
+
+	for _, id := range bpeTokenizers {
+		if err := Preload(tokName(id)); err != nil {
+			t.Fatal(err)
+		}
+		tc, err := newTextCounter(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.enc == nil || tc.enc != encoders[id].enc {
+			t.Fatalf("%s: textCounter does not use the preloaded encoder", tokName(id))
+		}
+		tbl := &tc.enc.ranks
+		if len(tbl.slots)&(len(tbl.slots)-1) != 0 {
+			t.Errorf("%s: %d slots, want a power of two", tokName(id), len(tbl.slots))
+		}
+		tokens := 0
+		for _, sl := range tbl.slots {
+			if sl.n != 0 {
+				tokens++
+			}
+		}
+		if tokens < 100000 || 2*tokens > len(tbl.slots) {
+			t.Errorf("%s: %d tokens in %d slots, want > 100000 at most half full", tokName(id), tokens, len(tbl.slots))
+		}
 	}
 }
 
