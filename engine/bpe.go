@@ -48,7 +48,7 @@ func loadBPE(id tokenizerID) (*bpe, error) {
 	spec := bpeEncodings[id]
 	ranks, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(spec.url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read merge ranks: %w", err)
 	}
 	return newBPE(ranks, spec.pattern)
 }
