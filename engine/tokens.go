@@ -11,8 +11,6 @@ import (
 	"sync"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // Token costs of the parts of a message that are not plain text. The tokenizers count text
@@ -64,26 +62,24 @@ func parseTokenizer(name string) (tokenizerID, bool) {
 	return tokO200k, false
 }
 
-// encoders holds the BPE encoders, loaded lazily from the embedded tables on first use and
-// read-only afterwards. Loading one takes about a second and tens of MB; it is done once per
-// process, never per request.
+// encoders holds the BPE encoders, built lazily from the tables embedded in
+// tiktoken-go-loader on first use and read-only afterwards. Building one takes a few hundred
+// milliseconds and about 8 MB (o200k_base) in a few objects the garbage collector need not
+// scan (see bpe.go); it is done once per process, never per request.
 var encoders [2]struct {
 	once sync.Once
-	enc  *tiktoken.Tiktoken
+	enc  *bpe
 	err  error
 }
 
-var loaderOnce sync.Once
-
-func encoder(id tokenizerID) (*tiktoken.Tiktoken, error) {
+func encoder(id tokenizerID) (*bpe, error) {
 	e := &encoders[id]
 	e.once.Do(func() {
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 		name := TokenizerO200k
 		if id == tokCl100k {
 			name = TokenizerCl100k
 		}
-		e.enc, e.err = tiktoken.GetEncoding(name)
+		e.enc, e.err = loadBPE(id)
 		if e.err != nil {
 			e.err = fmt.Errorf("load tokenizer %s: %w", name, e.err)
 		}
@@ -118,12 +114,12 @@ func Encode(text, tokenizer string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return enc.EncodeOrdinary(text), nil
+	return enc.encode(text), nil
 }
 
 // textCounter counts the tokens of text under one tokenizer.
 type textCounter struct {
-	enc *tiktoken.Tiktoken // nil for approx
+	enc *bpe // nil for approx
 }
 
 func newTextCounter(id tokenizerID) (textCounter, error) {
@@ -141,7 +137,7 @@ func (t textCounter) text(s string) int64 {
 	if t.enc == nil {
 		return int64(len(s)+3) / 4
 	}
-	return int64(len(t.enc.EncodeOrdinary(s)))
+	return int64(t.enc.count(s))
 }
 
 // msgCount is the token count of one message. parts is set only for messages holding tool
