@@ -89,6 +89,52 @@ func TestPlanMemoKeysOnPolicyCountsAndContent(t *testing.T) {
 	}
 }
 
+// TestPlanMemoWithCallerCounts: when the caller counts every message, a plan the totals
+// settle (nothing to do) hashes nothing and is not remembered; one that needs the parts'
+// counts (pruning, summarizing) is remembered like any other, and answers equal cold plans.
+func TestPlanMemoWithCallerCounts(t *testing.T) {
+	counted := conversation200()
+	c0 := NewCounter(0)
+	for _, m := range counted {
+		n, err := c0.Message(m, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.TokenCount = n
+	}
+	for _, tt := range []struct {
+		name   string
+		window int64
+		plans  int // plans remembered after planning it 4 times
+	}{{"none", 200000, 0}, {"prune", 40000, 1}, {"summarize", 16000, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCounter(8 << 20)
+			p := &compactorv1.Policy{ContextWindow: tt.window}
+			want, err := Plan(counted, p, NewCounter(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				got, err := Plan(decoded(t, counted), p, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(got, want) {
+					t.Fatalf("plan %d differs from a cold plan: %s", i+1, got.GetReason())
+				}
+			}
+			if n, _ := c.plans.stats(); n != tt.plans {
+				t.Errorf("the plan memo holds %d plans, want %d", n, tt.plans)
+			}
+			if tt.plans == 0 {
+				if n, _ := c.convs.stats(); n != 0 {
+					t.Errorf("a plan settled by the caller's totals hashed the conversation (%d memo entries)", n)
+				}
+			}
+		})
+	}
+}
+
 // TestPlanMemoSkipsConversationsSeenOnce: a growing conversation, planned once per new
 // message, leaves no plan behind.
 func TestPlanMemoSkipsConversationsSeenOnce(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -140,7 +141,10 @@ func New(reg prometheus.Registerer) *Metrics {
 
 	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.stores)
 	for _, c := range []prometheus.Collector{
-		collectors.NewGoCollector(),
+		// Beside the default series: the live heap (marked by the last GC), the signal of a
+		// leak, and the heap goal the next GC starts at, which RSS follows.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/(live|goal):bytes$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := reg.Register(c); err != nil {
