@@ -50,6 +50,8 @@ type flags struct {
 	llmLatency  time.Duration
 	keep        bool
 	serverEnv   envList
+	serverArgs  envList
+	soakFill    time.Duration
 }
 
 func main() {
@@ -68,6 +70,8 @@ func main() {
 	flag.DurationVar(&f.soakSlice, "soak-slice", 15*time.Second, "length of one soak slice")
 	flag.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
 	flag.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
+	flag.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
+	flag.DurationVar(&f.soakFill, "soak-fill", 30*time.Second, "before the soak, run its cache-miss scenarios this long so the bounded stores are full (0: no fill)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 	flag.Parse()
 
@@ -183,7 +187,7 @@ func run(ctx context.Context, f flags) (bool, error) {
 
 	topology := fmt.Sprintf("%d replica(s), in-memory summary cache", f.replicas)
 	serverArgs := []string{
-		"--listen", "127.0.0.1:0", "--metrics-listen", "", "--drain-timeout", "2s",
+		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--drain-timeout", "2s",
 		"--config", cfgPath,
 	}
 	if f.redis {
@@ -206,6 +210,10 @@ func run(ctx context.Context, f flags) (bool, error) {
 	if len(f.serverEnv) > 0 {
 		topology += "; replica environment adds " + strings.Join(f.serverEnv, " ")
 	}
+	if len(f.serverArgs) > 0 {
+		serverArgs = append(serverArgs, f.serverArgs...)
+		topology += "; replica flags add " + strings.Join(f.serverArgs, " ")
+	}
 	e := &env{llm: llm}
 	for i := 0; i < f.replicas; i++ {
 		name := fmt.Sprintf("replica-%d", i+1)
@@ -221,7 +229,11 @@ func run(ctx context.Context, f flags) (bool, error) {
 			return false, err
 		}
 		defer conn.Close()
-		e.replicas = append(e.replicas, &replica{name: name, addr: addr, proc: p, conn: conn})
+		maddr := p.loggedAddr("metrics")
+		if maddr == "" {
+			return false, fmt.Errorf("%s logged no metrics address", name)
+		}
+		e.replicas = append(e.replicas, &replica{name: name, addr: addr, metrics: maddr, proc: p, conn: conn})
 		logf("%s serving on %s (pid %d)", name, addr, p.cmd.Process.Pid)
 	}
 	addrs := make([]resolver.Address, len(e.replicas))
@@ -337,7 +349,7 @@ func run(ctx context.Context, f flags) (bool, error) {
 		if len(mix) == 0 {
 			rep.Notes = append(rep.Notes, "-soak was set but no scenario marked soak: true ran; no soak.")
 		} else {
-			s, err := e.soak(ctx, mix, payloads, f.soak, f.soakSlice, sampleMem)
+			s, err := e.soak(ctx, mix, payloads, f.soak, f.soakSlice, f.soakFill, sampleMem)
 			if err != nil {
 				return false, err
 			}
@@ -428,9 +440,27 @@ func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scena
 	return r, b, nil
 }
 
-// soak replays mix in slices until d has passed, sampling memory after each slice.
-func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Payload, d, slice time.Duration, sample func() []int64) (*Soak, error) {
+// soak replays mix in slices until d has passed, sampling memory after each slice. First,
+// for fill, it runs the mix's cache-miss scenarios: every call adds new entries to the
+// replicas' bounded stores, so that the soak starts at the steady state where they are full
+// and evict, and memory that still grows is not their filling.
+func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Payload, d, slice, fill time.Duration, sample func() []int64) (*Soak, error) {
 	s := &Soak{Duration: d, Slice: slice, MaxGrowth: 1.2}
+	for _, sc := range mix {
+		if sc.Cache != "miss" || fill <= 0 {
+			continue
+		}
+		r, err := e.load(sc, payloads[sc.Name], fill)
+		if err != nil {
+			return nil, fmt.Errorf("soak fill %s: %w", sc.Name, err)
+		}
+		heap, err := e.heap(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("soak fill: %w", err)
+		}
+		s.Fill = append(s.Fill, SoakFill{Scenario: sc.Name, Duration: fill, Requests: r.Requests, Errors: r.Errors, Heap: heap})
+		logf("soak fill %-22s %8d req errors %d stores %v", sc.Name, r.Requests, r.Errors, heap)
+	}
 	start := time.Now()
 	maxSlices := int(d/slice) + 1
 	logf("soak: %s in %s slices over %d scenarios", d, slice, len(mix))
@@ -447,7 +477,11 @@ func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Pa
 			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
 		}
 		rss := sample()
-		s.Samples = append(s.Samples, SoakSample{Elapsed: time.Since(start), Scenario: sc.Name, Requests: r.Requests, Errors: r.Errors, RSSKiB: rss[:len(e.replicas)]})
+		heap, err := e.heap(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
+		}
+		s.Samples = append(s.Samples, SoakSample{Elapsed: time.Since(start), Scenario: sc.Name, Requests: r.Requests, Errors: r.Errors, RSSKiB: rss[:len(e.replicas)], Heap: heap})
 		logf("soak %3d %-22s %8d req errors %d rss %v KiB", i+1, sc.Name, r.Requests, r.Errors, rss)
 	}
 	s.Duration = time.Since(start)

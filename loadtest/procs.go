@@ -63,6 +63,23 @@ func (p *proc) lastLines(n int) string {
 	return strings.Join(l, "\n")
 }
 
+// loggedAddr returns the "addr" of the last JSON log line with msg among the lines the
+// process wrote to its scanned stderr, or "".
+func (p *proc) loggedAddr(msg string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.last) - 1; i >= 0; i-- {
+		var rec struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(p.last[i]), &rec) == nil && rec.Msg == msg && rec.Addr != "" {
+			return rec.Addr
+		}
+	}
+	return ""
+}
+
 // startProc starts a child that dies with the driver (Pdeathsig) and logs to dir/name.log.
 // When addrMsg is non-empty, the child's stderr is scanned for a JSON log line with that
 // "msg" and startProc returns once it has seen it, with its "addr".

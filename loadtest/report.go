@@ -201,13 +201,23 @@ type SoakSample struct {
 	Scenario string
 	Requests uint64
 	Errors   uint64
-	RSSKiB   []int64 // per server process, in Report.Memory order
+	RSSKiB   []int64     // per server process, in Report.Memory order
+	Heap     []heapState // per replica: live heap and stores, from its /metrics
+}
+
+// SoakFill is the run of a cache-miss scenario before the soak that fills the bounded stores.
+type SoakFill struct {
+	Scenario         string
+	Duration         time.Duration
+	Requests, Errors uint64
+	Heap             []heapState // per replica, after the fill
 }
 
 // Soak is the memory-flatness run: the soak mix replayed in slices, RSS sampled after each.
 type Soak struct {
 	Duration time.Duration
 	Slice    time.Duration
+	Fill     []SoakFill
 	Samples  []SoakSample
 	// RefIndex is the sample the end is compared with: the first slice of the same scenario
 	// as the last one, so both samples follow the same kind of load.
@@ -259,6 +269,11 @@ func (rep *Report) OK() bool {
 	if s := rep.Soak; s != nil {
 		for _, x := range s.Samples {
 			if x.Errors > 0 {
+				return false
+			}
+		}
+		for _, f := range s.Fill {
+			if f.Errors > 0 {
 				return false
 			}
 		}
@@ -386,25 +401,36 @@ func (rep *Report) Markdown() string {
 
 	if s := rep.Soak; s != nil && len(s.Samples) > 0 {
 		p("## Soak: memory over %s\n\n", s.Duration.Round(time.Second))
-		p("The soak mix replayed in %s slices; RSS sampled after each slice. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
+		p("The soak mix replayed in %s slices; after each slice, every replica's RSS, and from its /metrics its live heap (go_gc_heap_live_bytes: what the last GC marked) and the bytes its bounded in-memory stores (summary cache, token memo) charge. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
 			s.Slice, s.MaxGrowth, s.RefIndex+1)
-		p("| # | elapsed | slice | requests | errors |")
-		for _, m := range rep.Memory {
-			if !strings.HasPrefix(m.Process, "redis") {
-				p(" %s |", m.Process)
+		for _, f := range s.Fill {
+			p("Before the first sample, %s ran for %s (%d requests, %d errors), every call adding new entries to the stores, so that the soak starts with them at their bounds, where they evict instead of growing; after it, the stores held", f.Scenario, f.Duration.Round(time.Second), f.Requests, f.Errors)
+			for i, h := range f.Heap {
+				if i > 0 {
+					p(";")
+				}
+				p(" %s of %s (%.0f%%) on %s", fmtMiB(h.Stores>>10), fmtMiB(h.StoresMax>>10), 100*float64(h.Stores)/float64(max(h.StoresMax, 1)), replicaName(rep, i))
 			}
+			p(".\n\n")
+		}
+		p("| # | elapsed | slice | requests | errors |")
+		for i := range s.Samples[0].RSSKiB {
+			n := replicaName(rep, i)
+			p(" %s RSS | %s live heap | %s stores |", n, n, n)
 		}
 		p("\n|--:|--:|---|--:|--:|")
-		for _, m := range rep.Memory {
-			if !strings.HasPrefix(m.Process, "redis") {
-				p("--:|")
-			}
+		for range s.Samples[0].RSSKiB {
+			p("--:|--:|--:|")
 		}
 		p("\n")
 		for i, x := range s.Samples {
 			p("| %d | %s | %s | %d | %d |", i+1, x.Elapsed.Round(time.Second), x.Scenario, x.Requests, x.Errors)
-			for _, k := range x.RSSKiB {
-				p(" %s |", fmtMiB(k))
+			for j, k := range x.RSSKiB {
+				live, stores := "—", "—"
+				if j < len(x.Heap) {
+					live, stores = fmtMiB(x.Heap[j].Live>>10), fmtMiB(x.Heap[j].Stores>>10)
+				}
+				p(" %s | %s | %s |", fmtMiB(k), live, stores)
 			}
 			p("\n")
 		}
@@ -465,4 +491,19 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// replicaName is the name of the i-th replica: the i-th server process of the memory table
+// that is not Redis.
+func replicaName(rep *Report, i int) string {
+	for _, m := range rep.Memory {
+		if strings.HasPrefix(m.Process, "redis") {
+			continue
+		}
+		if i == 0 {
+			return m.Process
+		}
+		i--
+	}
+	return fmt.Sprintf("replica-%d", i+1)
 }

@@ -137,10 +137,14 @@ func TestMarkdownGolden(t *testing.T) {
 			{Process: "replica-1", StartKiB: 40960, PeakSample: 81920, EndKiB: 61440},
 			{Process: "redis", StartKiB: 8192, PeakSample: 9216, EndKiB: 9216},
 		},
-		Soak: &Soak{Duration: 5 * time.Minute, Slice: 15 * time.Second, RefIndex: 0, MaxGrowth: 1.2, Samples: []SoakSample{
-			{Elapsed: 15 * time.Second, Scenario: "health", Requests: 150000, RSSKiB: []int64{61440}},
-			{Elapsed: 30 * time.Second, Scenario: "plan-20", Requests: 60000, RSSKiB: []int64{63488}},
-		}},
+		Soak: &Soak{Duration: 5 * time.Minute, Slice: 15 * time.Second, RefIndex: 0, MaxGrowth: 1.2,
+			Fill: []SoakFill{{Scenario: "compact-miss-20", Duration: 30 * time.Second, Requests: 8000,
+				Heap: []heapState{{Live: 30 << 20, Stores: 5 << 20, StoresMax: 6 << 20}}}},
+			Samples: []SoakSample{
+				{Elapsed: 15 * time.Second, Scenario: "health", Requests: 150000, RSSKiB: []int64{61440},
+					Heap: []heapState{{Live: 31 << 20, Stores: 5 << 20, StoresMax: 6 << 20}}},
+				{Elapsed: 30 * time.Second, Scenario: "plan-20", Requests: 60000, RSSKiB: []int64{63488}},
+			}},
 		Notes: []string{"a note"},
 	}
 	got := rep.Markdown()

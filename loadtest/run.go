@@ -16,10 +16,11 @@ import (
 
 // replica is one compactord process under load.
 type replica struct {
-	name string
-	addr string
-	proc *proc
-	conn *grpc.ClientConn // direct connection for preflight calls
+	name    string
+	addr    string
+	metrics string // address of its /metrics
+	proc    *proc
+	conn    *grpc.ClientConn // direct connection for preflight calls
 }
 
 // env is what every scenario runs against.
@@ -209,4 +210,17 @@ func resultFrom(sc *Scenario, rep *runner.Report) *Result {
 	r.lat = lat
 	r.finish()
 	return r
+}
+
+// heap scrapes every replica's memory series, in replica order.
+func (e *env) heap(ctx context.Context) ([]heapState, error) {
+	out := make([]heapState, len(e.replicas))
+	for i, r := range e.replicas {
+		h, err := scrapeHeap(ctx, r.metrics)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+		out[i] = h
+	}
+	return out, nil
 }
