@@ -123,53 +123,41 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 	sc := c.getScratch()
 	defer c.putScratch(sc)
-	in, err := c.countConversation(msgs, pol.tokenizer, sc, planInput{}, needUncounted)
+	// Plan answers a conversation it memoized with a copy of the plan it made before
+	// under the same policy and caller token counts, if it still remembers it. Finding it
+	// takes the conversation's hash, so when the caller counted every message, the parts
+	// of the messages holding tool calls or results are counted now rather than when
+	// pruning needs them: a plan the totals alone settle pays the hash (a few µs on 200
+	// messages), and every other plan of a conversation seen before is a copy.
+	remember := !withPruned && !opt.Force
+	need := needUncounted
+	if remember && !anyNeeds(msgs, needUncounted) {
+		need = needToolParts
+	}
+	in, err := c.countConversation(msgs, pol.tokenizer, sc, planInput{}, need)
 	if err != nil {
 		return err
 	}
-	// Plan answers a conversation it memoized with a copy of the plan it made before
-	// under the same policy and caller token counts, if it still remembers it.
-	rc := planRecall{on: !withPruned && !opt.Force}
-	if rc.recall(c, msgs, pol, in, d) {
-		return nil
+	remember = remember && in.cv != nil
+	var pk planKey
+	if remember {
+		pk = planKey{conv: in.cv.key, counts: c.tokenCountsHash(msgs), policy: c.policyHash(pol)}
+		if r := c.lookupPlan(pk, pol); r != nil {
+			d.Response = r
+			return nil
+		}
 	}
-	if err := c.decideCounted(msgs, pol, opt, sc, in, d, withPruned, &rc); err != nil {
+	if err := c.decideCounted(msgs, pol, opt, sc, in, d, withPruned); err != nil {
 		return err
 	}
-	if rc.looked && !rc.hit {
-		c.storePlan(rc.key, pol, d.Response)
+	if remember {
+		c.storePlan(pk, pol, d.Response)
 	}
 	return nil
 }
 
-// planRecall is one plan's use of the plan memo. The memo can be consulted once the
-// conversation is known to the conversation memo: at once when some message needed
-// counting, or, when the caller counted every message, only once the plan needs more than
-// their totals (pruning needs the counts of their parts), so that a plan the totals settle
-// never hashes the conversation.
-type planRecall struct {
-	on          bool // Plan, not forced: the memo may answer
-	looked, hit bool
-	key         planKey
-}
-
-// recall consults the plan memo for the conversation in describes, the first time that is
-// possible, and on a hit sets d.Response to the remembered plan and reports true.
-func (rc *planRecall) recall(c *Counter, msgs []*compactorv1.Message, pol *policy, in planInput, d *Decision) bool {
-	if !rc.on || rc.looked || in.cv == nil {
-		return false
-	}
-	rc.looked = true
-	rc.key = planKey{conv: in.cv.key, counts: c.tokenCountsHash(msgs), policy: c.policyHash(pol)}
-	if r := c.lookupPlan(rc.key, pol); r != nil {
-		*d = Decision{Response: r}
-		rc.hit = true
-	}
-	return rc.hit
-}
-
 // decideCounted is decide once the conversation is counted as in says.
-func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in planInput, d *Decision, withPruned bool, rc *planRecall) error {
+func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in planInput, d *Decision, withPruned bool) error {
 	n := len(msgs)
 	lay, counts, keys := in.lay, in.counts, in.keys
 	tc, err := newTextCounter(pol.tokenizer)
@@ -229,9 +217,6 @@ func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Op
 		in, err = c.countConversation(msgs, pol.tokenizer, sc, in, needToolParts)
 		if err != nil {
 			return err
-		}
-		if rc.recall(c, msgs, pol, in, d) {
-			return nil
 		}
 		lay, counts, keys = in.lay, in.counts, in.keys
 	}
