@@ -35,7 +35,7 @@ func scrapeHeap(ctx context.Context, addr string) (heapState, error) {
 	return parseHeap(bufio.NewScanner(resp.Body))
 }
 
-// parseHeap reads heapState from the Prometheus text format: go_gc_heap_live_bytes, and the
+// parseHeap reads heapState from the Prometheus text format: compactord_heap_live_bytes, and the
 // sums of compactord_store_bytes and compactord_store_max_bytes over their stores.
 func parseHeap(sc *bufio.Scanner) (heapState, error) {
 	var h heapState
@@ -49,7 +49,7 @@ func parseHeap(sc *bufio.Scanner) (heapState, error) {
 		metric, _, _ := strings.Cut(name, "{")
 		var dst *int64
 		switch metric {
-		case "go_gc_heap_live_bytes":
+		case "compactord_heap_live_bytes":
 			dst, live = &h.Live, true
 		case "compactord_store_bytes":
 			dst = &h.Stores
@@ -68,7 +68,7 @@ func parseHeap(sc *bufio.Scanner) (heapState, error) {
 		return heapState{}, err
 	}
 	if !live {
-		return heapState{}, fmt.Errorf("no go_gc_heap_live_bytes in /metrics")
+		return heapState{}, fmt.Errorf("no compactord_heap_live_bytes in /metrics")
 	}
 	return h, nil
 }

@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -139,12 +138,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.cacheLookups.WithLabelValues(string(r))
 	}
 
-	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.stores)
+	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.stores, newHeap())
 	for _, c := range []prometheus.Collector{
-		// Beside the default series: the live heap (marked by the last GC), the signal of a
-		// leak, and the heap goal the next GC starts at, which RSS follows.
-		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/(live|goal):bytes$`)})),
+		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := reg.Register(c); err != nil {

@@ -46,3 +46,22 @@ func TestNoStoreNoSeries(t *testing.T) {
 		t.Fatalf("series without a tracked store: %d, %v", n, err)
 	}
 }
+
+func TestHeapSeries(t *testing.T) {
+	_, reg := newTest(t)
+	for _, name := range []string{"compactord_heap_live_bytes", "compactord_heap_goal_bytes"} {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				found = len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetGauge().GetValue() > 0
+			}
+		}
+		if !found {
+			t.Errorf("no positive %s", name)
+		}
+	}
+}
