@@ -72,19 +72,7 @@ func TestPlanMemoKeysOnPolicyCountsAndContent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want, err := Plan(tt.msgs, tt.p, NewCounter(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				got, err := Plan(decoded(t, tt.msgs), tt.p, c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !proto.Equal(got, want) {
-					t.Fatalf("plan %d differs from a cold plan: %s", i+1, got.GetReason())
-				}
-			}
+			plansEqualCold(t, c, tt.msgs, tt.p, 3)
 		})
 	}
 }
@@ -109,23 +97,30 @@ func TestPlanMemoWithCallerCounts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewCounter(8 << 20)
 			p := &compactorv1.Policy{ContextWindow: tt.window}
-			want, err := Plan(counted, p, NewCounter(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 4 {
-				got, err := Plan(decoded(t, counted), p, c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !proto.Equal(got, want) {
-					t.Fatalf("plan %d differs from a cold plan: %s", i+1, got.GetReason())
-				}
-			}
+			plansEqualCold(t, c, counted, p, 4)
 			if n, _ := c.plans.stats(); n != 1 {
 				t.Errorf("the plan memo holds %d plans, want 1", n)
 			}
 		})
+	}
+}
+
+// plansEqualCold plans a decoded copy of msgs n times with c and fails unless every plan
+// equals a cold one (planned with a fresh Counter).
+func plansEqualCold(t *testing.T, c *Counter, msgs []*compactorv1.Message, p *compactorv1.Policy, n int) {
+	t.Helper()
+	want, err := Plan(msgs, p, NewCounter(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		got, err := Plan(decoded(t, msgs), p, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("plan %d differs from a cold plan: %s", i+1, got.GetReason())
+		}
 	}
 }
 
