@@ -1,10 +1,14 @@
 package service
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the fallback codec
 	"google.golang.org/grpc/mem"
@@ -12,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/uninit"
 )
 
@@ -35,11 +40,19 @@ type vtMessage interface {
 // allocates the message structs and that copy instead of one object per string. Handlers
 // must not modify the request's bytes fields, and a string kept beyond the call keeps the
 // whole copy alive: clone request strings that outlive it.
-// The generated decoder does not check UTF-8, so the codec does first, as the protobuf
-// runtime would (see utf8Checker): an invalid string fails the call naming its field.
+// The generated decoder does not check UTF-8, so the codec does, as the protobuf runtime
+// would (see utf8Checker). A request with a string that is not UTF-8 is bad input, to be
+// answered like any other with INVALID_ARGUMENT naming the field; but gRPC reports every
+// error of a codec as INTERNAL. So such a request decodes, the codec holds the field for it,
+// and the interceptors of rejectInvalid fail the call before any handler sees the request.
 type codec struct {
 	fallback encoding.CodecV2
 	utf8     utf8Checker
+	// rejected maps each request decoded with a string that is not UTF-8 to the field's
+	// path, until an interceptor takes it; pending counts them, so that the calls of valid
+	// requests (nearly all) pass without a look into the map.
+	rejected sync.Map
+	pending  atomic.Int64
 }
 
 func newCodec() *codec {
@@ -96,17 +109,70 @@ func marshalLower(r *compactorv1.LowerResponse) (mem.BufferSlice, error) {
 	}, nil
 }
 
-// Unmarshal decodes data into v, which must be empty.
+// Unmarshal decodes data into v, which must be empty. If a string field of v is not UTF-8,
+// v decodes all the same and rejection(v) reports the field, once.
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(vtMessage)
 	if !ok {
 		return c.fallback.Unmarshal(data, v)
 	}
 	b := own(data)
-	if err := c.utf8.check(m.ProtoReflect().Descriptor(), b); err != nil {
+	field, bad := c.utf8.invalid(m.ProtoReflect().Descriptor(), b)
+	if err := m.UnmarshalVTUnsafe(b); err != nil {
 		return err
 	}
-	return m.UnmarshalVTUnsafe(b)
+	if bad {
+		c.rejected.Store(v, field)
+		c.pending.Add(1)
+	}
+	return nil
+}
+
+// rejection returns, the first time it is asked about a message Unmarshal decoded with a
+// string that is not UTF-8, an *engine.ValidationError naming that string's field; otherwise
+// nil.
+func (c *codec) rejection(v any) error {
+	if c.pending.Load() == 0 {
+		return nil
+	}
+	field, ok := c.rejected.LoadAndDelete(v)
+	if !ok {
+		return nil
+	}
+	c.pending.Add(-1)
+	return engine.Invalid(field.(string), "string field contains invalid UTF-8")
+}
+
+// rejectInvalid fails a unary call whose request has a string that is not UTF-8 with
+// INVALID_ARGUMENT and a BadRequest naming the field, before the handler runs. With
+// rejectInvalidStream, it must be among the server's interceptors, so that every message the
+// codec decodes is looked at (and none stays in rejected).
+func (c *codec) rejectInvalid(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if err := c.rejection(req); err != nil {
+		return nil, toStatus(err)
+	}
+	return h(ctx, req)
+}
+
+// rejectInvalidStream is rejectInvalid for the messages a streaming call receives.
+func (c *codec) rejectInvalidStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return h(srv, &rejectingStream{ServerStream: ss, c: c})
+}
+
+// rejectingStream fails RecvMsg for a message with a string that is not UTF-8.
+type rejectingStream struct {
+	grpc.ServerStream
+	c *codec
+}
+
+func (s *rejectingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if err := s.c.rejection(m); err != nil {
+		return toStatus(err)
+	}
+	return nil
 }
 
 // own copies data into one new buffer, read-only from then on: the decoded message's strings

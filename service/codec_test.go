@@ -2,17 +2,21 @@ package service
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"strings"
 	"testing"
 	"unsafe"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -263,18 +267,27 @@ func TestCodecRejectsInvalidUTF8InEveryStringField(t *testing.T) {
 			if err := proto.Unmarshal(wire, req.ProtoReflect().New().Interface()); err == nil {
 				t.Fatalf("%s.%s: the protobuf runtime accepts the input; the test is wrong", md.FullName(), s.path)
 			}
-			err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, req.ProtoReflect().New().Interface())
-			if err == nil {
-				t.Errorf("%s.%s: invalid UTF-8 accepted", md.FullName(), s.path)
+			got := req.ProtoReflect().New().Interface()
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, got); err != nil {
+				t.Fatalf("%s.%s: %v (want the request decoded, and held for rejection)", md.FullName(), s.path, err)
+			}
+			err = c.rejection(got)
+			var ve *engine.ValidationError
+			if !errors.As(err, &ve) || len(ve.Violations) != 1 {
+				t.Errorf("%s.%s: invalid UTF-8 accepted (rejection %v)", md.FullName(), s.path, err)
 				continue
 			}
-			if want := fmt.Sprintf("%s: string field contains invalid UTF-8", s.path); err.Error() != want {
-				t.Errorf("%s: error %q, want %q", md.FullName(), err, want)
+			if v := ve.Violations[0]; v.Field != s.path || v.Description != "string field contains invalid UTF-8" {
+				t.Errorf("%s: violation %+v, want one naming %s", md.FullName(), v, s.path)
 			}
-			// The same bytes in a valid string decode.
+			if err := c.rejection(got); err != nil || c.pending.Load() != 0 {
+				t.Errorf("%s.%s: rejected twice (%v) or still pending (%d)", md.FullName(), s.path, err, c.pending.Load())
+			}
+			// The same bytes in a valid string decode, and are not rejected.
 			wire[i] = '@'
-			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, req.ProtoReflect().New().Interface()); err != nil {
-				t.Errorf("%s.%s: valid input rejected: %v", md.FullName(), s.path, err)
+			got = req.ProtoReflect().New().Interface()
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, got); err != nil || c.rejection(got) != nil {
+				t.Errorf("%s.%s: valid input rejected: %v, %v", md.FullName(), s.path, err, c.rejection(got))
 			}
 		}
 	}
@@ -300,9 +313,51 @@ func TestCodecUTF8Paths(t *testing.T) {
 		t.Fatalf("binary image data rejected: %v", err)
 	}
 	wire[bytes.Index(wire, []byte("-bad-"))] = 0xc0
-	err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &compactorv1.PlanRequest{})
-	if err == nil || !strings.HasPrefix(err.Error(), "messages[1].parts[1].text.text: ") {
-		t.Fatalf("error %v, want one naming messages[1].parts[1].text.text", err)
+	var got compactorv1.PlanRequest
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.rejection(&got); err == nil || !strings.HasPrefix(err.Error(), "messages[1].parts[1].text.text: ") {
+		t.Fatalf("rejection %v, want one naming messages[1].parts[1].text.text", err)
+	}
+}
+
+// recvStream is a server stream whose one message arrives encoded, through a codec.
+type recvStream struct {
+	grpc.ServerStream
+	c    *codec
+	wire []byte
+}
+
+func (s *recvStream) RecvMsg(m any) error {
+	return s.c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(s.wire)}, m)
+}
+
+// A streaming call's message with a string that is not UTF-8 fails RecvMsg with
+// INVALID_ARGUMENT, as a unary call's request fails the call; a valid one is received.
+func TestCodecRejectsInvalidUTF8InStreams(t *testing.T) {
+	c := newCodec()
+	wire, err := proto.Marshal(&compactorv1.PlanRequest{Messages: []*compactorv1.Message{
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "x-bad-x"}}}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := func(wire []byte) error {
+		return c.rejectInvalidStream(nil, &recvStream{c: c, wire: wire}, &grpc.StreamServerInfo{}, func(_ any, ss grpc.ServerStream) error {
+			return ss.RecvMsg(&compactorv1.PlanRequest{})
+		})
+	}
+	if err := recv(bytes.Clone(wire)); err != nil {
+		t.Fatalf("valid message: %v", err)
+	}
+	wire[bytes.Index(wire, []byte("-bad-"))] = 0xc0
+	err = recv(wire)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "messages[0].parts[0].text.text: string field contains invalid UTF-8") {
+		t.Fatalf("got %v, want INVALID_ARGUMENT naming messages[0].parts[0].text.text", err)
+	}
+	if n := c.pending.Load(); n != 0 {
+		t.Fatalf("%d rejections still pending", n)
 	}
 }
 

@@ -54,7 +54,8 @@ type GRPC struct {
 
 // NewGRPC returns a gRPC server for s with panic recovery (a panic becomes INTERNAL and the
 // server keeps serving), structured call logging, OpenTelemetry tracing, the health service
-// reporting SERVING for "" and "compactor.v1.CompactorService", and reflection.
+// reporting SERVING for "" and "compactor.v1.CompactorService", and reflection. A request
+// with a string field that is not UTF-8 fails with INVALID_ARGUMENT naming the field.
 func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	logger := o.Logger
 	if logger == nil {
@@ -70,19 +71,22 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		return status.Error(codes.Internal, "internal error")
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	cd := newCodec()
+	// The codec's rejections come after the caller's interceptors (metrics), so that they
+	// count and log the INVALID_ARGUMENT like any other.
 	unary := append(append([]grpc.UnaryServerInterceptor{
 		logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...),
-	}, o.UnaryInterceptors...), recovery.UnaryServerInterceptor(recover))
+	}, o.UnaryInterceptors...), cd.rejectInvalid, recovery.UnaryServerInterceptor(recover))
 	stream := append(append([]grpc.StreamServerInterceptor{
 		logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
-	}, o.StreamInterceptors...), recovery.StreamServerInterceptor(recover))
+	}, o.StreamInterceptors...), cd.rejectInvalidStream, recovery.StreamServerInterceptor(recover))
 	otelOpts := []otelgrpc.Option{otelgrpc.WithPropagators(propagation.TraceContext{})}
 	if o.TracerProvider != nil {
 		otelOpts = append(otelOpts, otelgrpc.WithTracerProvider(o.TracerProvider))
 	}
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxBytes),
-		grpc.ForceServerCodecV2(newCodec()),
+		grpc.ForceServerCodecV2(cd),
 		// Requests carry whole conversations (tens to hundreds of KiB): fixed windows this
 		// large let a client send one without waiting for window updates, and spare the
 		// server the update frames and the bandwidth-estimation pings of gRPC's dynamic

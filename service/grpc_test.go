@@ -137,8 +137,9 @@ func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
 
 func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(data, v.(proto.Message)) }
 
-// A request with a string that is not UTF-8 fails as the protobuf runtime would fail it, and
-// the error names the field; the server keeps serving.
+// A request with a string that is not UTF-8, which the protobuf runtime would refuse to
+// decode, is bad input: INVALID_ARGUMENT with a BadRequest naming the field (not the
+// INTERNAL gRPC gives any codec error); the server keeps serving.
 func TestInvalidUTF8RequestNamesTheField(t *testing.T) {
 	conn := startBufconn(t, service.New(service.Options{}))
 	req := &compactorv1.PlanRequest{Messages: []*compactorv1.Message{
@@ -151,8 +152,9 @@ func TestInvalidUTF8RequestNamesTheField(t *testing.T) {
 	wire[bytes.Index(wire, []byte("é"))+1] = 'x' // a lead byte without its continuation
 	var resp compactorv1.PlanResponse
 	err = conn.Invoke(t.Context(), compactorv1.CompactorService_Plan_FullMethodName, wire, &resp, grpc.ForceCodec(rawCodec{}))
-	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "messages[0].parts[0].text.text: string field contains invalid UTF-8") {
-		t.Fatalf("got %v, want INTERNAL naming messages[0].parts[0].text.text", err)
+	const field = "messages[0].parts[0].text.text"
+	if got := BadRequestField(t, err, codes.InvalidArgument); got != field || !strings.Contains(err.Error(), field+": string field contains invalid UTF-8") {
+		t.Fatalf("got %v (field %q), want INVALID_ARGUMENT naming %s", err, got, field)
 	}
 	if _, err := compactorv1.NewCompactorServiceClient(conn).Plan(t.Context(), req); err != nil {
 		t.Fatalf("valid request after the invalid one: %v", err)

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"fmt"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -37,14 +36,15 @@ type wireField struct {
 // maxDense bounds the field numbers kept in a wireSchema's slice.
 const maxDense = 256
 
-// check returns an error naming the first string field of b, an encoded md, that is not
-// UTF-8. Malformed input is left for the decoder to report.
-func (c *utf8Checker) check(md protoreflect.MessageDescriptor, b []byte) error {
+// invalid returns the path of the first string field of b, an encoded md, that is not
+// UTF-8 ("messages[3].parts[0].text.text"), and whether there is one. Malformed input is
+// left for the decoder to report.
+func (c *utf8Checker) invalid(md protoreflect.MessageDescriptor, b []byte) (string, bool) {
 	s := c.schema(md)
 	if s.valid(b) {
-		return nil
+		return "", false
 	}
-	return fmt.Errorf("%s: string field contains invalid UTF-8", s.find(b))
+	return s.find(b), true
 }
 
 func (c *utf8Checker) schema(md protoreflect.MessageDescriptor) *wireSchema {
