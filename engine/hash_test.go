@@ -103,7 +103,7 @@ func TestCounterHashChainMatchesPure(t *testing.T) {
 }
 
 // TestCanonCoversEveryMessageField fails when a field is added to Message without deciding
-// whether the prefix hash (Canon, keyHasher) and ApplyPrune's copy carry it.
+// whether the prefix hash (Canon), the content key (Counter.key) and ApplyPrune's copy carry it.
 func TestCanonCoversEveryMessageField(t *testing.T) {
 	handled := map[protoreflect.Name]bool{
 		"id": true, "role": true, "parts": true, "kind": true, "lifecycle": true,
@@ -117,7 +117,7 @@ func TestCanonCoversEveryMessageField(t *testing.T) {
 	}
 	parts := (&compactorv1.Part{}).ProtoReflect().Descriptor().Fields()
 	if parts.Len() != 9 {
-		t.Errorf("Part has %d fields; update keyHasher.part and textCounter.part", parts.Len())
+		t.Errorf("Part has %d fields; update Canon, Counter.keyParts and keyRarePart, and textCounter.part", parts.Len())
 	}
 }
 
