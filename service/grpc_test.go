@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -33,7 +35,13 @@ func (panicky) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, err
 // returns a connected client.
 func startBufconn(t testing.TB, s compactorv1.CompactorServiceServer) *grpc.ClientConn {
 	t.Helper()
-	g := service.NewGRPC(s, service.GRPCOptions{})
+	return startBufconnWith(t, s, service.GRPCOptions{})
+}
+
+// startBufconnWith is startBufconn with the server's options.
+func startBufconnWith(t testing.TB, s compactorv1.CompactorServiceServer, o service.GRPCOptions) *grpc.ClientConn {
+	t.Helper()
+	g := service.NewGRPC(s, o)
 	testgrpc.RegisterTestServiceServer(g.Server, panicky{})
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = g.Serve(lis) }()
@@ -159,4 +167,30 @@ func TestInvalidUTF8RequestNamesTheField(t *testing.T) {
 	if _, err := compactorv1.NewCompactorServiceClient(conn).Plan(t.Context(), req); err != nil {
 		t.Fatalf("valid request after the invalid one: %v", err)
 	}
+}
+
+// Calls run on a pool of reused goroutines (whose stacks have already grown), not on a new
+// goroutine each: sequential calls, many more than there are workers, see few goroutines.
+func TestCallsReuseGoroutines(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	record := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		buf := make([]byte, 64)
+		id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf, false)]), "goroutine "), " ")
+		mu.Lock()
+		seen[id] = true
+		mu.Unlock()
+		return h(ctx, req)
+	}
+	conn := startBufconnWith(t, service.New(service.Options{}), service.GRPCOptions{UnaryInterceptors: []grpc.UnaryServerInterceptor{record}})
+	calls := 4 * 8 * runtime.GOMAXPROCS(0)
+	for range calls {
+		if _, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) > calls/2 {
+		t.Fatalf("%d calls ran on %d goroutines, want reuse", calls, len(seen))
+	}
+	t.Logf("%d calls ran on %d goroutines", calls, len(seen))
 }
