@@ -224,6 +224,19 @@ func TestPretokMatchesRegexp2(t *testing.T) {
 	}
 }
 
+// TestEachPieceDoesNotAllocate: pre-tokenizing valid UTF-8 allocates nothing, in any
+// script or class of rune.
+func TestEachPieceDoesNotAllocate(t *testing.T) {
+	s := "Hello, wörld! I'M 12345 日本語 Привет e\u0301 ǅA \t\r\n  \n👍🏽 a/b\n"
+	for _, pc := range pretokCases {
+		enc := &bpe{piece: pc.piece}
+		n := 0
+		if a := testing.AllocsPerRun(100, func() { enc.eachPiece(s, func(string) { n++ }) }); a != 0 {
+			t.Errorf("%s: eachPiece allocates %v times", pc.name, a)
+		}
+	}
+}
+
 // FuzzPretokMatchesRegexp2: for any text, both scanners split it as regexp2 does with their
 // patterns.
 func FuzzPretokMatchesRegexp2(f *testing.F) {
