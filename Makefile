@@ -55,7 +55,7 @@ k8s-validate:
 # Every fuzz target, FUZZTIME each (go test runs one target per invocation).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
-	./engine:FuzzExtractiveSummary ./engine:FuzzBPEMatchesTiktoken ./engine/format:FuzzLift ./engine/format:FuzzLower \
+	./engine:FuzzExtractiveSummary ./engine:FuzzBPEMatchesTiktoken ./engine:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig
 # One replica with a throwaway Redis as its summary cache, every scenario in
 # loadtest/scenarios.yaml and a 5-minute memory soak; writes loadtest/results/<UTC date>.md

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
@@ -18,24 +17,15 @@ import (
 // one byte arena and one open-addressed table of integers, instead of about 300,000 strings
 // in maps and slices that every GC cycle would mark.
 
-// Pre-tokenizer patterns: OpenAI's published patterns, as tiktoken-go writes them for
-// regexp2 (which has the lookahead the last alternatives need).
-const (
-	o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?` +
-		`|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?` +
-		`|\p{N}{1,3}` +
-		`| ?[^\s\p{L}\p{N}]+[\r\n/]*` +
-		`|\s*[\r\n]+` +
-		`|\s+(?!\S)` +
-		`|\s+`
-	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-)
-
 // bpeEncodings are the tiktoken encodings compactord counts with, by tokenizerID: the key
-// under which tiktoken-go-loader's offline loader finds the merge ranks, and the pattern.
-var bpeEncodings = [...]struct{ url, pattern string }{
-	tokO200k:  {"https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken", o200kPattern},
-	tokCl100k: {"https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken", cl100kPattern},
+// under which tiktoken-go-loader's offline loader finds the merge ranks, and the
+// pre-tokenizer (pretok.go).
+var bpeEncodings = [...]struct {
+	url   string
+	piece pieceFunc
+}{
+	tokO200k:  {"https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken", o200kPiece},
+	tokCl100k: {"https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken", cl100kPiece},
 }
 
 // loadBPE builds the encoder of a tiktoken encoding (tokO200k or tokCl100k) from the tables
@@ -50,36 +40,34 @@ func loadBPE(id tokenizerID) (*bpe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read merge ranks: %w", err)
 	}
-	return newBPE(ranks, spec.pattern)
+	return newBPE(ranks, spec.piece)
 }
 
 // bpe is a byte-pair encoder: a pre-tokenizer that splits text into pieces and a rank table
 // that merges each piece's bytes into tokens. It is read-only once built and safe for
 // concurrent use.
 type bpe struct {
-	pat   *regexp2.Regexp
+	piece pieceFunc
 	ranks rankTable
 }
 
+// pieceFunc is a pre-tokenizer: it returns the end of the piece that starts at byte offset
+// i of s, which is valid UTF-8, with i < len(s). The end is greater than i.
+type pieceFunc func(s string, i int) int
+
 // newBPE returns an encoder whose tokens are the keys of ranks (token bytes → id, also the
-// merge priority: lower merges first) and whose pieces are the matches of pattern. It keeps
-// no reference to ranks.
-func newBPE(ranks map[string]int, pattern string) (*bpe, error) {
-	// The options tiktoken-go compiles its patterns with.
-	pat, err := regexp2.Compile(pattern, regexp2.None)
-	if err != nil {
-		return nil, fmt.Errorf("compile pre-tokenizer: %w", err)
-	}
+// merge priority: lower merges first) and whose pieces are those of piece. It keeps no
+// reference to ranks.
+func newBPE(ranks map[string]int, piece pieceFunc) (*bpe, error) {
 	t, err := newRankTable(ranks)
 	if err != nil {
 		return nil, err
 	}
-	return &bpe{pat: pat, ranks: t}, nil
+	return &bpe{piece: piece, ranks: t}, nil
 }
 
-// count returns the number of tokens of s: len(e.encode(s)), without building the ids. Apart
-// from what the regexp2 matcher allocates (the text as runes, one Match per piece) it does not
-// allocate for valid UTF-8 text whose pieces are at most bpeSmall bytes long.
+// count returns the number of tokens of s: len(e.encode(s)), without building the ids. It
+// does not allocate for valid UTF-8 text whose pieces are at most bpeSmall bytes long.
 func (e *bpe) count(s string) int {
 	n := 0
 	e.eachPiece(s, func(piece string) { n += e.ranks.countPiece(piece) })
@@ -95,43 +83,18 @@ func (e *bpe) encode(s string) []int {
 	return ids
 }
 
-// eachPiece calls f with each match of the pre-tokenizer in s, in order. Like tiktoken-go,
+// eachPiece calls f with each piece of s, in order; the pieces tile s. Like tiktoken-go,
 // which matches and slices the text as []rune, it reads every byte of s that is not part of
 // valid UTF-8 as U+FFFD, whose three bytes are then what the pieces hold.
 func (e *bpe) eachPiece(s string, f func(piece string)) {
 	if !utf8.ValidString(s) {
 		s = replaceInvalidUTF8(s)
 	}
-	// regexp2 reports positions in runes; r and b are the rune index and the byte offset
-	// of the same place in s, moving forward from match to match.
-	m, _ := e.pat.FindStringMatch(s) // errors are timeouts, and there is no timeout
-	r, b := 0, 0
-	for m != nil {
-		b = skipRunes(s, b, m.Index-r)
-		start := b
-		b = skipRunes(s, b, m.Length)
-		r = m.Index + m.Length
-		f(s[start:b])
-		m, _ = e.pat.FindNextMatch(m)
+	for i := 0; i < len(s); {
+		end := e.piece(s, i)
+		f(s[i:end])
+		i = end
 	}
-}
-
-// skipRunes returns the byte offset n runes after byte offset b in s, which must be valid
-// UTF-8.
-func skipRunes(s string, b, n int) int {
-	for ; n > 0; n-- {
-		switch c := s[b]; {
-		case c < 0x80:
-			b++
-		case c < 0xE0:
-			b += 2
-		case c < 0xF0:
-			b += 3
-		default:
-			b += 4
-		}
-	}
-	return b
 }
 
 // replaceInvalidUTF8 returns s with each byte that is not part of valid UTF-8 replaced by
