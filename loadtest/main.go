@@ -71,7 +71,7 @@ func main() {
 	flag.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
 	flag.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
 	flag.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
-	flag.DurationVar(&f.soakFill, "soak-fill", 30*time.Second, "before the soak, run its cache-miss scenarios this long so the bounded stores are full (0: no fill)")
+	flag.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run its cache-miss scenarios this long so the bounded stores are full (0: no fill)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 	flag.Parse()
 
@@ -440,6 +440,10 @@ func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scena
 	return r, b, nil
 }
 
+// fillConcurrency multiplies the concurrency of the cache-miss scenarios the soak fills the
+// stores with.
+const fillConcurrency = 4
+
 // soak replays mix in slices until d has passed, sampling memory after each slice. First,
 // for fill, it runs the mix's cache-miss scenarios: every call adds new entries to the
 // replicas' bounded stores, so that the soak starts at the steady state where they are full
@@ -450,7 +454,11 @@ func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Pa
 		if sc.Cache != "miss" || fill <= 0 {
 			continue
 		}
-		r, err := e.load(sc, payloads[sc.Name], fill)
+		// A miss scenario's rate is bounded by its calls in flight, each waiting out the fake
+		// LLM's fixed latency, not by CPU: more of them fill the stores sooner.
+		filler := *sc
+		filler.Concurrency *= fillConcurrency
+		r, err := e.load(&filler, payloads[sc.Name], fill)
 		if err != nil {
 			return nil, fmt.Errorf("soak fill %s: %w", sc.Name, err)
 		}
@@ -458,7 +466,7 @@ func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Pa
 		if err != nil {
 			return nil, fmt.Errorf("soak fill: %w", err)
 		}
-		s.Fill = append(s.Fill, SoakFill{Scenario: sc.Name, Duration: fill, Requests: r.Requests, Errors: r.Errors, Heap: heap})
+		s.Fill = append(s.Fill, SoakFill{Scenario: sc.Name, Concurrency: filler.Concurrency, Duration: fill, Requests: r.Requests, Errors: r.Errors, Heap: heap})
 		logf("soak fill %-22s %8d req errors %d stores %v", sc.Name, r.Requests, r.Errors, heap)
 	}
 	start := time.Now()

@@ -208,6 +208,7 @@ type SoakSample struct {
 // SoakFill is the run of a cache-miss scenario before the soak that fills the bounded stores.
 type SoakFill struct {
 	Scenario         string
+	Concurrency      uint // calls in flight
 	Duration         time.Duration
 	Requests, Errors uint64
 	Heap             []heapState // per replica, after the fill
@@ -404,7 +405,7 @@ func (rep *Report) Markdown() string {
 		p("The soak mix replayed in %s slices; after each slice, every replica's RSS, and from its /metrics its live heap (compactord_heap_live_bytes: what the last GC marked) and the bytes its bounded in-memory stores (summary cache, token memo) charge. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
 			s.Slice, s.MaxGrowth, s.RefIndex+1)
 		for _, f := range s.Fill {
-			p("Before the first sample, %s ran for %s (%d requests, %d errors), every call adding new entries to the stores, so that the soak starts with them at their bounds, where they evict instead of growing; after it, the stores held", f.Scenario, f.Duration.Round(time.Second), f.Requests, f.Errors)
+			p("Before the first sample, %s ran for %s with %d calls in flight (%d requests, %d errors), every call adding new entries to the stores, so that the soak starts with them at their bounds, where they evict instead of growing; after it, the stores held", f.Scenario, f.Duration.Round(time.Second), f.Concurrency, f.Requests, f.Errors)
 			for i, h := range f.Heap {
 				if i > 0 {
 					p(";")
