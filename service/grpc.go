@@ -34,7 +34,9 @@ type GRPCOptions struct {
 	// Zero means 16 MiB.
 	MaxMessageBytes int
 	// UnaryInterceptors and StreamInterceptors run in order between call logging and panic
-	// recovery, so they see a panicking call as INTERNAL (e.g. metrics).
+	// recovery, so they see a panicking call as INTERNAL (e.g. metrics). They must pass every
+	// call on: the codec's check for strings that are not UTF-8 runs after them, and holds a
+	// rejected request until it does.
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
 	// MaxConnectionAge closes client connections after this long (with a grace period for
