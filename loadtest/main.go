@@ -50,29 +50,13 @@ type flags struct {
 	llmLatency  time.Duration
 	keep        bool
 	serverEnv   envList
-	serverArgs  envList
+	serverArgs  argList
 	soakFill    time.Duration
 }
 
 func main() {
 	var f flags
-	flag.StringVar(&f.scenarios, "scenarios", "scenarios.yaml", "scenario file")
-	flag.StringVar(&f.out, "out", "", "report path (default results/<UTC date>.md)")
-	flag.IntVar(&f.replicas, "replicas", 1, "compactord replicas; ghz balances round-robin over them (on a 2-core box more replicas measure the scheduler more than the server)")
-	flag.BoolVar(&f.redis, "redis", true, "share a throwaway redis-server as the summary cache (false: each replica's in-memory cache; needs -replicas 1)")
-	flag.StringVar(&f.bin, "bin", "", "compactord binary (default: build ../cmd/compactord into the temp dir)")
-	flag.DurationVar(&f.duration, "duration", 0, "measured duration of every scenario (default: from the scenario file)")
-	flag.DurationVar(&f.warmup, "warmup", -1, "unmeasured warm-up before every scenario (default, -1: from the scenario file)")
-	flag.IntVar(&f.slices, "slices", 0, "measured slices of every scenario, each after a baseline slice (default: from the scenario file)")
-	flag.UintVar(&f.concurrency, "concurrency", 0, "ghz workers for every scenario (default: from the scenario file)")
-	flag.StringVar(&f.only, "only", "", "run only the scenarios matching this regexp (the baseline always runs)")
-	flag.DurationVar(&f.soak, "soak", 0, "after the scenarios, replay the soak mix this long and sample memory (e.g. 5m)")
-	flag.DurationVar(&f.soakSlice, "soak-slice", 15*time.Second, "length of one soak slice")
-	flag.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
-	flag.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
-	flag.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
-	flag.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run its cache-miss scenarios this long so the bounded stores are full (0: no fill)")
-	flag.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
+	f.register(flag.CommandLine)
 	flag.Parse()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -518,6 +502,37 @@ func (l *envList) Set(s string) error {
 	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
 		return fmt.Errorf("%q is not KEY=VALUE", s)
 	}
+	*l = append(*l, s)
+	return nil
+}
+
+// register defines the command line's flags on fs, storing into f.
+func (f *flags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.scenarios, "scenarios", "scenarios.yaml", "scenario file")
+	fs.StringVar(&f.out, "out", "", "report path (default results/<UTC date>.md)")
+	fs.IntVar(&f.replicas, "replicas", 1, "compactord replicas; ghz balances round-robin over them (on a 2-core box more replicas measure the scheduler more than the server)")
+	fs.BoolVar(&f.redis, "redis", true, "share a throwaway redis-server as the summary cache (false: each replica's in-memory cache; needs -replicas 1)")
+	fs.StringVar(&f.bin, "bin", "", "compactord binary (default: build ../cmd/compactord into the temp dir)")
+	fs.DurationVar(&f.duration, "duration", 0, "measured duration of every scenario (default: from the scenario file)")
+	fs.DurationVar(&f.warmup, "warmup", -1, "unmeasured warm-up before every scenario (default, -1: from the scenario file)")
+	fs.IntVar(&f.slices, "slices", 0, "measured slices of every scenario, each after a baseline slice (default: from the scenario file)")
+	fs.UintVar(&f.concurrency, "concurrency", 0, "ghz workers for every scenario (default: from the scenario file)")
+	fs.StringVar(&f.only, "only", "", "run only the scenarios matching this regexp (the baseline always runs)")
+	fs.DurationVar(&f.soak, "soak", 0, "after the scenarios, replay the soak mix this long and sample memory (e.g. 5m)")
+	fs.DurationVar(&f.soakSlice, "soak-slice", 15*time.Second, "length of one soak slice")
+	fs.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
+	fs.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
+	fs.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
+	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run its cache-miss scenarios this long so the bounded stores are full (0: no fill)")
+	fs.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
+}
+
+// argList is a repeatable flag whose values are kept as given, in order.
+type argList []string
+
+func (l *argList) String() string { return strings.Join(*l, " ") }
+
+func (l *argList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
 }
