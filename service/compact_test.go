@@ -413,7 +413,13 @@ func TestCompactSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server span ends after the response is on its way (otelgrpc ends it at the call's
+	// end event), so the client can have the response before the span is exported.
 	spans := exp.GetSpans()
+	for deadline := time.Now().Add(5 * time.Second); !hasSpan(spans, "compactor.v1.CompactorService/Compact") && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		spans = exp.GetSpans()
+	}
 	var server, chat *tracetest.SpanStub
 	for i, s := range spans {
 		switch {
@@ -533,4 +539,14 @@ func kinds(msgs []*compactorv1.Message) []compactorv1.MessageKind {
 		out = append(out, m.GetKind())
 	}
 	return out
+}
+
+// hasSpan reports whether spans holds one named name.
+func hasSpan(spans tracetest.SpanStubs, name string) bool {
+	for _, s := range spans {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
