@@ -5,9 +5,11 @@
 // cache only), starts a fake OpenAI-compatible LLM on loopback with a
 // fixed latency, builds every scenario's request from the real corpus, checks each scenario
 // with a preflight call, measures the health-check baseline and then every scenario at the
-// same concurrency, and writes RPS, latency percentiles, errors and ratios to the baseline to
-// results/<date>.md. With -soak it then replays a mix for the given time and samples the
-// servers' memory. Everything listens on loopback; every child process is stopped on exit.
+// same concurrency, in rounds that give each scenario one slice right after a baseline slice,
+// and writes RPS, latency percentiles, errors and ratios to the baseline to results/<date>.md.
+// With -soak the rounds go on for the given time, after a fill of the bounded stores, and the
+// servers' memory is sampled after every slice. Everything listens on loopback; every child
+// process is stopped on exit.
 //
 //	cd loadtest && go run . -out results/$(date -u +%F).md
 package main
@@ -46,7 +48,6 @@ type flags struct {
 	slices      int
 	only        string
 	soak        time.Duration
-	soakSlice   time.Duration
 	llmLatency  time.Duration
 	keep        bool
 	serverEnv   envList
@@ -263,7 +264,6 @@ func run(ctx context.Context, f flags) (bool, error) {
 		Topology: topology,
 	}
 
-	payloads := map[string]*Payload{}
 	// prepare builds a scenario's payload and makes its preflight calls.
 	prepare := func(sc *Scenario) (*Payload, Result, error) {
 		res := Result{Name: sc.Name, Call: sc.Call, Concurrency: sc.Concurrency, Target: sc.Target}
@@ -285,18 +285,18 @@ func run(ctx context.Context, f flags) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("baseline %s: %w", base.Name, err)
 	}
-	payloads[base.Name] = bp
 	// The baseline alone first: it warms the servers up and stands for the whole run even
 	// when no other scenario can run. Every scenario's slices then alternate with baseline
 	// slices, and all baseline slices add up to the baseline row.
-	if r, _, err := e.measure(ctx, base, bp, nil, nil); err != nil {
+	opening := newTrial(base, bp, nil)
+	if err := e.rounds(ctx, []*trial{opening}, nil, nil, nil, sampleMem); err != nil {
 		return false, err
-	} else {
-		baseAll.add(r)
-		logf("%-22s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s", r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest())
 	}
-	sampleMem()
-	var results []Result
+	opening.finish()
+	baseAll.add(opening.r)
+	results := make([]Result, len(suite.Scenarios)-1)
+	var trials []*trial
+	var placed []int // trials[i] reports in results[placed[i]]
 	for i := 1; i < len(suite.Scenarios); i++ {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -306,43 +306,37 @@ func run(ctx context.Context, f flags) (bool, error) {
 		if err != nil {
 			res.Failure = err.Error()
 			logf("%-22s FAILED before load: %s", sc.Name, oneLine(err.Error(), 300))
-			results = append(results, res)
+			results[i-1] = res
 			continue
 		}
-		payloads[sc.Name] = p
-		r, b, err := e.measure(ctx, sc, p, base, bp)
-		if err != nil {
+		results[i-1] = res
+		trials = append(trials, newTrial(sc, p, base))
+		placed = append(placed, i-1)
+	}
+	if f.soak > 0 && len(trials) > 0 {
+		rep.Soak = &Soak{Duration: f.soak, MaxGrowth: 1.2}
+		if err := e.fill(ctx, trials, f.soakFill, rep.Soak); err != nil {
 			return false, err
 		}
-		r.Payload, r.Notes, r.Baseline = res.Payload, append(res.Notes, r.Notes...), b
-		baseAll.add(b)
-		results = append(results, *r)
-		sampleMem()
+		logf("soak: every scenario after a baseline slice, round after round, for %s", f.soak)
+	}
+	if err := e.rounds(ctx, trials, base, bp, rep.Soak, sampleMem); err != nil {
+		return false, err
+	}
+	for i, t := range trials {
+		t.finish()
+		res := &results[placed[i]]
+		r := t.r
+		r.Payload, r.Notes, r.Baseline = res.Payload, append(res.Notes, r.Notes...), t.b
+		baseAll.add(t.b)
+		*res = *r
 		rr, pr := r.ratios(nil)
-		logf("%-22s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
-			r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), b.RPS(), rr, pr)
+		logf("%-26s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
+			r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), t.b.RPS(), rr, pr)
 	}
 	baseAll.finish()
 	baseAll.Notes = append(baseAll.Notes, "the baseline row adds up every baseline slice of the run: the opening run and the slices interleaved with each scenario")
 	rep.Results = append([]Result{baseAll}, results...)
-
-	if f.soak > 0 {
-		var mix []*Scenario
-		for i := range suite.Scenarios {
-			if sc := &suite.Scenarios[i]; sc.Soak && payloads[sc.Name] != nil {
-				mix = append(mix, sc)
-			}
-		}
-		if len(mix) == 0 {
-			rep.Notes = append(rep.Notes, "-soak was set but no scenario marked soak: true ran; no soak.")
-		} else {
-			s, err := e.soak(ctx, mix, payloads, f.soak, f.soakSlice, f.soakFill, sampleMem)
-			if err != nil {
-				return false, err
-			}
-			rep.Soak = s
-		}
-	}
 
 	end := sampleMem()
 	for i := range mem {
@@ -371,128 +365,6 @@ func run(ctx context.Context, f flags) (bool, error) {
 	return rep.OK(), nil
 }
 
-// measure runs the warm-up and then the measured load of sc in sc.Slices slices, each right
-// after an equally long slice of the baseline (when base is not nil), and checks the servers
-// survived. It returns the scenario's result and the interleaved baseline's.
-func (e *env) measure(ctx context.Context, sc *Scenario, p *Payload, base *Scenario, bp *Payload) (r, b *Result, err error) {
-	if sc.Warmup > 0 {
-		if _, err := e.load(sc, p, time.Duration(sc.Warmup)); err != nil {
-			return nil, nil, fmt.Errorf("%s warm-up: %w", sc.Name, err)
-		}
-	}
-	slice := time.Duration(sc.Duration) / time.Duration(sc.Slices)
-	r = &Result{Name: sc.Name, Call: sc.Call, Concurrency: sc.Concurrency, Target: sc.Target}
-	if base != nil {
-		b = &Result{Name: base.Name, Call: base.Call, Concurrency: base.Concurrency}
-	}
-	var calls int64
-	var br0 *Result
-	for i := 0; i < sc.Slices; i++ {
-		if base != nil {
-			br, err := e.load(base, bp, slice)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s (baseline slice for %s): %w", base.Name, sc.Name, err)
-			}
-			b.add(br)
-			br0 = br
-		}
-		before := e.llm.Calls()
-		sr, err := e.load(sc, p, slice)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", sc.Name, err)
-		}
-		calls += e.llm.Calls() - before
-		r.add(sr)
-		if base != nil && br0 != nil && br0.RPS() > 0 {
-			r.SliceRatios = append(r.SliceRatios, sr.RPS()/br0.RPS())
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		if err := e.alive(); err != nil {
-			return nil, nil, fmt.Errorf("during %s: %w", sc.Name, err)
-		}
-	}
-	r.finish()
-	if b != nil {
-		b.finish()
-	}
-	if sc.Cache != "" || calls > 0 {
-		per := 0.0
-		if r.Requests > 0 {
-			per = float64(calls) / float64(r.Requests)
-		}
-		r.Notes = append(r.Notes, fmt.Sprintf("fake-LLM calls during the measured run: %d (%.2f per request)", calls, per))
-	}
-	return r, b, nil
-}
-
-// fillConcurrency multiplies the concurrency of the cache-miss scenarios the soak fills the
-// stores with.
-const fillConcurrency = 4
-
-// soak replays mix in slices until d has passed, sampling memory after each slice. First,
-// for fill, it runs the mix's cache-miss scenarios: every call adds new entries to the
-// replicas' bounded stores, so that the soak starts at the steady state where they are full
-// and evict, and memory that still grows is not their filling.
-func (e *env) soak(ctx context.Context, mix []*Scenario, payloads map[string]*Payload, d, slice, fill time.Duration, sample func() []int64) (*Soak, error) {
-	s := &Soak{Duration: d, Slice: slice, MaxGrowth: 1.2}
-	for _, sc := range mix {
-		if sc.Cache != "miss" || fill <= 0 {
-			continue
-		}
-		// A miss scenario's rate is bounded by its calls in flight, each waiting out the fake
-		// LLM's fixed latency, not by CPU: more of them fill the stores sooner.
-		filler := *sc
-		filler.Concurrency *= fillConcurrency
-		r, err := e.load(&filler, payloads[sc.Name], fill)
-		if err != nil {
-			return nil, fmt.Errorf("soak fill %s: %w", sc.Name, err)
-		}
-		heap, err := e.heap(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("soak fill: %w", err)
-		}
-		s.Fill = append(s.Fill, SoakFill{Scenario: sc.Name, Concurrency: filler.Concurrency, Duration: fill, Requests: r.Requests, Errors: r.Errors, Heap: heap})
-		logf("soak fill %-22s %8d req errors %d stores %v", sc.Name, r.Requests, r.Errors, heap)
-	}
-	start := time.Now()
-	maxSlices := int(d/slice) + 1
-	logf("soak: %s in %s slices over %d scenarios", d, slice, len(mix))
-	for i := 0; i < maxSlices && time.Since(start)+slice/2 < d; i++ {
-		sc := mix[i%len(mix)]
-		r, err := e.load(sc, payloads[sc.Name], slice)
-		if err != nil {
-			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := e.alive(); err != nil {
-			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
-		}
-		rss := sample()
-		heap, err := e.heap(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("soak %s: %w", sc.Name, err)
-		}
-		s.Samples = append(s.Samples, SoakSample{Elapsed: time.Since(start), Scenario: sc.Name, Requests: r.Requests, Errors: r.Errors, RSSKiB: rss[:len(e.replicas)], Heap: heap})
-		logf("soak %3d %-22s %8d req errors %d rss %v KiB", i+1, sc.Name, r.Requests, r.Errors, rss)
-	}
-	s.Duration = time.Since(start)
-	// Compare the end with the first slice of the same scenario, so both samples follow the
-	// same kind of load.
-	if n := len(s.Samples); n > 0 {
-		for i, x := range s.Samples {
-			if x.Scenario == s.Samples[n-1].Scenario {
-				s.RefIndex = i
-				break
-			}
-		}
-	}
-	return s, nil
-}
-
 // envList is a repeatable KEY=VALUE flag.
 type envList []string
 
@@ -518,12 +390,11 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.slices, "slices", 0, "measured slices of every scenario, each after a baseline slice (default: from the scenario file)")
 	fs.UintVar(&f.concurrency, "concurrency", 0, "ghz workers for every scenario (default: from the scenario file)")
 	fs.StringVar(&f.only, "only", "", "run only the scenarios matching this regexp (the baseline always runs)")
-	fs.DurationVar(&f.soak, "soak", 0, "after the scenarios, replay the soak mix this long and sample memory (e.g. 5m)")
-	fs.DurationVar(&f.soakSlice, "soak-slice", 15*time.Second, "length of one soak slice")
+	fs.DurationVar(&f.soak, "soak", 0, "measure the scenarios round after round for at least this long, sampling the servers' memory after every slice (e.g. 5m)")
 	fs.DurationVar(&f.llmLatency, "llm-latency", 50*time.Millisecond, "fixed latency of the fake LLM")
 	fs.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
 	fs.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
-	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run its cache-miss scenarios this long so the bounded stores are full (0: no fill)")
+	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run the cache-miss scenarios this long so the bounded stores are full (0: no fill)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 }
 

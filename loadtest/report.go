@@ -195,7 +195,7 @@ type MemRow struct {
 	PeakSample int64 // largest sample taken between scenarios
 }
 
-// SoakSample is the state after one slice of the soak.
+// SoakSample is the state after one scenario slice of the soak.
 type SoakSample struct {
 	Elapsed  time.Duration
 	Scenario string
@@ -214,10 +214,11 @@ type SoakFill struct {
 	Heap             []heapState // per replica, after the fill
 }
 
-// Soak is the memory-flatness run: the soak mix replayed in slices, RSS sampled after each.
+// Soak is the memory-flatness run: the scenarios measured round after round, each slice
+// right after a baseline slice, RSS sampled after each.
 type Soak struct {
 	Duration time.Duration
-	Slice    time.Duration
+	Rounds   int
 	Fill     []SoakFill
 	Samples  []SoakSample
 	// RefIndex is the sample the end is compared with: the first slice of the same scenario
@@ -402,8 +403,8 @@ func (rep *Report) Markdown() string {
 
 	if s := rep.Soak; s != nil && len(s.Samples) > 0 {
 		p("## Soak: memory over %s\n\n", s.Duration.Round(time.Second))
-		p("The soak mix replayed in %s slices; after each slice, every replica's RSS, and from its /metrics its live heap (compactord_heap_live_bytes: what the last GC marked) and the bytes its bounded in-memory stores (summary cache, token memo) charge. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
-			s.Slice, s.MaxGrowth, s.RefIndex+1)
+		p("The scenarios above were measured during the soak: %d rounds, each giving every scenario one slice right after a baseline slice. After each scenario slice: every replica's RSS, and from its /metrics its live heap (compactord_heap_live_bytes: what the last GC marked) and the bytes its bounded in-memory stores (summary cache, token memo) charge. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
+			s.Rounds, s.MaxGrowth, s.RefIndex+1)
 		for _, f := range s.Fill {
 			p("Before the first sample, %s ran for %s with %d calls in flight (%d requests, %d errors), every call adding new entries to the stores, so that the soak starts with them at their bounds, where they evict instead of growing; after it, the stores held", f.Scenario, f.Duration.Round(time.Second), f.Concurrency, f.Requests, f.Errors)
 			for i, h := range f.Heap {

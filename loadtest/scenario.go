@@ -64,8 +64,6 @@ type Scenario struct {
 	Warmup Duration `yaml:"warmup"`
 	// Target is the pass mark relative to the baseline; nil means report only.
 	Target *Target `yaml:"target"`
-	// Soak puts the scenario in the mix replayed by the -soak memory run.
-	Soak bool `yaml:"soak"`
 }
 
 // ConversationSource names the corpus conversation a request carries.
