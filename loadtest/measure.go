@@ -80,25 +80,28 @@ func (t *trial) finish() {
 }
 
 // rounds measures the trials in rounds, each giving every trial that runs in it one slice,
-// in order, until every trial has its scenario's slices. With soak set, the rounds go on
-// for at least soak.Duration: every trial runs in every round, and the servers' memory is
-// sampled after each slice (sample reads every server's RSS). A round starts only while
-// less than half of the previous one's length is left, so that the scenarios get the same
-// number of slices and the soak ends near its duration.
+// in order, until every trial has its scenario's slices. With soak set, every trial runs in
+// every round, the rounds go on until soak.Duration has passed (the last one stops part-way
+// there), and the servers' memory is sampled after each slice (sample reads every server's
+// RSS).
 func (e *env) rounds(ctx context.Context, trials []*trial, base *Scenario, bp *Payload, soak *Soak, sample func() []int64) error {
 	start := time.Now()
-	var last time.Duration // length of the previous round
-	for round := 1; ; round++ {
-		needed := false
+	done := func() bool {
 		for _, t := range trials {
-			needed = needed || t.slices < t.sc.Slices
+			if t.slices < t.sc.Slices {
+				return false
+			}
 		}
-		soaking := soak != nil && time.Since(start)+last/2 < soak.Duration
-		if !needed && !soaking {
-			break
-		}
-		r0 := time.Now()
-		for _, t := range trials {
+		return soak == nil || time.Since(start) >= soak.Duration
+	}
+	for round := 1; !done(); round++ {
+		for i, t := range trials {
+			if done() {
+				if soak != nil {
+					soak.Partial = i > 0
+				}
+				break
+			}
 			if soak == nil && t.slices >= t.sc.Slices {
 				continue
 			}
@@ -117,13 +120,10 @@ func (e *env) rounds(ctx context.Context, trials []*trial, base *Scenario, bp *P
 					return fmt.Errorf("soak %s: %w", t.sc.Name, err)
 				}
 				soak.Samples = append(soak.Samples, SoakSample{Elapsed: time.Since(start), Scenario: t.sc.Name, Requests: sr.Requests, Errors: sr.Errors, RSSKiB: rss[:len(e.replicas)], Heap: heap})
+				soak.Rounds = round
 				msg += fmt.Sprintf("  rss %v KiB", rss)
 			}
 			logf("%s", msg)
-		}
-		last = time.Since(r0)
-		if soak != nil {
-			soak.Rounds = round
 		}
 	}
 	if soak != nil {

@@ -219,6 +219,7 @@ type SoakFill struct {
 type Soak struct {
 	Duration time.Duration
 	Rounds   int
+	Partial  bool // the last round stopped part-way, at the soak's end
 	Fill     []SoakFill
 	Samples  []SoakSample
 	// RefIndex is the sample the end is compared with: the first slice of the same scenario
@@ -403,8 +404,14 @@ func (rep *Report) Markdown() string {
 
 	if s := rep.Soak; s != nil && len(s.Samples) > 0 {
 		p("## Soak: memory over %s\n\n", s.Duration.Round(time.Second))
-		p("The scenarios above were measured during the soak: %d rounds, each giving every scenario one slice right after a baseline slice. After each scenario slice: every replica's RSS, and from its /metrics its live heap (compactord_heap_live_bytes: what the last GC marked) and the bytes its bounded in-memory stores (summary cache, token memo) charge. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
-			s.Rounds, s.MaxGrowth, s.RefIndex+1)
+		rounds := fmt.Sprint(s.Rounds)
+		if s.Partial {
+			rounds = fmt.Sprintf("%d rounds and part of a %s, where the soak's time ran out", s.Rounds-1, ordinal(s.Rounds))
+		} else {
+			rounds += " rounds"
+		}
+		p("The scenarios above were measured during the soak: %s, each round giving every scenario one slice right after a baseline slice. After each scenario slice: every replica's RSS, and from its /metrics its live heap (compactord_heap_live_bytes: what the last GC marked) and the bytes its bounded in-memory stores (summary cache, token memo) charge. Flat means: every replica's RSS at the end ≤ %.2f × its RSS after the first slice of the same scenario (sample %d), so both samples follow the same load.\n\n",
+			rounds, s.MaxGrowth, s.RefIndex+1)
 		for _, f := range s.Fill {
 			p("Before the first sample, %s ran for %s with %d calls in flight (%d requests, %d errors), every call adding new entries to the stores, so that the soak starts with them at their bounds, where they evict instead of growing; after it, the stores held", f.Scenario, f.Duration.Round(time.Second), f.Concurrency, f.Requests, f.Errors)
 			for i, h := range f.Heap {
@@ -508,4 +515,13 @@ func replicaName(rep *Report, i int) string {
 		i--
 	}
 	return fmt.Sprintf("replica-%d", i+1)
+}
+
+// ordinal is "first", "second", ... for small n, "nth" beyond.
+func ordinal(n int) string {
+	words := []string{"zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
+	if n >= 0 && n < len(words) {
+		return words[n]
+	}
+	return fmt.Sprintf("%dth", n)
 }

@@ -137,7 +137,7 @@ func TestMarkdownGolden(t *testing.T) {
 			{Process: "replica-1", StartKiB: 40960, PeakSample: 81920, EndKiB: 61440},
 			{Process: "redis", StartKiB: 8192, PeakSample: 9216, EndKiB: 9216},
 		},
-		Soak: &Soak{Duration: 5 * time.Minute, Rounds: 6, RefIndex: 0, MaxGrowth: 1.2,
+		Soak: &Soak{Duration: 5 * time.Minute, Rounds: 7, Partial: true, RefIndex: 0, MaxGrowth: 1.2,
 			Fill: []SoakFill{{Scenario: "compact-miss-20", Concurrency: 64, Duration: 15 * time.Second, Requests: 8000,
 				Heap: []heapState{{Live: 30 << 20, Stores: 5 << 20, StoresMax: 6 << 20}}}},
 			Samples: []SoakSample{
