@@ -306,10 +306,11 @@ func run(ctx context.Context, f flags) (bool, error) {
 		if err != nil {
 			res.Failure = err.Error()
 			logf("%-22s FAILED before load: %s", sc.Name, oneLine(err.Error(), 300))
-			results[i-1] = res
-			continue
 		}
 		results[i-1] = res
+		if err != nil {
+			continue
+		}
 		trials = append(trials, newTrial(sc, p, base))
 		placed = append(placed, i-1)
 	}
