@@ -217,9 +217,9 @@ type SoakFill struct {
 // Soak is the memory-flatness run: the scenarios measured round after round, each slice
 // right after a baseline slice, RSS sampled after each.
 type Soak struct {
-	Duration time.Duration
-	Rounds   int
-	Partial  bool // the last round stopped part-way, at the soak's end
+	Duration time.Duration // how long the rounds must last; once run, how long they lasted
+	Rounds   int           // rounds started
+	Partial  bool          // the last round stopped part-way, at the soak's end
 	Fill     []SoakFill
 	Samples  []SoakSample
 	// RefIndex is the sample the end is compared with: the first slice of the same scenario

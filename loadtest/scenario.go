@@ -54,11 +54,12 @@ type Scenario struct {
 	Cache string `yaml:"cache"`
 	// Concurrency is the number of ghz workers; 0 means the default.
 	Concurrency uint `yaml:"concurrency"`
-	// Duration is how long the measured load runs; 0 means the default.
+	// Duration is how long the measured load runs without -soak; 0 means the default. A
+	// soak goes on with more slices of the same length, so the scenario runs longer.
 	Duration Duration `yaml:"duration"`
-	// Slices splits Duration into this many runs, each right after an equally long run of
-	// the baseline, so scenario and baseline see the same background load; 0 means the
-	// default.
+	// Slices splits Duration into this many slices, one per round, each right after an
+	// equally long slice of the baseline, so scenario and baseline see the same background
+	// load; 0 means the default.
 	Slices int `yaml:"slices"`
 	// Warmup is an unmeasured load run just before the measured one; 0 means the default.
 	Warmup Duration `yaml:"warmup"`
