@@ -85,8 +85,8 @@ func docName(filename string, n int) string {
 type bpart struct {
 	p     *compactorv1.Part
 	at    loc
-	text  string // text blocks (also tool blocks rendered as text)
-	asTxt bool
+	text  string // text blocks
+	asTxt bool   // a tool call or result rendered as text (toolText)
 	cache *structpb.Value
 }
 
@@ -148,7 +148,7 @@ func (l *lowerer) bedrock() {
 					continue
 				}
 				if !tools {
-					bp.asTxt, bp.text = true, toolText(p)
+					bp.asTxt = true
 					if !toolsWarned {
 						l.warn("%s: base_body has no toolConfig, which Bedrock requires for tool blocks; tool calls and results sent as text", at)
 						toolsWarned = true
@@ -234,21 +234,47 @@ func (l *lowerer) cachePoint(c *structpb.Value) {
 	w.endObj()
 }
 
-// toolText renders a tool call or result as text, for requests without toolConfig.
-func toolText(p *compactorv1.Part) string {
+// toolText writes a tool call or result as one string value, for requests without
+// toolConfig: "[tool call NAME INPUT]", "[tool result NAME: OUTPUT]" or "[tool error NAME:
+// OUTPUT]" (NAME the call id when the result has no tool name; the text parts of a content
+// output joined by newlines). The pieces are escaped straight into the body, one after the
+// other; every two of them meet at an ASCII literal, so that is the escaping of the whole
+// text, and the text is never built.
+func (w *jw) toolText(p *compactorv1.Part) {
+	w.comma()
+	b := w.b
 	if c := p.GetToolCall(); c != nil {
-		return "[tool call " + c.GetToolName() + " " + c.GetInputJson() + "]"
+		b = append(b, `"[tool call `...)
+		b = append(appendEscaped(b, c.GetToolName()), ' ')
+		b = appendEscaped(b, c.GetInputJson())
+		w.b = append(b, `]"`...)
+		return
 	}
 	r := p.GetToolResult()
 	name := r.GetToolName()
 	if name == "" {
 		name = r.GetToolCallId()
 	}
-	prefix := "[tool result " + name + ": "
 	if isErrorOutput(r.GetOutput()) {
-		prefix = "[tool error " + name + ": "
+		b = append(b, `"[tool error `...)
+	} else {
+		b = append(b, `"[tool result `...)
 	}
-	return prefix + outputText(r.GetOutput()) + "]"
+	b = append(appendEscaped(b, name), ':', ' ')
+	if c, ok := r.GetOutput().GetValue().(*compactorv1.ToolOutput_Content); ok {
+		start := len(b)
+		for _, p := range c.Content.GetParts() {
+			if t, ok := textOf(p); ok {
+				if len(b) > start { // as outputText: a newline after anything written
+					b = append(b, `\n`...)
+				}
+				b = appendEscaped(b, t)
+			}
+		}
+	} else {
+		b = appendEscaped(b, outputText(r.GetOutput()))
+	}
+	w.b = append(b, `]"`...)
 }
 
 func (l *lowerer) bedrockImageOK(img *compactorv1.ImagePart, at loc) bool {
@@ -297,7 +323,8 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 	p := b.p
 	w.obj()
 	if b.asTxt {
-		w.kstr("text", b.text)
+		w.key("text")
+		w.toolText(p)
 		w.endObj()
 		l.cachePoint(b.cache)
 		return

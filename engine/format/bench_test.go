@@ -433,3 +433,25 @@ func dropEmptyObjects(v any) any {
 	}
 	return v
 }
+
+// BenchmarkLowerLoadTest lowers the load test's request to every format: the first 20
+// messages of its SWE-agent conversation, with no base body (so Bedrock sends the tool
+// calls and results as text).
+func BenchmarkLowerLoadTest(b *testing.B) {
+	f := corpus.Named(b, corpus.LoadTestConversation)
+	l, err := Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(b, f))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := l.GetMessages()[:20]
+	for _, p := range allProviders {
+		b.Run(providerNames[p], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: p, Model: "m"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
