@@ -63,6 +63,8 @@ FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTrunca
 # settings of k8s/base/deployment.yaml, and store bounds small enough that the soak's
 # 15-second fill reaches them (at the default
 # 64 MiB each, stores take hours of traffic to fill; the soak looks for growth beyond them).
+# After the soak, every scenario with a target is measured again against
+# loadtest/floorserver (compactord's gRPC stack doing no work: the floor of its ratio).
 LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB \
 	-server-arg=--cache-max-bytes=2MiB -server-arg=--token-memo-bytes=4MiB
 loadtest:

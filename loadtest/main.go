@@ -50,6 +50,7 @@ type flags struct {
 	soak        time.Duration
 	llmLatency  time.Duration
 	keep        bool
+	floor       bool
 	serverEnv   envList
 	serverArgs  argList
 	soakFill    time.Duration
@@ -152,6 +153,14 @@ func run(ctx context.Context, f flags) (bool, error) {
 		cmd.Dir = repoRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return false, fmt.Errorf("building compactord: %w\n%s", err, out)
+		}
+	}
+
+	var floorBin, floorModules string
+	if f.floor {
+		logf("building floorserver")
+		if floorBin, floorModules, err = buildFloor(ctx, tmp, bin); err != nil {
+			return false, err
 		}
 	}
 
@@ -335,6 +344,22 @@ func run(ctx context.Context, f flags) (bool, error) {
 		logf("%-26s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
 			r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), t.b.RPS(), rr, pr)
 	}
+	if f.floor {
+		for _, t := range trials {
+			if t.sc.Target == nil || t.sc.Cache == "miss" {
+				continue
+			}
+			r, err := e.floorOf(ctx, t, base, bp, floorBin, tmp, f.serverEnv)
+			if err != nil {
+				return false, fmt.Errorf("floor of %s: %w", t.sc.Name, err)
+			}
+			rep.Floor = append(rep.Floor, *r)
+			rr, pr := r.ratios(nil)
+			logf("floor %-20s %8d req %8.0f RPS  p99 %-9s errors %d  cpu/req server %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
+				r.Name, r.Requests, r.RPS(), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.Baseline.RPS(), rr, pr)
+		}
+		rep.FloorModules = floorModules
+	}
 	baseAll.finish()
 	baseAll.Notes = append(baseAll.Notes, "the baseline row adds up every baseline slice of the run: the opening run and the slices interleaved with each scenario")
 	rep.Results = append([]Result{baseAll}, results...)
@@ -396,6 +421,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
 	fs.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
 	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run the cache-miss scenarios this long so the bounded stores are full (0: no fill)")
+	fs.BoolVar(&f.floor, "floor", true, "after the scenarios, measure every scenario with a target again against loadtest/floorserver: compactord's gRPC stack answering with compactord's response and doing no work")
 	fs.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 }
 

@@ -241,6 +241,11 @@ type Report struct {
 	Memory  []MemRow
 	Soak    *Soak
 	Notes   []string
+	// Floor has the scenarios with a target measured again against the floor server
+	// (loadtest/floorserver), each with the baseline slices it ran after; FloorModules names
+	// the toolchain and module versions the floor server shares with compactord.
+	Floor        []Result
+	FloorModules string
 }
 
 func fmtDur(d time.Duration) string {
@@ -266,6 +271,11 @@ func (rep *Report) OK() bool {
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		if r.Failure != "" || r.Errors > 0 || r.Requests == 0 {
+			return false
+		}
+	}
+	for i := range rep.Floor {
+		if r := &rep.Floor[i]; r.Errors > 0 || r.Requests == 0 {
 			return false
 		}
 	}
@@ -350,6 +360,8 @@ func (rep *Report) Markdown() string {
 			fmtDur(r.P50), fmtDur(r.P95), fmtDur(r.P99), r.Errors, fmtMicros(r.ServerCPUPerRequest()), brps, rr, r.ratioRange(), pr, r.Target, v)
 	}
 	p("\n")
+
+	rep.floorMarkdown(&w)
 
 	p("## Payloads and checks\n\n")
 	for i := range rep.Results {
@@ -459,6 +471,52 @@ func (rep *Report) Markdown() string {
 		}
 	}
 	return w.String()
+}
+
+// floorMarkdown renders the floor section, if the run measured one.
+func (rep *Report) floorMarkdown(w *strings.Builder) {
+	if len(rep.Floor) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## Floor: the same calls with no engine work\n\n")
+	p("Every scenario with a target, measured again in the same way (each slice right after a health-check slice on the same server) against loadtest/floorserver: compactord's gRPC stack (service.NewGRPC: the same codec, which decodes every request in full and checks its strings are UTF-8, the JSON log line per call, the metrics and recovery interceptors, the tracing handler, the health service; built with %s, the versions compactord was built with) answering every call with the response compactord gave to the same request, and doing nothing else. ", rep.FloorModules)
+	p("Its RPS ratio is the most compactord could reach if its engine (validation and the work itself) cost nothing; engine CPU/call is compactord's server CPU per call minus the floor server's.\n\n")
+	p("| scenario | target | compactord RPS ratio | floor RPS ratio | floor p99 ratio | floor baseline RPS | compactord server CPU/call | floor server CPU/call | engine CPU/call | target within the floor |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for i := range rep.Floor {
+		f := &rep.Floor[i]
+		var main *Result
+		for j := range rep.Results {
+			if rep.Results[j].Name == f.Name {
+				main = &rep.Results[j]
+			}
+		}
+		mr, mcpu, engine := "—", "—", "—"
+		if main != nil && main.Failure == "" {
+			r, _ := main.ratios(rep.baseline())
+			mr = fmt.Sprintf("%.2f%s", r, main.ratioRange())
+			mcpu = fmtMicros(main.ServerCPUPerRequest())
+			if main.ServerCPU > 0 && f.ServerCPU > 0 {
+				engine = fmtMicros(main.ServerCPUPerRequest() - f.ServerCPUPerRequest())
+			}
+		}
+		fr, fp := f.ratios(nil)
+		within := "—"
+		if f.Target != nil {
+			within = "yes"
+			if fr < f.Target.RPSRatio {
+				within = fmt.Sprintf("**no**: RPS ratio %.2f < %.2f with no engine work", fr, f.Target.RPSRatio)
+			}
+		}
+		var brps float64
+		if f.Baseline != nil {
+			brps = f.Baseline.RPS()
+		}
+		p("| %s | %s | %s | %.2f%s | %.2f | %.0f | %s | %s | %s | %s |\n",
+			f.Name, f.Target, mr, fr, f.ratioRange(), fp, brps, mcpu, fmtMicros(f.ServerCPUPerRequest()), engine, within)
+	}
+	p("\n")
 }
 
 // Flat reports whether every process ended within MaxGrowth of its reference sample.

@@ -92,6 +92,19 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// A floor slice with errors makes the run not OK, as a scenario's would.
+func TestFloorErrorsNotOK(t *testing.T) {
+	ok := Result{Name: "health", Elapsed: time.Second, Requests: 10}
+	rep := &Report{Results: []Result{ok}, Floor: []Result{ok}}
+	if !rep.OK() {
+		t.Fatal("a clean report is not OK")
+	}
+	rep.Floor = append(rep.Floor, Result{Name: "lower", Elapsed: time.Second, Requests: 10, Errors: 1})
+	if rep.OK() {
+		t.Error("a report whose floor had errors is OK")
+	}
+}
+
 func TestSoakFlat(t *testing.T) {
 	s := &Soak{MaxGrowth: 1.2, RefIndex: 1, Samples: []SoakSample{
 		{RSSKiB: []int64{50, 50}}, {RSSKiB: []int64{100, 100}}, {RSSKiB: []int64{110, 120}},
@@ -146,6 +159,15 @@ func TestMarkdownGolden(t *testing.T) {
 				{Elapsed: 30 * time.Second, Scenario: "plan-20", Requests: 60000, RSSKiB: []int64{63488}},
 			}},
 		Notes: []string{"a note"},
+		Floor: []Result{
+			{Name: "plan-20", Call: "compactor.v1.CompactorService/Plan", Concurrency: 16, Elapsed: 6 * time.Second, Requests: 54000,
+				P99: 8 * ms, ServerCPU: 3 * time.Second, Target: tgt, SliceRatios: []float64{0.95, 0.85, 0.9},
+				Baseline: &Result{Elapsed: 6 * time.Second, Requests: 60000, P99: 4 * ms}},
+			{Name: "lower-gemini-20", Call: "compactor.v1.CompactorService/Lower", Concurrency: 16, Elapsed: 6 * time.Second, Requests: 33000,
+				P99: 9 * ms, ServerCPU: 3 * time.Second, Target: tgt, SliceRatios: []float64{0.5, 0.55, 0.6},
+				Baseline: &Result{Elapsed: 6 * time.Second, Requests: 60000, P99: 4 * ms}},
+		},
+		FloorModules: "go1.26, google.golang.org/grpc v1.85.0",
 	}
 	got := rep.Markdown()
 	if rep.OK() || rep.TargetsMet() {
