@@ -27,12 +27,14 @@ build:
 test:
 	@[ -n "$(RACE)" ] || echo "make test: no cgo toolchain, running without -race"
 	$(GO) test $(RACE) -count=1 ./...
+	cd loadtest && $(GO) test $(RACE) -count=1 ./...
 
 lint: $(BIN)/staticcheck $(BIN)/buf
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needs to run on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
+	cd loadtest && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	$(BIN)/buf lint
 
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto
@@ -63,7 +65,7 @@ FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTrunca
 # settings of k8s/base/deployment.yaml, and store bounds small enough that the soak's
 # 15-second fill reaches them (at the default
 # 64 MiB each, stores take hours of traffic to fill; the soak looks for growth beyond them).
-# After the soak, every scenario with a target is measured again against
+# In the same rounds, every scenario with a target is also measured against
 # loadtest/floorserver (compactord's gRPC stack doing no work: the floor of its ratio).
 LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB \
 	-server-arg=--cache-max-bytes=2MiB -server-arg=--token-memo-bytes=4MiB

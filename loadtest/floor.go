@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"google.golang.org/grpc"
@@ -90,11 +89,12 @@ func compareModules(a, b *debug.BuildInfo) (string, error) {
 	return strings.Join(vs, ", "), nil
 }
 
-// floorOf measures t's scenario once more against a floor server (loadtest/floorserver)
-// that answers every call with the response a replica gives to t's request, the same way
-// (slices interleaved with baseline slices on the floor server). The result's Baseline is
-// those baseline slices.
-func (e *env) floorOf(ctx context.Context, t *trial, base *Scenario, bp *Payload, floorBin, dir string, serverEnv []string) (*Result, error) {
+// startFloor starts a floor server (loadtest/floorserver) answering every call of t's
+// scenario with the response a replica gives to t's request, checks it answers t's request
+// with exactly that, and returns a trial of the same scenario against it. The floor trial
+// runs in the same rounds as t, with baseline slices of its own on the floor server. The
+// server is appended to procs, to be stopped with the others.
+func (e *env) startFloor(ctx context.Context, t *trial, base *Scenario, floorBin, dir string, serverEnv []string, procs *[]*proc) (*trial, error) {
 	sc := t.sc
 	want, err := invoke(ctx, e.replicas[0], sc, t.p.Request)
 	if err != nil {
@@ -118,27 +118,23 @@ func (e *env) floorOf(ctx context.Context, t *trial, base *Scenario, bp *Payload
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop(5 * time.Second)
+	*procs = append(*procs, p)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
 	r := &replica{name: name, addr: addr, proc: p, conn: conn}
 	got, err := invoke(ctx, r, sc, t.p.Request)
 	if err != nil {
+		conn.Close()
 		return nil, err
 	}
 	if !proto.Equal(got, want) {
+		conn.Close()
 		return nil, fmt.Errorf("%s answered differently from %s", name, e.replicas[0].name)
 	}
-	fe := &env{host: addr, protoset: e.protoset, replicas: []*replica{r}, llm: e.llm}
 	ft := newTrial(sc, t.p, base)
-	if err := fe.rounds(ctx, []*trial{ft}, base, bp, nil, func() []int64 { return nil }); err != nil {
-		return nil, err
-	}
-	ft.finish()
-	ft.r.Baseline = ft.b
-	return ft.r, nil
+	ft.env = &env{host: addr, protoset: e.protoset, replicas: []*replica{r}, llm: e.llm}
+	return ft, nil
 }

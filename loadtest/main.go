@@ -8,8 +8,10 @@
 // same concurrency, in rounds that give each scenario one slice right after a baseline slice,
 // and writes RPS, latency percentiles, errors and ratios to the baseline to results/<date>.md.
 // With -soak the rounds go on for the given time, after a fill of the bounded stores, and the
-// servers' memory is sampled after every slice. Everything listens on loopback; every child
-// process is stopped on exit.
+// servers' memory is sampled after every slice. With -floor (the default), every scenario
+// with a target also runs in each round against loadtest/floorserver, compactord's gRPC stack
+// answering with compactord's response and doing no work: the floor of its ratio. Everything
+// listens on loopback; every child process is stopped on exit.
 //
 //	cd loadtest && go run . -out results/$(date -u +%F).md
 package main
@@ -323,6 +325,28 @@ func run(ctx context.Context, f flags) (bool, error) {
 		trials = append(trials, newTrial(sc, p, base))
 		placed = append(placed, i-1)
 	}
+	// With -floor, every scenario with a target has a floor trial right after its own in
+	// each round, so that both see the same phases of the machine.
+	var floors []*trial
+	order := trials
+	if f.floor {
+		order = nil
+		for _, t := range trials {
+			order = append(order, t)
+			if t.sc.Target == nil || t.sc.Cache == "miss" {
+				continue
+			}
+			ft, err := e.startFloor(ctx, t, base, floorBin, tmp, f.serverEnv, &procs)
+			if err != nil {
+				return false, fmt.Errorf("floor of %s: %w", t.sc.Name, err)
+			}
+			defer ft.env.replicas[0].conn.Close()
+			logf("floor of %s serving on %s", t.sc.Name, ft.env.host)
+			floors = append(floors, ft)
+			order = append(order, ft)
+		}
+		rep.FloorModules = floorModules
+	}
 	if f.soak > 0 && len(trials) > 0 {
 		rep.Soak = &Soak{Duration: f.soak, MaxGrowth: 1.2}
 		if err := e.fill(ctx, trials, f.soakFill, rep.Soak); err != nil {
@@ -330,7 +354,7 @@ func run(ctx context.Context, f flags) (bool, error) {
 		}
 		logf("soak: every scenario after a baseline slice, round after round, for %s", f.soak)
 	}
-	if err := e.rounds(ctx, trials, base, bp, rep.Soak, sampleMem); err != nil {
+	if err := e.rounds(ctx, order, base, bp, rep.Soak, sampleMem); err != nil {
 		return false, err
 	}
 	for i, t := range trials {
@@ -341,24 +365,17 @@ func run(ctx context.Context, f flags) (bool, error) {
 		baseAll.add(t.b)
 		*res = *r
 		rr, pr := r.ratios(nil)
-		logf("%-26s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
+		logf("%-32s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
 			r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), t.b.RPS(), rr, pr)
 	}
-	if f.floor {
-		for _, t := range trials {
-			if t.sc.Target == nil || t.sc.Cache == "miss" {
-				continue
-			}
-			r, err := e.floorOf(ctx, t, base, bp, floorBin, tmp, f.serverEnv)
-			if err != nil {
-				return false, fmt.Errorf("floor of %s: %w", t.sc.Name, err)
-			}
-			rep.Floor = append(rep.Floor, *r)
-			rr, pr := r.ratios(nil)
-			logf("floor %-20s %8d req %8.0f RPS  p99 %-9s errors %d  cpu/req server %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
-				r.Name, r.Requests, r.RPS(), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.Baseline.RPS(), rr, pr)
-		}
-		rep.FloorModules = floorModules
+	for _, t := range floors {
+		t.finish()
+		r := t.r
+		r.Baseline = t.b
+		rep.Floor = append(rep.Floor, *r)
+		rr, pr := r.ratios(nil)
+		logf("%-32s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
+			t.label(), r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), t.b.RPS(), rr, pr)
 	}
 	baseAll.finish()
 	baseAll.Notes = append(baseAll.Notes, "the baseline row adds up every baseline slice of the run: the opening run and the slices interleaved with each scenario")
@@ -421,7 +438,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.Var(&f.serverEnv, "server-env", "KEY=VALUE added to every replica's environment (repeatable; e.g. GOGC=400)")
 	fs.Var(&f.serverArgs, "server-arg", "flag added to every replica's command line (repeatable; e.g. --token-memo-bytes=4MiB)")
 	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run the cache-miss scenarios this long so the bounded stores are full (0: no fill)")
-	fs.BoolVar(&f.floor, "floor", true, "after the scenarios, measure every scenario with a target again against loadtest/floorserver: compactord's gRPC stack answering with compactord's response and doing no work")
+	fs.BoolVar(&f.floor, "floor", true, "measure every scenario with a target also against loadtest/floorserver (compactord's gRPC stack answering with compactord's response and doing no work), in the same rounds")
 	fs.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
 }
 

@@ -14,6 +14,17 @@ type trial struct {
 	r, b   *Result // b is nil for the baseline's own trial
 	calls  int64   // fake-LLM calls during the measured slices
 	slices int     // measured slices so far
+	// env, when set, is a floor server the trial runs against, baseline slices included,
+	// instead of the replicas.
+	env *env
+}
+
+// label names t in the console output.
+func (t *trial) label() string {
+	if t.env != nil {
+		return "floor " + t.sc.Name
+	}
+	return t.sc.Name
 }
 
 func newTrial(sc *Scenario, p *Payload, base *Scenario) *trial {
@@ -29,6 +40,9 @@ func newTrial(sc *Scenario, p *Payload, base *Scenario) *trial {
 // survived; before t's first slice it runs the scenario's unmeasured warm-up. It returns the
 // scenario slice's result.
 func (e *env) slice(ctx context.Context, t *trial, base *Scenario, bp *Payload) (*Result, error) {
+	if t.env != nil {
+		e = t.env
+	}
 	sc := t.sc
 	if t.slices == 0 && sc.Warmup > 0 {
 		if _, err := e.load(sc, t.p, time.Duration(sc.Warmup)); err != nil {
@@ -82,8 +96,8 @@ func (t *trial) finish() {
 // rounds measures the trials in rounds, each giving every trial that runs in it one slice,
 // in order, until every trial has its scenario's slices. With soak set, every trial runs in
 // every round, the rounds go on until soak.Duration has passed (the last one stops part-way
-// there), and the servers' memory is sampled after each slice (sample reads every server's
-// RSS).
+// there), and the servers' memory is sampled after each slice of a trial against the
+// replicas (sample reads every server's RSS).
 func (e *env) rounds(ctx context.Context, trials []*trial, base *Scenario, bp *Payload, soak *Soak, sample func() []int64) error {
 	start := time.Now()
 	done := func() bool {
@@ -110,11 +124,11 @@ func (e *env) rounds(ctx context.Context, trials []*trial, base *Scenario, bp *P
 				return err
 			}
 			rss := sample()
-			msg := fmt.Sprintf("round %d %-26s %8d req %8.0f RPS  errors %d", round, t.sc.Name, sr.Requests, sr.RPS(), sr.Errors)
+			msg := fmt.Sprintf("round %d %-32s %8d req %8.0f RPS  errors %d", round, t.label(), sr.Requests, sr.RPS(), sr.Errors)
 			if n := len(t.r.SliceRatios); n > 0 {
 				msg += fmt.Sprintf("  ratio %.2f", t.r.SliceRatios[n-1])
 			}
-			if soak != nil {
+			if soak != nil && t.env == nil {
 				heap, err := e.heap(ctx)
 				if err != nil {
 					return fmt.Errorf("soak %s: %w", t.sc.Name, err)
