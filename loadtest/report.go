@@ -145,15 +145,25 @@ func (r *Result) Verdict(b *Result) (ok bool, text string) {
 	rr, pr := r.ratios(b)
 	var miss []string
 	if rr < r.Target.RPSRatio {
-		miss = append(miss, fmt.Sprintf("RPS ratio %.2f < %.2f", rr, r.Target.RPSRatio))
+		miss = append(miss, "RPS ratio "+compared(rr, "<", r.Target.RPSRatio))
 	}
 	if r.Target.P99Ratio > 0 && pr > r.Target.P99Ratio {
-		miss = append(miss, fmt.Sprintf("p99 ratio %.2f > %.2f", pr, r.Target.P99Ratio))
+		miss = append(miss, "p99 ratio "+compared(pr, ">", r.Target.P99Ratio))
 	}
 	if len(miss) > 0 {
 		return false, "**FAIL** (" + strings.Join(miss, ", ") + ")"
 	}
 	return true, "pass"
+}
+
+// compared is "x op y" with two decimals, or three where two would print the same number
+// on both sides (0.599 < 0.600, not 0.60 < 0.60).
+func compared(x float64, op string, y float64) string {
+	f := "%.2f %s %.2f"
+	if fmt.Sprintf("%.2f", x) == fmt.Sprintf("%.2f", y) {
+		f = "%.3f %s %.3f"
+	}
+	return fmt.Sprintf(f, x, op, y)
 }
 
 // ratios are RPS / baseline RPS and p99 / baseline p99 (0 when the baseline has none).
@@ -241,7 +251,7 @@ type Report struct {
 	Memory  []MemRow
 	Soak    *Soak
 	Notes   []string
-	// Floor has the scenarios with a target measured again against the floor server
+	// Floor has the scenarios with a target as measured against the floor server
 	// (loadtest/floorserver), each with the baseline slices it ran after; FloorModules names
 	// the toolchain and module versions the floor server shares with compactord.
 	Floor        []Result
@@ -506,7 +516,7 @@ func (rep *Report) floorMarkdown(w *strings.Builder) {
 		if f.Target != nil {
 			within = "yes"
 			if fr < f.Target.RPSRatio {
-				within = fmt.Sprintf("**no**: RPS ratio %.2f < %.2f with no engine work", fr, f.Target.RPSRatio)
+				within = "**no**: RPS ratio " + compared(fr, "<", f.Target.RPSRatio) + " with no engine work"
 			}
 		}
 		var brps float64

@@ -71,7 +71,8 @@ func TestVerdict(t *testing.T) {
 		text string
 	}{
 		{"pass", Result{Elapsed: time.Second, Requests: 700, P99: 30 * time.Millisecond, Target: tgt}, true, "pass"},
-		{"slow", Result{Elapsed: time.Second, Requests: 699, P99: 5 * time.Millisecond, Target: tgt}, false, "RPS ratio 0.70 < 0.70"},
+		{"slow", Result{Elapsed: time.Second, Requests: 699, P99: 5 * time.Millisecond, Target: tgt}, false, "RPS ratio 0.699 < 0.700"},
+		{"slower", Result{Elapsed: time.Second, Requests: 690, P99: 5 * time.Millisecond, Target: tgt}, false, "RPS ratio 0.69 < 0.70"},
 		{"tail", Result{Elapsed: time.Second, Requests: 900, P99: 31 * time.Millisecond, Target: tgt}, false, "p99 ratio 3.10 > 3.00"},
 		{"errors", Result{Elapsed: time.Second, Requests: 900, Errors: 1, Target: tgt}, false, "1 errors"},
 		{"failed", Result{Failure: "Unimplemented", Target: tgt}, false, "did not run"},
