@@ -92,6 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxSummaryRatio: cfg.MaxSummaryRatio,
 		Metrics:         m,
 	})
+	// loadtest/floorserver builds this same stack around a server that does no work, as the
+	// load test's floor: what changes here changes there.
 	g := service.NewGRPC(srv, service.GRPCOptions{
 		Logger:             logger,
 		TracerProvider:     tp,
