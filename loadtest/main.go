@@ -364,18 +364,14 @@ func run(ctx context.Context, f flags) (bool, error) {
 		r.Payload, r.Notes, r.Baseline = res.Payload, append(res.Notes, r.Notes...), t.b
 		baseAll.add(t.b)
 		*res = *r
-		rr, pr := r.ratios(nil)
-		logf("%-32s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
-			r.Name, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), t.b.RPS(), rr, pr)
+		logResult(t.label(), r)
 	}
 	for _, t := range floors {
 		t.finish()
 		r := t.r
 		r.Baseline = t.b
 		rep.Floor = append(rep.Floor, *r)
-		rr, pr := r.ratios(nil)
-		logf("%-32s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
-			t.label(), r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), t.b.RPS(), rr, pr)
+		logResult(t.label(), r)
 	}
 	baseAll.finish()
 	baseAll.Notes = append(baseAll.Notes, "the baseline row adds up every baseline slice of the run: the opening run and the slices interleaved with each scenario")
@@ -406,6 +402,13 @@ func run(ctx context.Context, f flags) (bool, error) {
 	}
 	logf("wrote %s (%s)", out, time.Since(started).Round(time.Second))
 	return rep.OK(), nil
+}
+
+// logResult prints a measured trial's summary line; r.Baseline must be set.
+func logResult(label string, r *Result) {
+	rr, pr := r.ratios(nil)
+	logf("%-32s %8d req %8.0f RPS  p50 %-9s p99 %-9s errors %d  cpu/req server %s client %s  vs baseline %.0f RPS: ratio %.2f, p99 ratio %.2f",
+		label, r.Requests, r.RPS(), fmtDur(r.P50), fmtDur(r.P99), r.Errors, r.ServerCPUPerRequest(), r.ClientCPUPerRequest(), r.Baseline.RPS(), rr, pr)
 }
 
 // envList is a repeatable KEY=VALUE flag.
