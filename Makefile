@@ -24,8 +24,13 @@ all: lint test build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o compactord ./cmd/compactord
 
+# Where the real corpus is, as internal/corpus finds it; empty when there is none.
+CORPUS := $(or $(COMPACTORD_CORPUS),$(wildcard $(CURDIR)/../shared/corpus/real))
+
 test:
 	@[ -n "$(RACE)" ] || echo "make test: no cgo toolchain, running without -race"
+	@[ -n "$(CORPUS)" ] || echo "make test: NO REAL CORPUS (COMPACTORD_CORPUS unset, no ../shared/corpus/real): tests tied to it are SKIPPED; the rest run on internal/corpus/testdata"
+	@[ -n "$$REDIS_URL" ] || echo "make test: REDIS_URL unset: the Redis tests are SKIPPED (.ci/run starts a redis-server for them)"
 	$(GO) test $(RACE) -count=1 ./...
 	cd loadtest && $(GO) test $(RACE) -count=1 ./...
 

@@ -19,17 +19,36 @@ func updateGolden() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// TestPlanCorpusGolden records every corpus plan (action, cut, totals, reason, or the
+// TestPlanCorpusGolden records every real corpus plan (action, cut, totals, reason, or the
 // irreducible error) at four windows in testdata/plan/corpus.golden, so that a change in
 // counting or planning shows up as a reviewed diff. Run with -update to accept a change.
 func TestPlanCorpusGolden(t *testing.T) {
+	checkPlanGolden(t, corpus.Real(t), 0, []int64{8000, 32000, 128000, 200000}, filepath.Join("testdata", "plan", "corpus.golden"))
+}
+
+// TestPlanFixturesGolden is TestPlanCorpusGolden on the project's own fixtures, which every
+// checkout has, at windows and a summary budget small enough for them to prune and summarize.
+func TestPlanFixturesGolden(t *testing.T) {
+	var fixtures []corpus.File
+	for _, f := range corpus.Files(t) {
+		if strings.HasPrefix(f.Name, "fixture-") {
+			fixtures = append(fixtures, f)
+		}
+	}
+	checkPlanGolden(t, fixtures, 300, []int64{1000, 1400, 1800, 2400}, filepath.Join("testdata", "plan", "fixtures.golden"))
+}
+
+// checkPlanGolden compares the plans of files at each window (and summaryMax, zero for the
+// default) with the golden file at path.
+func checkPlanGolden(t *testing.T, files []corpus.File, summaryMax int64, windows []int64, path string) {
+	t.Helper()
 	c := NewCounter(0)
 	var b strings.Builder
-	for _, f := range corpus.Files(t) {
+	for _, f := range files {
 		msgs := readCorpusFile(t, f)
-		for _, w := range []int64{8000, 32000, 128000, 200000} {
+		for _, w := range windows {
 			fmt.Fprintf(&b, "%s @%d: ", f.Name, w)
-			r, err := Plan(msgs, &compactorv1.Policy{ContextWindow: w}, c)
+			r, err := Plan(msgs, &compactorv1.Policy{ContextWindow: w, SummaryMaxTokens: summaryMax}, c)
 			if err != nil {
 				fmt.Fprintf(&b, "error: %v\n", err)
 				continue
@@ -37,7 +56,6 @@ func TestPlanCorpusGolden(t *testing.T) {
 			fmt.Fprintf(&b, "%v cut=%d tokens %d→%d pruned %d | %s\n", r.Action, r.CutIndex, r.TokensBefore, r.TokensAfter, r.PrunedTokens, r.Reason)
 		}
 	}
-	path := filepath.Join("testdata", "plan", "corpus.golden")
 	if updateGolden() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)

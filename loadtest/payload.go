@@ -20,14 +20,20 @@ import (
 )
 
 // corpusDir finds the real corpus the way internal/corpus does: COMPACTORD_CORPUS, else
-// ../shared/corpus/real beside the repository root.
+// ../shared/corpus/real beside the repository root. The load test's payloads are cut from
+// it, so without one it cannot run: the error says where it looked and how to point at one.
 func corpusDir(repoRoot string) (string, error) {
 	if d := os.Getenv("COMPACTORD_CORPUS"); d != "" {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("COMPACTORD_CORPUS=%s is not a directory of corpus conversations", d)
+		}
 		return d, nil
 	}
 	d := filepath.Join(filepath.Dir(repoRoot), "shared", "corpus", "real")
 	if _, err := os.Stat(d); err != nil {
-		return "", fmt.Errorf("corpus not found at %s (set COMPACTORD_CORPUS): %w", d, err)
+		return "", fmt.Errorf("the load test builds its requests from the real corpus of agent conversations, "+
+			"and there is none: set COMPACTORD_CORPUS to its directory (files like *.openai.json), "+
+			"or check it out at %s", d)
 	}
 	return d, nil
 }
