@@ -51,9 +51,14 @@ check-generate: generate
 	  if ! git diff --exit-code --stat -- api; then \
 	    echo "generated code is out of date: run 'make generate' and commit"; exit 1; fi
 
-# Compares the API against main; run on branches before merging.
+# Compares the API with the last release: the newest v* tag when the clone has one, else
+# API_BASELINE, the commit whose API clients were first built against (no release is tagged
+# yet). Only additions pass: a renamed, renumbered or retyped field fails. CI runs it.
+API_BASELINE := 957fe36
+API_RELEASE   = $(or $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null),$(API_BASELINE))
 breaking: $(BIN)/buf
-	$(BIN)/buf breaking --against '.git#branch=main'
+	@echo "buf breaking against $(API_RELEASE)"
+	$(BIN)/buf breaking --against '.git#ref=$(API_RELEASE)'
 
 # Renders every kustomize overlay and validates it offline (kubeconform -strict, kube-score).
 k8s-validate:
