@@ -71,7 +71,7 @@ FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTrunca
 	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig
 # One replica with a throwaway Redis as its summary cache, every scenario in
 # loadtest/scenarios.yaml measured round after round over a 5-minute memory soak; writes
-# loadtest/results/<UTC date>.md (needs redis-server on PATH). The server gets the GC
+# loadtest/results/loadtest-1-replicas.md (needs redis-server on PATH). The server gets the GC
 # settings of k8s/base/deployment.yaml, and store bounds small enough that the soak's
 # 15-second fill reaches them (at the default
 # 64 MiB each, stores take hours of traffic to fill; the soak looks for growth beyond them).

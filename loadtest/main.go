@@ -6,14 +6,16 @@
 // fixed latency, builds every scenario's request from the real corpus, checks each scenario
 // with a preflight call, measures the health-check baseline and then every scenario at the
 // same concurrency, in rounds that give each scenario one slice right after a baseline slice,
-// and writes RPS, latency percentiles, errors and ratios to the baseline to results/<date>.md.
+// and writes RPS, latency percentiles, errors and ratios to the baseline to
+// results/loadtest-<N>-replicas.md, one file per topology rewritten by every run (git keeps
+// the earlier ones).
 // With -soak the rounds go on for the given time, after a fill of the bounded stores, and the
 // servers' memory is sampled after every slice. With -floor (the default), every scenario
 // with a target also runs in each round against loadtest/floorserver, compactord's gRPC stack
 // answering with compactord's response and doing no work: the floor of its ratio. Everything
 // listens on loopback; every child process is stopped on exit.
 //
-//	cd loadtest && go run . -out results/$(date -u +%F).md
+//	cd loadtest && go run . -soak 5m
 package main
 
 import (
@@ -385,14 +387,14 @@ func run(ctx context.Context, f flags) (bool, error) {
 	rep.Notes = append(rep.Notes,
 		"RPS counts every call of the measured run over its wall time; the warm-up before each scenario is not counted.",
 		"Percentiles are nearest-rank over the calls that returned OK, measured by the ghz client (queueing in the client included).",
-		"Requests are built from the real corpus (../shared/corpus/real), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
+		"Requests are built from the real corpus (COMPACTORD_CORPUS, else ../shared/corpus/real), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
 		"Cache-miss requests differ only in a marker prepended to the first user message, so every call has a new prefix hash and makes one summarizer call.",
 		fmt.Sprintf("Total driver wall time: %s.", time.Since(started).Round(time.Second)),
 	)
 
 	out := f.out
 	if out == "" {
-		out = filepath.Join("results", started.UTC().Format("2006-01-02")+".md")
+		out = defaultReport(f.replicas)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return false, err
@@ -427,7 +429,7 @@ func (l *envList) Set(s string) error {
 // register defines the command line's flags on fs, storing into f.
 func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.scenarios, "scenarios", "scenarios.yaml", "scenario file")
-	fs.StringVar(&f.out, "out", "", "report path (default results/<UTC date>.md)")
+	fs.StringVar(&f.out, "out", "", "report path (default results/loadtest-<N>-replicas.md, rewritten by every run)")
 	fs.IntVar(&f.replicas, "replicas", 1, "compactord replicas; ghz balances round-robin over them (on a 2-core box more replicas measure the scheduler more than the server)")
 	fs.BoolVar(&f.redis, "redis", true, "share a throwaway redis-server as the summary cache (false: each replica's in-memory cache; needs -replicas 1)")
 	fs.StringVar(&f.bin, "bin", "", "compactord binary (default: build ../cmd/compactord into the temp dir)")
@@ -560,4 +562,10 @@ func redisVersion() string {
 		}
 	}
 	return "redis-server"
+}
+
+// defaultReport is the report of a run with n replicas: one file per topology, so the
+// results directory holds the latest report of each kind.
+func defaultReport(n int) string {
+	return filepath.Join("results", fmt.Sprintf("loadtest-%d-replicas.md", n))
 }
