@@ -9,6 +9,7 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/metrics"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -33,10 +34,13 @@ type GRPCOptions struct {
 	// MaxMessageBytes is the largest request accepted; larger ones get RESOURCE_EXHAUSTED.
 	// Zero means 16 MiB.
 	MaxMessageBytes int
-	// UnaryInterceptors and StreamInterceptors run in order between call logging and panic
-	// recovery, so they see a panicking call as INTERNAL (e.g. metrics). They must pass every
-	// call on: the codec's check for strings that are not UTF-8 runs after them, and holds a
-	// rejected request until it does.
+	// Metrics counts and times every call (grpc_server_*, first after call logging) and gets
+	// a zero series for every registered method; nil records nothing.
+	Metrics *metrics.Metrics
+	// UnaryInterceptors and StreamInterceptors run in order between the metrics and panic
+	// recovery, so they see a panicking call as INTERNAL. They must pass every call on: the
+	// codec's check for strings that are not UTF-8 runs after them, and holds a rejected
+	// request until it does.
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
 	// MaxConnectionAge closes client connections after this long (with a grace period for
@@ -56,9 +60,13 @@ type GRPC struct {
 }
 
 // NewGRPC returns a gRPC server for s with panic recovery (a panic becomes INTERNAL and the
-// server keeps serving), structured call logging, OpenTelemetry tracing, the health service
-// reporting SERVING for "" and "compactor.v1.CompactorService", and reflection. A request
-// with a string field that is not UTF-8 fails with INVALID_ARGUMENT naming the field.
+// server keeps serving), structured call logging, metrics, OpenTelemetry tracing, the health
+// service reporting SERVING for "" and "compactor.v1.CompactorService", and reflection. A
+// request with a string field that is not UTF-8 fails with INVALID_ARGUMENT naming the field.
+//
+// It is the one constructor of compactord's gRPC stack: cmd/compactord serves the engine
+// with it, and loadtest/floorserver serves canned responses with it, so that the load test's
+// floor measures exactly the stack compactord runs.
 func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	logger := o.Logger
 	if logger == nil {
@@ -75,14 +83,16 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	cd := newCodec()
-	// The codec's rejections come after the caller's interceptors (metrics), so that they
+	// The codec's rejections come after metrics and the caller's interceptors, so that they
 	// count and log the INVALID_ARGUMENT like any other.
-	unary := append(append([]grpc.UnaryServerInterceptor{
-		logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...),
-	}, o.UnaryInterceptors...), cd.rejectInvalid, recovery.UnaryServerInterceptor(recover))
-	stream := append(append([]grpc.StreamServerInterceptor{
-		logging.StreamServerInterceptor(slogAdapter(logger), logOpts...),
-	}, o.StreamInterceptors...), cd.rejectInvalidStream, recovery.StreamServerInterceptor(recover))
+	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...)}
+	stream := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(slogAdapter(logger), logOpts...)}
+	if o.Metrics != nil {
+		unary = append(unary, o.Metrics.UnaryServerInterceptor())
+		stream = append(stream, o.Metrics.StreamServerInterceptor())
+	}
+	unary = append(append(unary, o.UnaryInterceptors...), cd.rejectInvalid, recovery.UnaryServerInterceptor(recover))
+	stream = append(append(stream, o.StreamInterceptors...), cd.rejectInvalidStream, recovery.StreamServerInterceptor(recover))
 	otelOpts := []otelgrpc.Option{otelgrpc.WithPropagators(propagation.TraceContext{})}
 	if o.TracerProvider != nil {
 		otelOpts = append(otelOpts, otelgrpc.WithTracerProvider(o.TracerProvider))
@@ -118,6 +128,7 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	hs.SetServingStatus(compactorv1.CompactorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)
+	o.Metrics.InitializeServer(srv)
 	return &GRPC{Server: srv, Health: hs}
 }
 

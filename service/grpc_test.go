@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/service"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -193,4 +195,56 @@ func TestCallsReuseGoroutines(t *testing.T) {
 		t.Fatalf("%d calls ran on %d goroutines, want reuse", calls, len(seen))
 	}
 	t.Logf("%d calls ran on %d goroutines", calls, len(seen))
+}
+
+// TestNewGRPCWiresMetrics checks that the one server constructor counts calls (the rejected
+// ones included: the codec's INVALID_ARGUMENT comes after the metrics) and creates a series
+// for every method before its first call.
+func TestNewGRPCWiresMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	conn := startBufconnWith(t, service.New(service.Options{}), service.GRPCOptions{Metrics: metrics.New(reg)})
+	before := counted(t, reg, "Plan", "OK")
+	if before != 0 {
+		t.Fatalf("Plan OK series = %v before any call, want a zero series", before)
+	}
+	client := compactorv1.NewCompactorServiceClient(conn)
+	if _, err := client.Plan(t.Context(), &compactorv1.PlanRequest{Messages: []*compactorv1.Message{{
+		Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "hi"}}}},
+	}}, Policy: &compactorv1.Policy{ContextWindow: 8000}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Plan(t.Context(), &compactorv1.PlanRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("empty Plan = %v, want INVALID_ARGUMENT", err)
+	}
+	if got := counted(t, reg, "Plan", "OK"); got != 1 {
+		t.Errorf("Plan OK = %v, want 1", got)
+	}
+	if got := counted(t, reg, "Plan", "InvalidArgument"); got != 1 {
+		t.Errorf("Plan InvalidArgument = %v, want 1", got)
+	}
+}
+
+// counted returns grpc_server_handled_total for a CompactorService method and code, or -1
+// when the series does not exist.
+func counted(t *testing.T, reg *prometheus.Registry, method, code string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "grpc_server_handled_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["grpc_service"] == "compactor.v1.CompactorService" && l["grpc_method"] == method && l["grpc_code"] == code {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }

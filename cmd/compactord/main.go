@@ -27,7 +27,6 @@ import (
 	"github.com/compactord/compactord/summarize"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 )
 
 func main() {
@@ -92,17 +91,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxSummaryRatio: cfg.MaxSummaryRatio,
 		Metrics:         m,
 	})
-	// loadtest/floorserver builds this same stack around a server that does no work, as the
-	// load test's floor: what changes here changes there.
 	g := service.NewGRPC(srv, service.GRPCOptions{
-		Logger:             logger,
-		TracerProvider:     tp,
-		MaxMessageBytes:    int(cfg.MaxMessageBytes),
-		MaxConnectionAge:   cfg.MaxConnAge,
-		UnaryInterceptors:  []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor()},
-		StreamInterceptors: []grpc.StreamServerInterceptor{m.StreamServerInterceptor()},
+		Logger:           logger,
+		TracerProvider:   tp,
+		Metrics:          m,
+		MaxMessageBytes:  int(cfg.MaxMessageBytes),
+		MaxConnectionAge: cfg.MaxConnAge,
 	})
-	m.InitializeServer(g.Server)
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

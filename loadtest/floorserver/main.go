@@ -1,11 +1,11 @@
 // Command floorserver is compactord's gRPC stack with no engine behind it: the load test's
 // floor. It answers every call of one CompactorService method with the same response, read
 // from a file, and does nothing else for it: no validation, no planning, lowering or
-// summarizing. Everything around the handler is what compactord runs: service.NewGRPC (the
-// codec, which decodes every request in full and checks its strings are UTF-8, the JSON log
-// line per call, panic recovery, the tracing stats handler, the health service), with the
-// metrics interceptors and a no-op tracer as compactord has under the load test
-// (OTEL_TRACES_EXPORTER=none).
+// summarizing. Everything around the handler is what compactord runs, built by the same
+// constructor, service.NewGRPC: the codec, which decodes every request in full and checks its
+// strings are UTF-8, the JSON log line per call, the metrics, panic recovery, the tracing
+// stats handler with a no-op tracer as compactord has under the load test
+// (OTEL_TRACES_EXPORTER=none), the health service.
 //
 // A scenario's RPS ratio against this server is what compactord would reach if its engine
 // cost nothing: the cost of the call itself, moving and decoding the same request and
@@ -33,7 +33,6 @@ import (
 	"github.com/compactord/compactord/service"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace/noop"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -70,12 +69,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := metrics.New(prometheus.NewRegistry())
 	g := service.NewGRPC(fl, service.GRPCOptions{
-		Logger:             logger,
-		TracerProvider:     noop.NewTracerProvider(),
-		UnaryInterceptors:  []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor()},
-		StreamInterceptors: []grpc.StreamServerInterceptor{m.StreamServerInterceptor()},
+		Logger:         logger,
+		TracerProvider: noop.NewTracerProvider(),
+		Metrics:        m,
 	})
-	m.InitializeServer(g.Server)
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
