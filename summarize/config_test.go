@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 	"github.com/compactord/compactord/engine"
 )
 
-// The example from DESIGN.md.
+// The example from docs/ARCHITECTURE.md "Configuration".
 const designConfig = `
 default_summarizer: mini          # overrides --summarizer
 summarizers:
@@ -29,6 +30,13 @@ summarizers:
 `
 
 func TestParseConfig(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml"+designConfig+"```") {
+		t.Error("docs/ARCHITECTURE.md no longer shows the configuration example this test parses")
+	}
 	c, err := ParseConfig([]byte(designConfig))
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,6 @@ func TestParseConfig(t *testing.T) {
 	}
 	if d.Listen != ":50051" || d.MetricsListen != ":9090" || d.RedisURL != "" || d.Summarizer != "extractive" ||
 		d.MaxMessageBytes != 16<<20 || d.DrainTimeout != 20*time.Second {
-		t.Errorf("defaults differ from DESIGN.md: %+v", d)
+		t.Errorf("defaults differ from docs/ARCHITECTURE.md: %+v", d)
 	}
 }

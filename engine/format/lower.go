@@ -6,7 +6,7 @@
 // Both directions are deterministic and never panic. Bad input is reported as an
 // *engine.ValidationError whose field names the JSON path ("body.messages[3].content[1].type",
 // "base_body"). Everything that cannot be carried exactly is reported as a warning. The rules
-// per provider are in docs/providers.md of the shared design.
+// per provider are in docs/PROVIDERS.md.
 package format
 
 import (
