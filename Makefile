@@ -66,8 +66,8 @@ k8s-validate:
 
 # Every fuzz target, FUZZTIME each (go test runs one target per invocation).
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./engine:FuzzValidate ./engine:FuzzImageSize ./engine:FuzzTruncate \
-	./engine:FuzzExtractiveSummary ./engine:FuzzBPEMatchesTiktoken ./engine:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
+FUZZ_TARGETS := ./engine:FuzzValidate ./engine/tokenizer:FuzzImageSize ./engine:FuzzTruncate \
+	./engine:FuzzExtractiveSummary ./engine/tokenizer:FuzzBPEMatchesTiktoken ./engine/tokenizer:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig
 # One replica with a throwaway Redis as its summary cache, every scenario in
 # loadtest/scenarios.yaml measured round after round over a 5-minute memory soak; writes

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // conversation is what planning needs of a conversation's content whatever the policy: the
@@ -32,7 +33,7 @@ type conversation struct {
 type convKey struct {
 	a, b uint64
 	n    int
-	tk   tokenizerID
+	tk   tokenizer.ID
 }
 
 // convShards is the number of shards of the conversation memo: few, so that each holds
@@ -106,7 +107,7 @@ type planInput struct {
 // the conversation is published for the next plans when this is the second time the memo
 // sees it: the first time it only records the key, so that conversations planned once (the
 // usual growing conversation, planned once per new message) cost no copy.
-func (c *Counter) countConversation(msgs []*compactorv1.Message, id tokenizerID, sc *scratch, in planInput, need countNeed) (planInput, error) {
+func (c *Counter) countConversation(msgs []*compactorv1.Message, id tokenizer.ID, sc *scratch, in planInput, need countNeed) (planInput, error) {
 	if in.keys == nil {
 		sc.keys = resize(sc.keys, len(msgs))
 		in.keys = sc.keys
@@ -114,7 +115,7 @@ func (c *Counter) countConversation(msgs []*compactorv1.Message, id tokenizerID,
 	switch {
 	case in.cv != nil:
 		return c.extendConversation(msgs, in.cv, sc, need)
-	case !in.looked && id != tokApprox && anyNeeds(msgs, need):
+	case !in.looked && id != tokenizer.Approx && anyNeeds(msgs, need):
 		in.looked = true
 		in.key = c.conversationKey(msgs, in.keys, id)
 		cv, seen := c.convs.get(in.key.shard(), in.key)
@@ -146,7 +147,7 @@ func (c *Counter) countConversation(msgs []*compactorv1.Message, id tokenizerID,
 // conversationKey computes the content key of every message of msgs into keys (which must
 // have len(msgs) elements; keys already valid are kept) and folds them into the
 // conversation's key under tokenizer id.
-func (c *Counter) conversationKey(msgs []*compactorv1.Message, keys []contentKey, id tokenizerID) convKey {
+func (c *Counter) conversationKey(msgs []*compactorv1.Message, keys []contentKey, id tokenizer.ID) convKey {
 	k := &c.keySecret
 	a, b := c.init, k[1]
 	for i, m := range msgs {

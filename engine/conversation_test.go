@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // decoded returns a copy of msgs as a request decoder would make it: no message, part or
@@ -21,7 +22,7 @@ func decoded(t testing.TB, msgs []*compactorv1.Message) []*compactorv1.Message {
 
 // lookup counts msgs for a plan under tokenizer id and returns the memoized conversation
 // it used, or nil when it counted in scratch memory (the memo did not hold msgs).
-func lookup(t testing.TB, c *Counter, msgs []*compactorv1.Message, id tokenizerID) *conversation {
+func lookup(t testing.TB, c *Counter, msgs []*compactorv1.Message, id tokenizer.ID) *conversation {
 	t.Helper()
 	in, err := c.countConversation(msgs, id, new(scratch), planInput{}, needUncounted)
 	if err != nil {
@@ -32,7 +33,7 @@ func lookup(t testing.TB, c *Counter, msgs []*compactorv1.Message, id tokenizerI
 
 // stored returns what the conversation memo holds for msgs under id: nil and false when
 // nothing, nil and true when it saw msgs once.
-func stored(c *Counter, msgs []*compactorv1.Message, id tokenizerID) (*conversation, bool) {
+func stored(c *Counter, msgs []*compactorv1.Message, id tokenizer.ID) (*conversation, bool) {
 	k := c.conversationKey(msgs, make([]contentKey, len(msgs)), id)
 	return c.convs.get(k.shard(), k)
 }
@@ -123,14 +124,14 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 	c := NewCounter(8 << 20)
 	base := conversation200()[:60]
 	for i, want := range []bool{false, false, true} {
-		if cv := lookup(t, c, decoded(t, base), tokO200k); (cv != nil) != want {
+		if cv := lookup(t, c, decoded(t, base), tokenizer.O200k); (cv != nil) != want {
 			t.Fatalf("plan %d: memoized = %v, want %v", i+1, cv != nil, want)
 		}
-		if cv, seen := stored(c, base, tokO200k); !seen || (cv != nil) != (i > 0) {
+		if cv, seen := stored(c, base, tokenizer.O200k); !seen || (cv != nil) != (i > 0) {
 			t.Fatalf("after plan %d: the memo holds %v, %v", i+1, cv != nil, seen)
 		}
 	}
-	first, _ := stored(c, base, tokO200k)
+	first, _ := stored(c, base, tokenizer.O200k)
 	if n, _ := c.convs.stats(); n != 1 {
 		t.Fatalf("memo holds %d conversations, want 1", n)
 	}
@@ -138,7 +139,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 	for i, m := range again {
 		m.Id = fmt.Sprint("id-", i)
 	}
-	if lookup(t, c, again, tokO200k) != first {
+	if lookup(t, c, again, tokenizer.O200k) != first {
 		t.Errorf("a decoded copy with other ids is not the memoized conversation")
 	}
 	msgCounts, _ := c.counts.stats()
@@ -167,15 +168,15 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			msgs := tt.change(decoded(t, base))
-			if lookup(t, c, msgs, tokO200k) != nil {
+			if lookup(t, c, msgs, tokenizer.O200k) != nil {
 				t.Fatalf("a different conversation is memoized")
 			}
-			lookup(t, c, decoded(t, msgs), tokO200k)
-			cv := lookup(t, c, decoded(t, msgs), tokO200k)
+			lookup(t, c, decoded(t, msgs), tokenizer.O200k)
+			cv := lookup(t, c, decoded(t, msgs), tokenizer.O200k)
 			if cv == nil || cv == first || cv.key == first.key {
 				t.Fatalf("the conversation is not memoized on its own")
 			}
-			want, _, err := NewCounter(1<<20).countAll(msgs, tokO200k, true)
+			want, _, err := NewCounter(1<<20).countAll(msgs, tokenizer.O200k, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +190,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 	if n, _ := c.counts.stats(); n > msgCounts+len(tests) {
 		t.Errorf("message memo grew from %d to %d entries: more than the changed messages were counted", msgCounts, n)
 	}
-	if lookup(t, c, decoded(t, base), tokO200k) != first {
+	if lookup(t, c, decoded(t, base), tokenizer.O200k) != first {
 		t.Errorf("the first conversation is no longer memoized")
 	}
 }
@@ -200,7 +201,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 func TestConversationMemoTokenCounts(t *testing.T) {
 	c := NewCounter(8 << 20)
 	base := conversation200()[:60]
-	cold, _, err := NewCounter(1<<20).countAll(base, tokO200k, true)
+	cold, _, err := NewCounter(1<<20).countAll(base, tokenizer.O200k, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestConversationMemoTokenCounts(t *testing.T) {
 			t.Errorf("message %d: %d tokens, want %d", i, got, want)
 		}
 	}
-	cv, _ := stored(c, withCounts, tokO200k)
+	cv, _ := stored(c, withCounts, tokenizer.O200k)
 	if cv == nil {
 		t.Fatal("the conversation is not memoized")
 	}
@@ -242,7 +243,7 @@ func TestConversationMemoTokenCounts(t *testing.T) {
 			t.Errorf("without token counts, message %d: %d tokens, want %d", i, got, cold[i].total)
 		}
 	}
-	full, _ := stored(c, base, tokO200k)
+	full, _ := stored(c, base, tokenizer.O200k)
 	if full == nil || full == cv || full.key != cv.key {
 		t.Errorf("the extended conversation is not a new one under the same key")
 	}
@@ -268,7 +269,7 @@ func TestConversationNeverModified(t *testing.T) {
 	for range 2 {
 		mustDecide(t, decoded(t, base), &compactorv1.Policy{ContextWindow: 1 << 20}, c, Options{})
 	}
-	cv, _ := stored(c, base, tokO200k)
+	cv, _ := stored(c, base, tokenizer.O200k)
 	if cv == nil {
 		t.Fatal("the conversation is not memoized")
 	}
@@ -330,7 +331,7 @@ func TestConversationMemoStaysWithinBudget(t *testing.T) {
 	for range 3 {
 		d = mustDecide(t, big, p, c, Options{})
 	}
-	if cv, _ := stored(c, big, tokCl100k); cv != nil {
+	if cv, _ := stored(c, big, tokenizer.Cl100k); cv != nil {
 		t.Errorf("a conversation larger than a shard is memoized")
 	}
 	if after, used := c.convs.stats(); used > budget/4 || after > entries+1 {
@@ -345,9 +346,9 @@ func TestConversationMemoStaysWithinBudget(t *testing.T) {
 func TestConversationMemoSize(t *testing.T) {
 	c := NewCounter(0)
 	msgs := conversation200()
-	lookup(t, c, msgs, tokO200k)
-	lookup(t, c, msgs, tokO200k)
-	cv, _ := stored(c, msgs, tokO200k)
+	lookup(t, c, msgs, tokenizer.O200k)
+	lookup(t, c, msgs, tokenizer.O200k)
+	cv, _ := stored(c, msgs, tokenizer.O200k)
 	if cv == nil {
 		t.Fatal("the conversation is not memoized")
 	}

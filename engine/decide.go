@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // This file is the decision of Plan and Decide, in the order the spec gives it: measure what
@@ -123,7 +124,7 @@ type pruning struct {
 // measurePruning selects the prunable tool outputs of the active region and what each
 // message would save.
 func (c *Counter) measurePruning(msgs []*compactorv1.Message, in *planInput, pol *policy, sc *scratch, tokens []int64, withPruned bool) (pruning, error) {
-	tc, err := newTextCounter(pol.tokenizer)
+	tc, err := tokenizer.New(pol.tokenizer)
 	if err != nil {
 		return pruning{}, err
 	}

@@ -1,6 +1,8 @@
-// Package engine holds compactord's pure algorithms over the IR: validation, token counting,
-// planning, pruning, prefix hashing and summary text. It does no I/O and keeps no global
-// mutable state; every function is safe for concurrent use unless its doc says otherwise.
+// Package engine holds compactord's pure algorithms over the IR: validation, measuring a
+// conversation (token counts through package tokenizer, memoized by content in a Counter;
+// regions and turns; the prefix hash chain), deciding what to do about it (plan, prune, cut:
+// decide.go), and the summary text. It does no I/O and keeps no global mutable state; every
+// function is safe for concurrent use unless its doc says otherwise.
 package engine
 
 import (

@@ -117,7 +117,7 @@ func TestCanonCoversEveryMessageField(t *testing.T) {
 	}
 	parts := (&compactorv1.Part{}).ProtoReflect().Descriptor().Fields()
 	if parts.Len() != 9 {
-		t.Errorf("Part has %d fields; update Canon, Counter.keyParts and keyRarePart, and textCounter.part", parts.Len())
+		t.Errorf("Part has %d fields; update Canon, Counter.keyParts and keyRarePart, and tokenizer.Text.part", parts.Len())
 	}
 }
 

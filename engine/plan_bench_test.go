@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 	"github.com/compactord/compactord/internal/corpus"
 )
 
@@ -69,14 +70,14 @@ func largest(b *testing.B) []*compactorv1.Message {
 func BenchmarkTokenizeLargest(b *testing.B) {
 	msgs := largest(b)
 	strs, n := texts(msgs)
-	enc, err := encoder(tokO200k)
+	enc, err := tokenizer.Load(tokenizer.O200k)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(n)
 	loopCPU(b, func() {
 		for _, s := range strs {
-			_ = enc.count(s)
+			_ = enc.Count(s)
 		}
 	})
 }
@@ -86,7 +87,7 @@ func BenchmarkTokenizeLargest(b *testing.B) {
 func BenchmarkPlanLargestCold(b *testing.B) {
 	msgs := largest(b)
 	_, n := texts(msgs)
-	if _, err := encoder(tokO200k); err != nil {
+	if _, err := tokenizer.Load(tokenizer.O200k); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(n)
@@ -104,7 +105,7 @@ func BenchmarkPlanLargestCold(b *testing.B) {
 func BenchmarkPlanColdOverhead(b *testing.B) {
 	msgs := largest(b)
 	strs, _ := texts(msgs)
-	enc, err := encoder(tokO200k)
+	enc, err := tokenizer.Load(tokenizer.O200k)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func BenchmarkPlanColdOverhead(b *testing.B) {
 		runtime.GC()
 		t, c := time.Now(), processCPU()
 		for _, s := range strs {
-			_ = enc.count(s)
+			_ = enc.Count(s)
 		}
 		raw += time.Since(t)
 		rawCPU += processCPU() - c
@@ -299,13 +300,13 @@ func BenchmarkPlanGrow200(b *testing.B) {
 			name += "_short"
 		}
 		b.Run(name, func(b *testing.B) {
-			tc, err := newTextCounter(tokO200k)
+			tc, err := tokenizer.New(tokenizer.O200k)
 			if err != nil {
 				b.Fatal(err)
 			}
 			seed := NewCounter(1 << 20).seed
 			last := lasts(b, short)
-			loopCPUN(b, func(i int) { _ = tc.countMessage(last[i], seed) })
+			loopCPUN(b, func(i int) { _ = countMessage(tc, last[i], seed) })
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 const (
@@ -162,8 +163,8 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	lay := analyze(msgs, nil)
-	counts, _, _ := c.countAll(msgs, tokApprox, true)
-	got := selectPrune(msgs, &lay, counts, pol, c, textCounter{}, nil)
+	counts, _, _ := c.countAll(msgs, tokenizer.Approx, true)
+	got := selectPrune(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil)
 	if len(got) != 1 || got[0].Message != 2 || !got[0].Duplicate || got[0].Tool != "read_file" {
 		t.Fatalf("selectPrune = %+v, want only the older a.go output as a duplicate", got)
 	}
@@ -173,7 +174,7 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 
 	// exclude_tools protects even duplicates; clear_inputs replaces the call input with JSON.
 	pol.excludeTools = []string{"read_file"}
-	if got := selectPrune(msgs, &lay, counts, pol, c, textCounter{}, nil); len(got) != 0 {
+	if got := selectPrune(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil); len(got) != 0 {
 		t.Errorf("excluded tool pruned: %+v", got)
 	}
 	pol.excludeTools = nil
@@ -181,8 +182,8 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 	pol.minOutput = 100
 	pol.clearInputs = true
 	msgs[1].Parts[0].GetToolCall().InputJson = `{"path":"a.go","content":"` + strings.Repeat("z", 2000) + `"}`
-	counts, _, _ = c.countAll(msgs, tokApprox, true)
-	got = selectPrune(msgs, &lay, counts, pol, c, textCounter{}, nil)
+	counts, _, _ = c.countAll(msgs, tokenizer.Approx, true)
+	got = selectPrune(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil)
 	var inputs int
 	for _, p := range got {
 		if p.Input {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // TestPlanMemoReturnsFreshCopies: once a conversation is memoized, Plan remembers its plan
@@ -194,7 +195,7 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 		func(p *policy) { p.window++ }, func(p *policy) { p.reserve++ }, func(p *policy) { p.usable++ },
 		func(p *policy) { p.trigger++ }, func(p *policy) { p.target++ }, func(p *policy) { p.triggerRatio += 0.01 },
 		func(p *policy) { p.keepTokens++ }, func(p *policy) { p.keepTurns++ }, func(p *policy) { p.summaryRoom++ },
-		func(p *policy) { p.tokenizer = tokApprox }, func(p *policy) { p.usageTokens++ }, func(p *policy) { p.usageCount++ },
+		func(p *policy) { p.tokenizer = tokenizer.Approx }, func(p *policy) { p.usageTokens++ }, func(p *policy) { p.usageCount++ },
 		func(p *policy) { p.pruneOff = true }, func(p *policy) { p.keepResults++ }, func(p *policy) { p.minOutput++ },
 		func(p *policy) { p.excludeTools = []string{"b"} }, func(p *policy) { p.clearInputs = true },
 		func(p *policy) { p.clearAtLeast++ },

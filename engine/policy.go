@@ -5,6 +5,7 @@ import (
 	"math"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // Policy defaults. A zero field of compactorv1.Policy means its default.
@@ -29,9 +30,9 @@ const (
 
 // Tokenizer names accepted in Policy.tokenizer.
 const (
-	TokenizerO200k  = "o200k_base"
-	TokenizerCl100k = "cl100k_base"
-	TokenizerApprox = "approx"
+	TokenizerO200k  = tokenizer.NameO200k
+	TokenizerCl100k = tokenizer.NameCl100k
+	TokenizerApprox = tokenizer.NameApprox
 )
 
 // ValidatePolicy checks a policy on its own (without the conversation) and returns nil or a
@@ -61,7 +62,7 @@ type policy struct {
 	keepTokens   int64
 	keepTurns    int
 	summaryRoom  int64
-	tokenizer    tokenizerID
+	tokenizer    tokenizer.ID
 	usageTokens  int64
 	usageCount   int
 
@@ -180,7 +181,7 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 		}
 		add("summary_max_tokens", fmt.Sprintf("must be less than the usable window (%d), got %s", r.usable, got))
 	}
-	tk, ok := parseTokenizer(p.GetTokenizer())
+	tk, ok := tokenizer.Parse(p.GetTokenizer())
 	if !ok {
 		add("tokenizer", fmt.Sprintf("unknown tokenizer %q (want o200k_base, cl100k_base or approx)", p.GetTokenizer()))
 	}

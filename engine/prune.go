@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // PrunedPart is one part a plan replaces by a marker: a tool result's output, or (with
@@ -91,15 +92,15 @@ const (
 
 // markerTokens counts the tokens of a marker, memoized by what it says (markers repeat from
 // one call to the next) so that the warm path builds no strings.
-func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizerID, tc textCounter) int64 {
+func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer.ID, tc tokenizer.Text) int64 {
 	build := func() string {
 		if kind == markerInput {
 			return inputMarker(tool, tokens)
 		}
 		return outputMarker(tool, tokens, kind == markerDuplicate)
 	}
-	if id == tokApprox {
-		return tc.text(build())
+	if id == tokenizer.Approx {
+		return tc.Count(build())
 	}
 	h := maphash.String(c.seed, tool)
 	h = bits.RotateLeft64(h*0x9E3779B97F4A7C15, 29) ^ uint64(tokens)
@@ -108,7 +109,7 @@ func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer
 	if v, ok := c.counts.get(k.shard(), k); ok {
 		return v.total
 	}
-	n := tc.text(build())
+	n := tc.Count(build())
 	c.counts.put(k.shard(), k, msgCount{total: n}, countEntryBytes)
 	return n
 }
@@ -120,14 +121,14 @@ func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer
 // excluded tools, and only where the marker is smaller than what it replaces. With
 // clear_inputs, the inputs of the calls whose outputs are pruned go too. The result is in
 // message and part order.
-func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc textCounter, sc *scratch) []PrunedPart {
+func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc tokenizer.Text, sc *scratch) []PrunedPart {
 	return selectPruneParts(msgs, lay, counts, pol, c, tc, sc, true)
 }
 
 // selectPruneParts is selectPrune; unless withTool, the parts' Tool may be left empty (a plan
 // that returns no pruned parts needs only their savings), which spares reading the messages
 // when the memoized counts hold the marker's size.
-func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc textCounter, sc *scratch, withTool bool) []PrunedPart {
+func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc tokenizer.Text, sc *scratch, withTool bool) []PrunedPart {
 	if pol.pruneOff || len(lay.results) == 0 {
 		return nil
 	}

@@ -1,13 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"image"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // Reference token ids. Sources: openai/tiktoken tests/test_encoding.py (cl100k_base: "hello
@@ -103,80 +99,10 @@ func TestCounterMessage(t *testing.T) {
 	}
 }
 
-func encodeImage(t *testing.T, format string, w, h int) []byte {
-	t.Helper()
-	img := image.NewGray(image.Rect(0, 0, w, h))
-	var b bytes.Buffer
-	var err error
-	switch format {
-	case "png":
-		err = png.Encode(&b, img)
-	case "jpeg":
-		err = jpeg.Encode(&b, img, nil)
-	case "gif":
-		err = gif.Encode(&b, img, nil)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-func TestImageSizeFromHeader(t *testing.T) {
-	webpX := append([]byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00"),
-		byte(1023&0xff), byte(1023>>8), 0, byte(767&0xff), byte(767>>8), 0)
-	tests := []struct {
-		name       string
-		data       []byte
-		w, h       int
-		recognized bool
-	}{
-		{"png", encodeImage(t, "png", 640, 480), 640, 480, true},
-		{"jpeg", encodeImage(t, "jpeg", 300, 200), 300, 200, true},
-		{"gif", encodeImage(t, "gif", 17, 33), 17, 33, true},
-		{"webp VP8X", webpX, 1024, 768, true},
-		{"garbage", []byte("not an image at all, really"), 0, 0, false},
-		{"truncated png", encodeImage(t, "png", 10, 10)[:20], 0, 0, false},
-	}
-	for _, tt := range tests {
-		w, h, ok := imageSize(tt.data)
-		if ok != tt.recognized || w != tt.w || h != tt.h {
-			t.Errorf("%s: imageSize = %d×%d %v, want %d×%d %v", tt.name, w, h, ok, tt.w, tt.h, tt.recognized)
-		}
-	}
-}
-
-func TestImageTokens(t *testing.T) {
-	tests := []struct {
-		w, h              int
-		openai, anthropic int64
-	}{
-		// 1024×1024: short side to 768 → 768×768 → 2×2 tiles → 85+680; 1024²/750 = 1398.1.
-		{1024, 1024, 765, 1399},
-		// 512×512: one tile; 512²/750 = 349.5.
-		{512, 512, 255, 350},
-		// 4000×3000: fit 2048 → 2048×1536 → short side 768 → 1024×768 → 2×2 tiles; long edge
-		// to 1568 → 1568×1176 → 2458.6, capped at 1600.
-		{4000, 3000, 765, 1600},
-	}
-	for _, tt := range tests {
-		if got := openAIImageTokens(tt.w, tt.h); got != tt.openai {
-			t.Errorf("openAIImageTokens(%d, %d) = %d, want %d", tt.w, tt.h, got, tt.openai)
-		}
-		if got := anthropicImageTokens(tt.w, tt.h); got != tt.anthropic {
-			t.Errorf("anthropicImageTokens(%d, %d) = %d, want %d", tt.w, tt.h, got, tt.anthropic)
-		}
-	}
-	img := &compactorv1.ImagePart{Source: &compactorv1.ImagePart_Data{Data: encodeImage(t, "png", 512, 512)}}
-	if got := imageTokens(img); got != 350 {
-		t.Errorf("imageTokens(512×512 png) = %d, want the larger estimate 350", got)
-	}
-}
-
 func TestCounterMemoizesByContent(t *testing.T) {
 	c := NewCounter(1 << 20)
 	conv := []*compactorv1.Message{plSysMsg("be brief"), plUserMsg("hello world"), plAsstMsg(plText("hi"))}
-	counts1, _, err := c.countAll(conv, tokO200k, true)
+	counts1, _, err := c.countAll(conv, tokenizer.O200k, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +116,7 @@ func TestCounterMemoizesByContent(t *testing.T) {
 		again[i] = &compactorv1.Message{Id: fmt.Sprint("id", i), Role: m.Role, Parts: m.Parts}
 	}
 	again = append(again, plUserMsg("one more turn"))
-	counts2, _, err := c.countAll(again, tokO200k, true)
+	counts2, _, err := c.countAll(again, tokenizer.O200k, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +129,7 @@ func TestCounterMemoizesByContent(t *testing.T) {
 		}
 	}
 	// A different tokenizer is a different entry.
-	if _, _, err := c.countAll(conv[:1], tokCl100k, true); err != nil {
+	if _, _, err := c.countAll(conv[:1], tokenizer.Cl100k, true); err != nil {
 		t.Fatal(err)
 	}
 	if n3, _ := c.counts.stats(); n3 != 5 {
@@ -280,7 +206,7 @@ func TestCounterConcurrentUse(t *testing.T) {
 	for i := range 60 {
 		conv = append(conv, plUserMsg(plWords(50, fmt.Sprint("w", i))))
 	}
-	want, _, err := c.countAll(conv, tokApprox, true)
+	want, _, err := c.countAll(conv, tokenizer.Approx, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +219,7 @@ func TestCounterConcurrentUse(t *testing.T) {
 			for r := range 20 {
 				// Different goroutines see different growing prefixes.
 				k := 1 + (g*7+r*13)%len(conv)
-				got, _, err := c.countAll(conv[:k], tokApprox, true)
+				got, _, err := c.countAll(conv[:k], tokenizer.Approx, true)
 				if err != nil {
 					errs <- err
 					return

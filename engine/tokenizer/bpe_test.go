@@ -1,6 +1,7 @@
-package engine
+package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -12,8 +13,6 @@ import (
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/compactord/compactord/internal/corpus"
 )
@@ -26,16 +25,12 @@ var oracles [2]struct {
 	err  error
 }
 
-func oracle(tb testing.TB, id tokenizerID) *tiktoken.Tiktoken {
+func oracle(tb testing.TB, id ID) *tiktoken.Tiktoken {
 	tb.Helper()
 	o := &oracles[id]
 	o.once.Do(func() {
 		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-		name := TokenizerO200k
-		if id == tokCl100k {
-			name = TokenizerCl100k
-		}
-		o.enc, o.err = tiktoken.GetEncoding(name)
+		o.enc, o.err = tiktoken.GetEncoding(id.String())
 	})
 	if o.err != nil {
 		tb.Fatal(o.err)
@@ -43,32 +38,27 @@ func oracle(tb testing.TB, id tokenizerID) *tiktoken.Tiktoken {
 	return o.enc
 }
 
-func testEncoder(tb testing.TB, id tokenizerID) *bpe {
+func testEncoder(tb testing.TB, id ID) *Encoder {
 	tb.Helper()
-	enc, err := encoder(id)
+	enc, err := Load(id)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return enc
 }
 
-var bpeTokenizers = []tokenizerID{tokO200k, tokCl100k}
+var bpeTokenizers = []ID{O200k, Cl100k}
 
-func tokName(id tokenizerID) string {
-	if id == tokCl100k {
-		return TokenizerCl100k
-	}
-	return TokenizerO200k
-}
+func tokName(id ID) string { return id.String() }
 
 // checkSameIDs fails t unless bpe's encode and count of s agree with tiktoken-go's
 // EncodeOrdinary, reporting the first mismatch by token index and byte offset.
-func checkSameIDs(t *testing.T, id tokenizerID, name, s string) {
+func checkSameIDs(t *testing.T, id ID, name, s string) {
 	t.Helper()
 	ref := oracle(t, id)
 	enc := testEncoder(t, id)
 	want := ref.EncodeOrdinary(s)
-	got := enc.encode(s)
+	got := enc.Encode(s)
 	if i := firstMismatch(got, want); i >= 0 {
 		// The byte offset in the text tiktoken-go tokenized (invalid UTF-8 read as U+FFFD).
 		off := len(ref.Decode(want[:min(i, len(want))]))
@@ -80,7 +70,7 @@ func checkSameIDs(t *testing.T, id tokenizerID, name, s string) {
 			name, len(s), i, off, text[off:min(off+24, len(text))], got[i:min(i+6, len(got))], want[i:min(i+6, len(want))])
 		return
 	}
-	if n := enc.count(s); n != len(want) {
+	if n := enc.Count(s); n != len(want) {
 		t.Errorf("%s (%d bytes): count = %d, want %d", name, len(s), n, len(want))
 	}
 }
@@ -174,35 +164,46 @@ func randomText(n int) string {
 	return sb.String()
 }
 
-// corpusStrings returns every string field of every message of every corpus conversation.
+// corpusStrings returns the strings of every fixture and corpus conversation (fileStrings).
 func corpusStrings(tb testing.TB) []string {
 	tb.Helper()
 	var out []string
-	var walk func(m protoreflect.Message)
-	walk = func(m protoreflect.Message) {
-		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			switch {
-			case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
-				for i := 0; i < v.List().Len(); i++ {
-					walk(v.List().Get(i).Message())
-				}
-			case fd.IsList() && fd.Kind() == protoreflect.StringKind:
-				for i := 0; i < v.List().Len(); i++ {
-					out = append(out, v.List().Get(i).String())
-				}
-			case fd.Kind() == protoreflect.MessageKind:
-				walk(v.Message())
-			case fd.Kind() == protoreflect.StringKind:
-				out = append(out, v.String())
-			}
-			return true
-		})
-	}
 	for _, f := range corpus.Files(tb) {
-		for _, m := range readCorpusFile(tb, f) {
-			walk(proto.Message(m).ProtoReflect())
+		out = append(out, fileStrings(tb, f)...)
+	}
+	return out
+}
+
+// fileStrings returns every string of a conversation's JSON body, and the JSON text of every
+// tool input object (what a tool call's input_json holds).
+func fileStrings(tb testing.TB, f corpus.File) []string {
+	tb.Helper()
+	var body any
+	if err := json.Unmarshal(corpus.Read(tb, f), &body); err != nil {
+		tb.Fatalf("%s: %v", f.Name, err)
+	}
+	var out []string
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, e := range v {
+				walk("", e)
+			}
+		case map[string]any:
+			if key == "input" || key == "args" {
+				if b, err := json.Marshal(v); err == nil {
+					out = append(out, string(b))
+				}
+			}
+			for k, e := range v {
+				walk(k, e)
+			}
 		}
 	}
+	walk("", body)
 	return out
 }
 
@@ -213,7 +214,7 @@ func TestBPEMatchesTiktoken(t *testing.T) {
 			for _, tc := range bpeEdgeCases() {
 				checkSameIDs(t, id, tc.name, tc.text)
 			}
-			if testing.Short() && id != tokO200k {
+			if testing.Short() && id != O200k {
 				return
 			}
 			for i, s := range strs {
@@ -255,7 +256,7 @@ func TestBPEMergeLargeMatchesSmall(t *testing.T) {
 }
 
 func TestBPECountPieceDoesNotAllocate(t *testing.T) {
-	tbl := &testEncoder(t, tokO200k).ranks
+	tbl := &testEncoder(t, O200k).ranks
 	for _, p := range []string{" hello", "xyzzyqwfp", " 日本語テキスト", "\n\n\n", strings.Repeat("-=", bpeSmall/2)} {
 		if n := testing.AllocsPerRun(100, func() { _ = tbl.countPiece(p) }); n != 0 {
 			t.Errorf("countPiece(%q) allocates %v times", p, n)
@@ -372,18 +373,18 @@ func TestBPETablesHoldNoPointers(t *testing.T) {
 			}
 		}
 	}
-	check(reflect.TypeFor[textCounter](), "textCounter")
+	check(reflect.TypeFor[Text](), "Text")
 
 	for _, id := range bpeTokenizers {
-		if err := Preload(tokName(id)); err != nil {
+		if err := Preload(id); err != nil {
 			t.Fatal(err)
 		}
-		tc, err := newTextCounter(id)
+		tc, err := New(id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tc.enc == nil || tc.enc != encoders[id].enc {
-			t.Fatalf("%s: textCounter does not use the preloaded encoder", tokName(id))
+			t.Fatalf("%s: Text does not use the preloaded encoder", tokName(id))
 		}
 		tbl := &tc.enc.ranks
 		if len(tbl.slots)&(len(tbl.slots)-1) != 0 {

@@ -1,4 +1,4 @@
-package engine
+package tokenizer
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+
+	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/cputime"
 )
 
 // regexp2 is the oracle: tiktoken-go matches the pre-tokenizer patterns with it, and the
@@ -21,8 +24,8 @@ type pretokCase struct {
 }
 
 var pretokCases = []pretokCase{
-	{TokenizerO200k, o200kPiece, o200kPattern},
-	{TokenizerCl100k, cl100kPiece, cl100kPattern},
+	{NameO200k, o200kPiece, o200kPattern},
+	{NameCl100k, cl100kPiece, cl100kPattern},
 }
 
 // compileOracle compiles pattern as tiktoken-go does, once per pattern.
@@ -62,7 +65,7 @@ func oraclePieces(tb testing.TB, re *regexp2.Regexp, s string) []string {
 // scannerPieces returns the pieces eachPiece finds in s with the scanner piece.
 func scannerPieces(piece pieceFunc, s string) []string {
 	var out []string
-	(&bpe{piece: piece}).eachPiece(s, func(p string) { out = append(out, p) })
+	(&Encoder{piece: piece}).eachPiece(s, func(p string) { out = append(out, p) })
 	return out
 }
 
@@ -229,7 +232,7 @@ func TestPretokMatchesRegexp2(t *testing.T) {
 func TestEachPieceDoesNotAllocate(t *testing.T) {
 	s := "Hello, wörld! I'M 12345 日本語 Привет e\u0301 ǅA \t\r\n  \n👍🏽 a/b\n"
 	for _, pc := range pretokCases {
-		enc := &bpe{piece: pc.piece}
+		enc := &Encoder{piece: pc.piece}
 		n := 0
 		if a := testing.AllocsPerRun(100, func() { enc.eachPiece(s, func(string) { n++ }) }); a != 0 {
 			t.Errorf("%s: eachPiece allocates %v times", pc.name, a)
@@ -254,14 +257,14 @@ func FuzzPretokMatchesRegexp2(f *testing.F) {
 // BenchmarkPretokenizeLargest is the pre-tokenizer alone: every string of the largest corpus
 // conversation split into pieces by the o200k_base pre-tokenizer, with no merging.
 func BenchmarkPretokenizeLargest(b *testing.B) {
-	strs, n := texts(largest(b))
-	enc, err := encoder(tokO200k)
+	strs, n := largestStrings(b)
+	enc, err := Load(O200k)
 	if err != nil {
 		b.Fatal(err)
 	}
 	pieces := 0
 	b.SetBytes(n)
-	loopCPU(b, func() {
+	cputime.Loop(b, func() {
 		for _, s := range strs {
 			enc.eachPiece(s, func(string) { pieces++ })
 		}
@@ -269,4 +272,15 @@ func BenchmarkPretokenizeLargest(b *testing.B) {
 	if pieces == 0 {
 		b.Fatal("no pieces")
 	}
+}
+
+// largestStrings returns the strings of the largest fixture or corpus conversation
+// (fileStrings) and their total size.
+func largestStrings(b *testing.B) ([]string, int64) {
+	strs := fileStrings(b, corpus.Largest(b))
+	var n int64
+	for _, s := range strs {
+		n += int64(len(s))
+	}
+	return strs, n
 }

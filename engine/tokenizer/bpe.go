@@ -1,4 +1,4 @@
-package engine
+package tokenizer
 
 import (
 	"errors"
@@ -17,21 +17,21 @@ import (
 // one byte arena and one open-addressed table of integers, instead of about 300,000 strings
 // in maps and slices that every GC cycle would mark.
 
-// bpeEncodings are the tiktoken encodings compactord counts with, by tokenizerID: the key
+// bpeEncodings are the tiktoken encodings compactord counts with, by ID: the key
 // under which tiktoken-go-loader's offline loader finds the merge ranks, and the
 // pre-tokenizer (pretok.go).
 var bpeEncodings = [...]struct {
 	url   string
 	piece pieceFunc
 }{
-	tokO200k:  {"https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken", o200kPiece},
-	tokCl100k: {"https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken", cl100kPiece},
+	O200k:  {"https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken", o200kPiece},
+	Cl100k: {"https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken", cl100kPiece},
 }
 
-// loadBPE builds the encoder of a tiktoken encoding (tokO200k or tokCl100k) from the tables
+// loadEncoder builds the encoder of a tiktoken encoding (O200k or Cl100k) from the tables
 // embedded in tiktoken-go-loader. It takes a few hundred milliseconds; the loader's map is
 // garbage when it returns.
-func loadBPE(id tokenizerID) (*bpe, error) {
+func loadEncoder(id ID) (*Encoder, error) {
 	if int(id) >= len(bpeEncodings) {
 		return nil, fmt.Errorf("no BPE tables for tokenizer %d", id)
 	}
@@ -43,10 +43,10 @@ func loadBPE(id tokenizerID) (*bpe, error) {
 	return newBPE(ranks, spec.piece)
 }
 
-// bpe is a byte-pair encoder: a pre-tokenizer that splits text into pieces and a rank table
+// Encoder is a byte-pair encoder: a pre-tokenizer that splits text into pieces and a rank table
 // that merges each piece's bytes into tokens. It is read-only once built and safe for
 // concurrent use.
-type bpe struct {
+type Encoder struct {
 	piece pieceFunc
 	ranks rankTable
 }
@@ -58,26 +58,26 @@ type pieceFunc func(s string, i int) int
 // newBPE returns an encoder whose tokens are the keys of ranks (token bytes → id, also the
 // merge priority: lower merges first) and whose pieces are those of piece. It keeps no
 // reference to ranks.
-func newBPE(ranks map[string]int, piece pieceFunc) (*bpe, error) {
+func newBPE(ranks map[string]int, piece pieceFunc) (*Encoder, error) {
 	t, err := newRankTable(ranks)
 	if err != nil {
 		return nil, err
 	}
-	return &bpe{piece: piece, ranks: t}, nil
+	return &Encoder{piece: piece, ranks: t}, nil
 }
 
-// count returns the number of tokens of s: len(e.encode(s)), without building the ids. It
+// Count returns the number of tokens of s: len(e.Encode(s)), without building the ids. It
 // does not allocate for valid UTF-8 text whose pieces are at most bpeSmall bytes long.
-func (e *bpe) count(s string) int {
+func (e *Encoder) Count(s string) int {
 	n := 0
 	e.eachPiece(s, func(piece string) { n += e.ranks.countPiece(piece) })
 	return n
 }
 
-// encode returns the token ids of s, the same as tiktoken-go's EncodeOrdinary: special-token
+// Encode returns the token ids of s, the same as tiktoken-go's EncodeOrdinary: special-token
 // text such as "<|endoftext|>" is ordinary text, and each byte of s that is not part of valid
 // UTF-8 is read as U+FFFD. The result is never nil.
-func (e *bpe) encode(s string) []int {
+func (e *Encoder) Encode(s string) []int {
 	ids := make([]int, 0, len(s)/4+1)
 	e.eachPiece(s, func(piece string) { ids = e.ranks.appendPiece(ids, piece) })
 	return ids
@@ -86,7 +86,7 @@ func (e *bpe) encode(s string) []int {
 // eachPiece calls f with each piece of s, in order; the pieces tile s. Like tiktoken-go,
 // which matches and slices the text as []rune, it reads every byte of s that is not part of
 // valid UTF-8 as U+FFFD, whose three bytes are then what the pieces hold.
-func (e *bpe) eachPiece(s string, f func(piece string)) {
+func (e *Encoder) eachPiece(s string, f func(piece string)) {
 	if !utf8.ValidString(s) {
 		s = replaceInvalidUTF8(s)
 	}
