@@ -85,65 +85,6 @@ func anyNeeds(msgs []*compactorv1.Message, need countNeed) bool {
 	return false
 }
 
-// planInput is what Decide reads of a conversation: its layout and the counts and content
-// keys of its messages, from the memoized conversation cv, or computed in scratch memory
-// when cv is nil.
-type planInput struct {
-	lay    layout
-	counts []msgCount
-	keys   []contentKey
-	cv     *conversation
-	// looked is set once the conversation memo was consulted; publish, when the memo had
-	// seen the conversation once before, under key.
-	looked, publish bool
-	key             convKey
-}
-
-// countConversation returns in (the zero planInput at first) with the messages need selects
-// counted as well. The first call for a conversation hashes it and consults the conversation
-// memo, unless the tokenizer is approx (not memoized) or no message needs counting (every
-// count given by the caller). A memoized conversation is used as it is, or copied with the
-// counts it lacks and stored again. Otherwise the layout and counts are computed in sc, and
-// the conversation is published for the next plans when this is the second time the memo
-// sees it: the first time it only records the key, so that conversations planned once (the
-// usual growing conversation, planned once per new message) cost no copy.
-func (c *Counter) countConversation(msgs []*compactorv1.Message, id tokenizer.ID, sc *scratch, in planInput, need countNeed) (planInput, error) {
-	if in.keys == nil {
-		sc.keys = resize(sc.keys, len(msgs))
-		in.keys = sc.keys
-	}
-	switch {
-	case in.cv != nil:
-		return c.extendConversation(msgs, in.cv, sc, need)
-	case !in.looked && id != tokenizer.Approx && anyNeeds(msgs, need):
-		in.looked = true
-		in.key = c.conversationKey(msgs, in.keys, id)
-		cv, seen := c.convs.get(in.key.shard(), in.key)
-		switch {
-		case cv != nil:
-			return c.extendConversation(msgs, cv, sc, need)
-		case seen:
-			in.publish = true
-		default:
-			c.convs.put(in.key.shard(), in.key, nil, convSeenBytes)
-		}
-	}
-	if in.counts == nil {
-		in.lay = analyze(msgs, sc)
-		sc.counts = resize(sc.counts, len(msgs))
-		in.counts = sc.counts
-	}
-	err := c.fillCounts(msgs, id, in.counts, in.keys, sc, func(_ int, m *compactorv1.Message) bool { return need.of(m) })
-	if err != nil {
-		return planInput{}, err
-	}
-	if in.publish {
-		in.publish = false
-		c.publishConversation(in)
-	}
-	return in, nil
-}
-
 // conversationKey computes the content key of every message of msgs into keys (which must
 // have len(msgs) elements; keys already valid are kept) and folds them into the
 // conversation's key under tokenizer id.
@@ -162,10 +103,10 @@ func (c *Counter) conversationKey(msgs []*compactorv1.Message, keys []contentKey
 	return convKey{a: a, b: b, n: len(msgs), tk: id}
 }
 
-// extendConversation returns the planInput of the memoized conversation cv of msgs, with the
+// extendConversation returns the measurement of the memoized conversation cv of msgs, with the
 // messages need selects counted: cv itself when it counts them all, otherwise a copy with
 // the missing counts added, which replaces cv in the memo.
-func (c *Counter) extendConversation(msgs []*compactorv1.Message, cv *conversation, sc *scratch, need countNeed) (planInput, error) {
+func (c *Counter) extendConversation(msgs []*compactorv1.Message, cv *conversation, sc *scratch, need countNeed) (measurement, error) {
 	missing := false
 	for i := 0; i < len(msgs) && !cv.complete; i++ {
 		if cv.counts[i].total == 0 && need.of(msgs[i]) {
@@ -179,17 +120,17 @@ func (c *Counter) extendConversation(msgs []*compactorv1.Message, cv *conversati
 			return counts[i].total == 0 && need.of(m)
 		})
 		if err != nil {
-			return planInput{}, err
+			return measurement{}, err
 		}
 		cv = &conversation{key: cv.key, keys: cv.keys, counts: counts, lay: cv.lay}
 		c.storeConversation(cv)
 	}
-	return planInput{lay: cv.lay, counts: cv.counts, keys: cv.keys, cv: cv, looked: true}, nil
+	return measurement{lay: cv.lay, counts: cv.counts, keys: cv.keys, cv: cv, looked: true}, nil
 }
 
 // publishConversation stores a copy of the conversation in computed in scratch memory, unless
 // it is larger than the memo stores.
-func (c *Counter) publishConversation(in planInput) {
+func (c *Counter) publishConversation(in measurement) {
 	cv := &conversation{
 		key:    in.key,
 		keys:   in.keys,

@@ -24,7 +24,7 @@ func decoded(t testing.TB, msgs []*compactorv1.Message) []*compactorv1.Message {
 // it used, or nil when it counted in scratch memory (the memo did not hold msgs).
 func lookup(t testing.TB, c *Counter, msgs []*compactorv1.Message, id tokenizer.ID) *conversation {
 	t.Helper()
-	in, err := c.countConversation(msgs, id, new(scratch), planInput{}, needUncounted)
+	in, err := c.measure(msgs, id, new(scratch), measurement{}, needUncounted)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 // Counter), then decide from those numbers and the policy alone: nothing, prune, or
 // summarize with a cut; the irreducible case is an error saying by how much.
 
-// decideCounted is decide once the conversation is counted as in says.
-func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in planInput, d *Decision, withPruned bool) error {
+// decideMeasured is decide once the conversation is measured (in).
+func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in measurement, d *Decision, withPruned bool) error {
 	resp := newPlanResponse(len(msgs), pol, in.lay.summary)
 	sz := measureSizes(msgs, &in, pol, resp.MessageTokens)
 	resp.TokensBefore = sz.before
@@ -31,7 +31,7 @@ func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Op
 	// total came from the caller.
 	if len(in.lay.results) > 0 && !pol.pruneOff {
 		var err error
-		if in, err = c.countConversation(msgs, pol.tokenizer, sc, in, needToolParts); err != nil {
+		if in, err = c.measure(msgs, pol.tokenizer, sc, in, needToolParts); err != nil {
 			return err
 		}
 	}
@@ -55,7 +55,7 @@ func (c *Counter) decideCounted(msgs []*compactorv1.Message, pol *policy, opt Op
 	if err != nil {
 		return err
 	}
-	resp.PrefixHash = HexHash(c.chainAt(msgs, in.keys, cut))
+	resp.PrefixHash = HexHash(in.prefixHash(c, msgs, cut))
 	d.counter, d.msgs = c, msgs
 	if in.cv != nil {
 		d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
@@ -88,7 +88,7 @@ type sizes struct {
 }
 
 // measureSizes fills tokens (one per message) and returns the sizes.
-func measureSizes(msgs []*compactorv1.Message, in *planInput, pol *policy, tokens []int64) sizes {
+func measureSizes(msgs []*compactorv1.Message, in *measurement, pol *policy, tokens []int64) sizes {
 	for i, m := range msgs {
 		if tcnt := m.GetTokenCount(); tcnt > 0 {
 			tokens[i] = tcnt
@@ -123,7 +123,7 @@ type pruning struct {
 
 // measurePruning selects the prunable tool outputs of the active region and what each
 // message would save.
-func (c *Counter) measurePruning(msgs []*compactorv1.Message, in *planInput, pol *policy, sc *scratch, tokens []int64, withPruned bool) (pruning, error) {
+func (c *Counter) measurePruning(msgs []*compactorv1.Message, in *measurement, pol *policy, sc *scratch, tokens []int64, withPruned bool) (pruning, error) {
 	tc, err := tokenizer.New(pol.tokenizer)
 	if err != nil {
 		return pruning{}, err

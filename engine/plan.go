@@ -134,7 +134,7 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	if remember && !anyNeeds(msgs, needUncounted) {
 		need = needToolParts
 	}
-	in, err := c.countConversation(msgs, pol.tokenizer, sc, planInput{}, need)
+	in, err := c.measure(msgs, pol.tokenizer, sc, measurement{}, need)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 			return nil
 		}
 	}
-	if err := c.decideCounted(msgs, pol, opt, sc, in, d, withPruned); err != nil {
+	if err := c.decideMeasured(msgs, pol, opt, sc, in, d, withPruned); err != nil {
 		return err
 	}
 	if remember {
