@@ -19,12 +19,12 @@ func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt O
 	resp.TokensBefore = sz.before
 	*d = Decision{Response: resp}
 	var buf [512]byte
-	dc := &deciding{msgs: msgs, pol: pol, opt: opt, sz: sz, d: d, withPruned: withPruned,
-		rs: reason(buf[:0]).start(pol, sz.before, opt.Force)}
+	rs := reason(buf[:0]).start(pol, sz.before, opt.Force) // the reason, to be continued
+	dc := &deciding{msgs: msgs, pol: pol, opt: opt, sz: sz, d: d, withPruned: withPruned}
 
 	if !opt.Force && sz.before <= pol.trigger {
-		dc.lay = &in.lay
-		dc.none(": nothing to do")
+		dc.lay = in.lay
+		dc.none(rs.s(": nothing to do"))
 		return nil
 	}
 	// Pruning, over the whole active region. It needs the part counts of messages whose
@@ -35,7 +35,7 @@ func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt O
 			return err
 		}
 	}
-	dc.lay = &in.lay
+	dc.lay = in.lay
 	pr, err := c.measurePruning(msgs, &in, pol, sc, sz.tokens, withPruned)
 	if err != nil {
 		return err
@@ -45,13 +45,13 @@ func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt O
 	turns := len(in.lay.turnStarts)
 	switch {
 	case !opt.Force && pr.total > 0 && pr.total >= pol.clearAtLeast && sz.before-pr.total <= pol.target:
-		dc.prune(dc.rs, sz.before-pr.total, "")
+		dc.prune(rs, sz.before-pr.total, "")
 		return nil
 	case turns <= pol.keepTurns:
-		return dc.withoutSummary(turns)
+		return dc.withoutSummary(rs, turns)
 	}
 	sc.tail = resize(sc.tail, turns+1)
-	cut, err := dc.summarize(sc.tail)
+	cut, err := dc.summarize(rs, sc.tail)
 	if err != nil {
 		return err
 	}
@@ -143,26 +143,26 @@ func (c *Counter) measurePruning(msgs []*compactorv1.Message, in *measurement, p
 }
 
 // deciding is one decision in progress: the measured conversation, the policy, and the
-// response being written. Its methods are the outcomes; none of them counts or hashes.
+// response being written. Its methods are the outcomes, each given the reason so far
+// (which lives on the caller's stack); none of them counts or hashes.
 type deciding struct {
 	msgs       []*compactorv1.Message
 	pol        *policy
 	opt        Options
-	lay        *layout
+	lay        layout
 	sz         sizes
 	pr         pruning
 	d          *Decision
 	withPruned bool
-	rs         reason // the reason so far
 }
 
-// none answers ACTION_NONE, ending the reason with tail.
-func (dc *deciding) none(tail string) {
+// none answers ACTION_NONE with the reason rs.
+func (dc *deciding) none(rs reason) {
 	resp := dc.d.Response
 	resp.Action = compactorv1.Action_ACTION_NONE
 	resp.TokensAfter = dc.sz.before
-	resp.Reason = string(dc.rs.s(tail))
-	fill(resp, dc.lay, -1, nil)
+	resp.Reason = string(rs)
+	fill(resp, &dc.lay, -1, nil)
 }
 
 // prune answers ACTION_PRUNE down to after tokens; rs is the reason so far, and the target
@@ -183,13 +183,13 @@ func (dc *deciding) prune(rs reason, after int64, inTarget string) {
 	if dc.withPruned {
 		dc.d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, 0))
 	}
-	fill(resp, dc.lay, -1, dc.pr.saved)
+	fill(resp, &dc.lay, -1, dc.pr.saved)
 }
 
-// withoutSummary decides when too few turns are active for a summary (turns ≤
+// withoutSummary decides, continuing the reason rs, when too few turns are active for a summary (turns ≤
 // keep_recent_turns): prune if the conversation is over the usable window or pruning pays,
 // else nothing; irreducible when even the pruned conversation exceeds the usable window.
-func (dc *deciding) withoutSummary(turns int) error {
+func (dc *deciding) withoutSummary(rs reason, turns int) error {
 	pol, sz, prunable := dc.pol, dc.sz, dc.pr.total
 	after := sz.before - prunable
 	if after > pol.usable {
@@ -198,25 +198,25 @@ func (dc *deciding) withoutSummary(turns int) error {
 			"%v: nothing can be summarized (%d active turns, keep_recent_turns %d): head %d + latest summary %d + active turns %d after pruning = %d tokens exceed the usable window %d%s by %d tokens",
 			ErrIrreducible, turns, pol.keepTurns, sz.head, sz.summary, sz.active-prunable, after, pol.usable, windowParen(pol), excess)}
 	}
-	dc.rs = dc.rs.s("; ").onlyTurns(turns, pol)
+	rs = rs.s("; ").onlyTurns(turns, pol)
 	// Over the usable window pruning is a must, whatever it costs the prompt cache.
 	mustPrune := sz.before > pol.usable
 	if prunable == 0 || !mustPrune && (dc.opt.Force || prunable < pol.clearAtLeast) {
 		if prunable > 0 && !dc.opt.Force {
-			dc.rs = dc.rs.s("; pruning would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
+			rs = rs.s("; pruning would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
 		}
-		dc.none("")
+		dc.none(rs)
 		return nil
 	}
-	dc.prune(dc.rs, after, "target")
+	dc.prune(rs, after, "target")
 	return nil
 }
 
-// summarize answers ACTION_SUMMARIZE and returns the cut, or an *IrreducibleError when the
+// summarize answers ACTION_SUMMARIZE, continuing the reason rs, and returns the cut, or an *IrreducibleError when the
 // floor (head + the last keep_recent_turns turns after pruning + summary room) exceeds the
 // usable window. tail is scratch for one int64 per turn start plus one.
-func (dc *deciding) summarize(tail []int64) (int, error) {
-	pol, sz, lay := dc.pol, dc.sz, dc.lay
+func (dc *deciding) summarize(rs reason, tail []int64) (int, error) {
+	pol, sz, lay := dc.pol, dc.sz, &dc.lay
 	turns := len(lay.turnStarts)
 	tailSizes(tail, lay, sz.tokens, dc.pr.saved)
 	kMax := turns - pol.keepTurns // the last cut that keeps keep_recent_turns turns; ≥ 1
@@ -251,7 +251,7 @@ func (dc *deciding) summarize(tail []int64) (int, error) {
 		dc.d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, cut))
 	}
 	fill(resp, lay, cut, dc.pr.saved)
-	resp.Reason = string(dc.summaryReason(cut, summarized, tail[k], budget, tailPruned, after, floor))
+	resp.Reason = string(dc.summaryReason(rs, cut, summarized, tail[k], budget, tailPruned, after, floor))
 	return cut, nil
 }
 
@@ -297,10 +297,10 @@ func chooseCut(msgs []*compactorv1.Message, lay *layout, tail []int64, kMax int,
 	return k
 }
 
-// summaryReason ends the reason of a SUMMARIZE plan with why pruning did not do, what is
+// summaryReason ends the reason rs of a SUMMARIZE plan with why pruning did not do, what is
 // summarized and kept, and whether the next turns will trigger again.
-func (dc *deciding) summaryReason(cut int, summarized, kept, budget, tailPruned, after, floor int64) reason {
-	pol, rs, before, prunable := dc.pol, dc.rs, dc.sz.before, dc.pr.total
+func (dc *deciding) summaryReason(rs reason, cut int, summarized, kept, budget, tailPruned, after, floor int64) reason {
+	pol, before, prunable := dc.pol, dc.sz.before, dc.pr.total
 	switch {
 	case dc.opt.Force:
 	case before-prunable > pol.target:
