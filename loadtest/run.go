@@ -123,6 +123,7 @@ func (e *env) load(sc *Scenario, p *Payload, d time.Duration) (*Result, error) {
 		runner.WithProtosetBinary(e.protoset),
 		runner.WithInsecure(true),
 		runner.WithConcurrency(sc.Concurrency),
+		runner.WithWorkerTicker(newConstWorkers(sc.Concurrency)),
 		runner.WithRunDuration(d),
 		// Let in-flight calls finish: closing the connection would count them as errors.
 		runner.WithDurationStopAction("wait"),
