@@ -39,7 +39,8 @@ type FillOptions struct {
 	// LockTTL bounds how long one holder may compute before waiters take over (a dead holder
 	// is survived by this expiry). Default 2 minutes; set it above the summarizer timeout.
 	LockTTL time.Duration
-	// PollInterval is how often waiters look for the holder's result. Default 200ms, with
+	// PollInterval is how often waiters look for the holder's result when no notification
+	// wakes them first (caches that notify: Memory, Redis, Tiered). Default 200ms, with
 	// up to 25% random jitter.
 	PollInterval time.Duration
 }

@@ -45,6 +45,7 @@ type Redis struct {
 	ttl    time.Duration
 	prefix string
 	tr     tracer
+	notes  *notifications
 }
 
 var _ Cache = (*Redis)(nil)
@@ -88,6 +89,7 @@ func NewRedisClient(rdb redis.UniversalClient, opt RedisOptions) *Redis {
 		rdb:    rdb,
 		ttl:    opt.TTL,
 		prefix: opt.KeyPrefix,
+		notes:  newNotifications(rdb, opt.KeyPrefix),
 		tr: newTracer(opt.TracerProvider, AttrBackend.String("redis"),
 			attribute.String("db.system.name", "redis")),
 	}
@@ -101,8 +103,15 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the client's connections.
-func (r *Redis) Close() error { return r.rdb.Close() }
+// Close ends the notification subscription and releases the client's connections.
+func (r *Redis) Close() error {
+	r.notes.close()
+	return r.rdb.Close()
+}
+
+// changed implements notifier for Fill: waiters on any replica wake when key is stored or
+// its lock released (notify.go).
+func (r *Redis) changed(key Key) <-chan struct{} { return r.notes.changed(key) }
 
 // entryKey and lockKey put the scope (tenant and fingerprint hashes) in a hash tag, so every
 // key of one scope lives in one Redis Cluster slot and Longest's MGET works on a cluster.
@@ -213,6 +222,7 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 	if err := r.rdb.Set(ctx, r.entryKey(key), b, ttl).Err(); err != nil {
 		return unavailable(ctx, "set", err)
 	}
+	r.notes.publish(ctx, key)
 	return nil
 }
 
@@ -249,16 +259,17 @@ func (r *Redis) Lock(ctx context.Context, key Key, ttl time.Duration) (_ Lease, 
 		return nil, ErrLocked
 	}
 	acquired = true
-	return &redisLease{r: r, key: lk, token: token}, nil
+	return &redisLease{r: r, cacheKey: key, key: lk, token: token}, nil
 }
 
 // unlockScript deletes the lock only if it still holds our token.
 var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)
 
 type redisLease struct {
-	r     *Redis
-	key   string
-	token string
+	r        *Redis
+	cacheKey Key
+	key      string
+	token    string
 }
 
 // Unlock implements Lease with a compare-and-delete script.
@@ -268,6 +279,8 @@ func (l *redisLease) Unlock(ctx context.Context) (err error) {
 	if err := unlockScript.Run(ctx, l.r.rdb, []string{l.key}, l.token).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable(ctx, "unlock", err)
 	}
+	// Waiters take the lock over when its holder gave up without a result.
+	l.r.notes.publish(ctx, l.cacheKey)
 	return nil
 }
 

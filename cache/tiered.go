@@ -57,6 +57,15 @@ func (t *Tiered) Set(ctx context.Context, key Key, e *Entry) error {
 	return t.shared.Set(ctx, key, e)
 }
 
+// changed implements notifier for Fill with the shared cache's notifications, whose lock
+// Fill waits on; a shared cache without them leaves Fill to poll.
+func (t *Tiered) changed(key Key) <-chan struct{} {
+	if n, ok := t.shared.(notifier); ok {
+		return n.changed(key)
+	}
+	return nil
+}
+
 // Lock takes the shared cache's lock.
 func (t *Tiered) Lock(ctx context.Context, key Key, ttl time.Duration) (Lease, error) {
 	return t.shared.Lock(ctx, key, ttl)
