@@ -105,10 +105,32 @@ type CheckInput struct {
 // MinLineChars or more) and every path the agent or a request named must be in the summary
 // or the kept messages. What is missing is appended verbatim under CheckedHeading, requests
 // first, within the budget; when summary and appendix together exceed it, the summary is cut
-// in the middle to make room (the requests matter more). The same input always gives the same
+// in the middle to make room (the requests matter more), and a summary over the budget is cut
+// the same way. The same input always gives the same
 // output.
 func Check(in CheckInput) (string, Report) {
-	var rep Report
+	// A cut summary may have lost lines it retained: check the cut summary again (the
+	// appendix only grows, so this settles in a few passes).
+	trimmed := false
+	for pass := 0; ; pass++ {
+		body, appendix, rep := checkOnce(in)
+		if !rep.Trimmed || pass == 3 {
+			rep.Trimmed = rep.Trimmed || trimmed
+			switch {
+			case appendix == "":
+				return body, rep
+			case body == "":
+				return appendix, rep
+			}
+			return body + "\n\n" + appendix, rep
+		}
+		trimmed = true
+		in.Summary = body
+	}
+}
+
+// checkOnce checks in.Summary and returns it (cut to the budget) and the appendix.
+func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 	count := in.Count
 	if count == nil {
 		count = func(s string) int { return (len(s) + 3) / 4 }
@@ -162,18 +184,16 @@ func Check(in CheckInput) (string, Report) {
 	if len(files) > 0 {
 		blocks = append(blocks, "Files named:\n"+strings.Join(files, "\n"))
 	}
-	if len(blocks) == 0 {
-		return in.Summary, rep
+	body = strings.TrimSpace(in.Summary)
+	max := in.Budget
+	if len(blocks) > 0 {
+		appendix = CheckedHeading + "\n\n" + strings.Join(blocks, "\n\n")
+		max -= count(appendix) + 2
 	}
-	appendix := CheckedHeading + "\n\n" + strings.Join(blocks, "\n\n")
-	summary := strings.TrimSpace(in.Summary)
 	if in.Budget > 0 {
-		summary, rep.Trimmed = fitTokens(summary, in.Budget-count(appendix)-2, count)
+		body, rep.Trimmed = fitTokens(body, max, count)
 	}
-	if summary == "" {
-		return appendix, rep
-	}
-	return summary + "\n\n" + appendix, rep
+	return body, appendix, rep
 }
 
 func requestBlock(i int, text string, partial bool) string {
