@@ -260,10 +260,12 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 			inTokens += c.plan.GetMessageTokens()[i]
 		}
 	}
-	budget := int64(c.s.maxSummaryRatio * float64(inTokens))
+	// The policy's summary room (what the plan reserved for the summary) bounds it too.
+	room := int64(engine.DefaultSummaryMaxTokens)
 	if m := c.req.GetPolicy().GetSummaryMaxTokens(); m > 0 {
-		budget = min(budget, m)
+		room = m
 	}
+	budget := min(int64(c.s.maxSummaryRatio*float64(inTokens)), room)
 	if budget < minSummaryTokens {
 		return nil, fmt.Errorf("compact: %w: the summarized range has %d tokens; a summary may have at most %.2f × that (%d tokens), less than the %d a summary needs",
 			errUnpaid, inTokens, c.s.maxSummaryRatio, budget, minSummaryTokens)
