@@ -153,6 +153,29 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		}
 		return false
 	}
+	// The paths first, in at most a quarter of the room (a few tokens each, and a long task
+	// must not crowd them all out); then whole requests; then the paths left over; then, in
+	// what room is left, the missing lines of requests too long to append whole.
+	var files []string
+	var later []string
+	pathRoom := room / 4
+	for _, p := range paths {
+		switch {
+		case hay.Has(p):
+			rep.PathsRetained++
+		case count("- "+p)+1 <= pathRoom && fits("- "+p):
+			pathRoom -= count("- "+p) + 1
+			files = append(files, "- "+p)
+			rep.PathsAppended++
+		default:
+			later = append(later, p)
+		}
+	}
+	type pending struct {
+		block string
+		whole bool // already appended (room taken)
+	}
+	appended := map[int]pending{}
 	for i, r := range reqs {
 		var missing []string
 		for _, l := range r.Lines {
@@ -164,21 +187,27 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		case len(missing) == 0:
 			rep.RequestsRetained++
 		case fits(requestBlock(i, r.Text, false)):
-			blocks = append(blocks, requestBlock(i, r.Text, false))
+			appended[i] = pending{requestBlock(i, r.Text, false), true}
 			rep.RequestsAppended++
-		case fits(requestBlock(i, strings.Join(missing, "\n"), true)):
-			blocks = append(blocks, requestBlock(i, strings.Join(missing, "\n"), true))
-			rep.RequestsAppended++
+		default:
+			appended[i] = pending{requestBlock(i, strings.Join(missing, "\n"), true), false}
 		}
 	}
-	var files []string
-	for _, p := range paths {
-		switch {
-		case hay.Has(p):
-			rep.PathsRetained++
-		case fits("- " + p):
+	for _, p := range later {
+		if fits("- " + p) {
 			files = append(files, "- "+p)
 			rep.PathsAppended++
+		}
+	}
+	for i := range reqs {
+		p, ok := appended[i]
+		switch {
+		case !ok:
+		case p.whole:
+			blocks = append(blocks, p.block)
+		case fits(p.block):
+			blocks = append(blocks, p.block)
+			rep.RequestsAppended++
 		}
 	}
 	if len(files) > 0 {
@@ -240,4 +269,20 @@ func cut(s string, n int) string {
 		t++
 	}
 	return s[:h] + "\n… [summary cut by the check] …\n" + s[t:]
+}
+
+// Unkept returns the requests of rng that summary and kept do not hold whole (a line of
+// theirs is missing): the requests a compaction should keep as verbatim messages.
+func Unkept(summary string, rng, kept []*compactorv1.Message) []Request {
+	hay := NewHaystack([]string{summary}, kept)
+	var out []Request
+	for _, r := range Requests(rng) {
+		for _, l := range r.Lines {
+			if !hay.Has(l) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -126,6 +126,8 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		out = append(out, compactPromptMessage(req.GetInstructions()))
 	}
 	out = append(out, engine.SummaryMessage(entry.Text, c.cut))
+	verbatim := c.verbatimRequests(entry.Text)
+	out = append(out, verbatim...)
 	out = append(out, pruned[c.cut:]...)
 
 	s.metrics.AddPrunedTokens(int(plan.GetPrunedTokens()))
@@ -133,20 +135,21 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	resp.Compacted = true
 	resp.Messages = out
 	resp.Summary = &compactorv1.Summary{
-		Text:             entry.Text,
-		Summarizer:       entry.Summarizer,
-		Model:            entry.Model,
-		PromptVersion:    entry.PromptVersion,
-		InputTokens:      entry.InputTokens,
-		OutputTokens:     entry.OutputTokens,
-		CoveredMessages:  entry.CoveredMessages,
-		RequestsTotal:    entry.Check.RequestsTotal,
-		RequestsRetained: entry.Check.RequestsRetained,
-		RequestsAppended: entry.Check.RequestsAppended,
-		PathsTotal:       entry.Check.PathsTotal,
-		PathsRetained:    entry.Check.PathsRetained,
-		PathsAppended:    entry.Check.PathsAppended,
-		CheckTrimmed:     entry.Check.Trimmed,
+		Text:                 entry.Text,
+		Summarizer:           entry.Summarizer,
+		Model:                entry.Model,
+		PromptVersion:        entry.PromptVersion,
+		InputTokens:          entry.InputTokens,
+		OutputTokens:         entry.OutputTokens,
+		CoveredMessages:      entry.CoveredMessages,
+		RequestsTotal:        entry.Check.RequestsTotal,
+		RequestsRetained:     entry.Check.RequestsRetained,
+		RequestsAppended:     entry.Check.RequestsAppended,
+		PathsTotal:           entry.Check.PathsTotal,
+		PathsRetained:        entry.Check.PathsRetained,
+		PathsAppended:        entry.Check.PathsAppended,
+		CheckTrimmed:         entry.Check.Trimmed,
+		RequestsKeptVerbatim: int32(len(verbatim)),
 	}
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return resp, nil
@@ -322,16 +325,53 @@ func (c *compaction) summarized(i int) bool {
 // the head messages kept before the cut (the tail is left out: the entry is cached for every
 // conversation sharing the prefix).
 func (c *compaction) check(summary string, budget int, count func(string) int) (string, fidelity.Report) {
-	var rng, kept []*compactorv1.Message
+	rng, kept, _ := c.split()
+	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
+}
+
+// defaultKeepUserMessagesTokens is Policy.keep_user_messages_tokens when unset.
+const defaultKeepUserMessagesTokens = 20000
+
+// verbatimRequests returns the request messages of the summarized range the summary does
+// not hold whole (the check could not fit them in its budget), oldest first, within the
+// policy's keep_user_messages_tokens: they stay in the conversation as they were. The task
+// (the range's first request) is kept first whatever its size.
+func (c *compaction) verbatimRequests(summary string) []*compactorv1.Message {
+	limit := c.req.GetPolicy().GetKeepUserMessagesTokens()
+	switch {
+	case limit < 0:
+		return nil
+	case limit == 0:
+		limit = defaultKeepUserMessagesTokens
+	}
+	rng, kept, idx := c.split()
+	var out []*compactorv1.Message
+	var used int64
+	for k, r := range fidelity.Unkept(summary, rng, kept) {
+		i := idx[r.Index]
+		n := c.plan.GetMessageTokens()[i]
+		if k > 0 && used+n > limit {
+			continue
+		}
+		used += n
+		out = append(out, c.msgs[i])
+	}
+	return out
+}
+
+// split returns the messages the summary replaces since the conversation's latest summary,
+// the head messages kept before the cut, and the index in msgs of each message of the range.
+func (c *compaction) split() (rng, kept []*compactorv1.Message, idx []int) {
 	for i := range c.cut {
 		switch {
 		case c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP:
 			kept = append(kept, c.msgs[i])
 		case i > int(c.plan.GetSummaryIndex()) && c.summarized(i):
 			rng = append(rng, c.msgs[i])
+			idx = append(idx, i)
 		}
 	}
-	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
+	return rng, kept, idx
 }
 
 // checkAttributes are the span attributes of a summary check.

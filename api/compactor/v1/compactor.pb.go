@@ -299,8 +299,12 @@ type Policy struct {
 	// Tokens reserved for the summary a compaction writes; default 2000. Counted in the floor
 	// that must fit the window.
 	SummaryMaxTokens int64 `protobuf:"varint,11,opt,name=summary_max_tokens,json=summaryMaxTokens,proto3" json:"summary_max_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Requests the summary check could not fit in the summary budget stay in the compacted
+	// conversation as the user messages they were, right after the summary, up to this many
+	// tokens (oldest first, the task always first). 0 means 20000; negative keeps none.
+	KeepUserMessagesTokens int64 `protobuf:"varint,20,opt,name=keep_user_messages_tokens,json=keepUserMessagesTokens,proto3" json:"keep_user_messages_tokens,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Policy) Reset() {
@@ -406,6 +410,13 @@ func (x *Policy) GetTargetRatio() float64 {
 func (x *Policy) GetSummaryMaxTokens() int64 {
 	if x != nil {
 		return x.SummaryMaxTokens
+	}
+	return 0
+}
+
+func (x *Policy) GetKeepUserMessagesTokens() int64 {
+	if x != nil {
+		return x.KeepUserMessagesTokens
 	}
 	return 0
 }
@@ -981,9 +992,12 @@ type Summary struct {
 	PathsRetained int32 `protobuf:"varint,12,opt,name=paths_retained,json=pathsRetained,proto3" json:"paths_retained,omitempty"`
 	PathsAppended int32 `protobuf:"varint,13,opt,name=paths_appended,json=pathsAppended,proto3" json:"paths_appended,omitempty"`
 	// True when the check cut the summary to make room for what it appended within the budget.
-	CheckTrimmed  bool `protobuf:"varint,14,opt,name=check_trimmed,json=checkTrimmed,proto3" json:"check_trimmed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CheckTrimmed bool `protobuf:"varint,14,opt,name=check_trimmed,json=checkTrimmed,proto3" json:"check_trimmed,omitempty"`
+	// Requests that did not fit the summary and were kept as verbatim user messages after it
+	// (see Policy.keep_user_messages_tokens).
+	RequestsKeptVerbatim int32 `protobuf:"varint,15,opt,name=requests_kept_verbatim,json=requestsKeptVerbatim,proto3" json:"requests_kept_verbatim,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Summary) Reset() {
@@ -1112,6 +1126,13 @@ func (x *Summary) GetCheckTrimmed() bool {
 		return x.CheckTrimmed
 	}
 	return false
+}
+
+func (x *Summary) GetRequestsKeptVerbatim() int32 {
+	if x != nil {
+		return x.RequestsKeptVerbatim
+	}
+	return 0
 }
 
 // Session describes a session-stateful back end that already holds the earlier turns.
@@ -1472,7 +1493,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\"\xe5\x03\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\"\xa0\x04\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -1485,7 +1506,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0ereported_usage\x18\t \x01(\v2\x13.compactor.v1.UsageR\rreportedUsage\x12!\n" +
 	"\ftarget_ratio\x18\n" +
 	" \x01(\x01R\vtargetRatio\x12,\n" +
-	"\x12summary_max_tokens\x18\v \x01(\x03R\x10summaryMaxTokens\"\xf1\x01\n" +
+	"\x12summary_max_tokens\x18\v \x01(\x03R\x10summaryMaxTokens\x129\n" +
+	"\x19keep_user_messages_tokens\x18\x14 \x01(\x03R\x16keepUserMessagesTokens\"\xf1\x01\n" +
 	"\vPrunePolicy\x12\x1a\n" +
 	"\bdisabled\x18\x01 \x01(\bR\bdisabled\x12\x1f\n" +
 	"\vkeep_recent\x18\x02 \x01(\x05R\n" +
@@ -1531,7 +1553,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x04plan\x18\x03 \x01(\v2\x1a.compactor.v1.PlanResponseR\x04plan\x12/\n" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
 	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
-	"\x06reason\x18\x14 \x01(\tR\x06reason\"\x82\x04\n" +
+	"\x06reason\x18\x14 \x01(\tR\x06reason\"\xb8\x04\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -1550,7 +1572,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"pathsTotal\x12%\n" +
 	"\x0epaths_retained\x18\f \x01(\x05R\rpathsRetained\x12%\n" +
 	"\x0epaths_appended\x18\r \x01(\x05R\rpathsAppended\x12#\n" +
-	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\"9\n" +
+	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\x124\n" +
+	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xb0\x02\n" +

@@ -51,6 +51,13 @@ func (m *Policy) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.KeepUserMessagesTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.KeepUserMessagesTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa0
+	}
 	if m.SummaryMaxTokens != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SummaryMaxTokens))
 		i--
@@ -640,6 +647,11 @@ func (m *Summary) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.RequestsKeptVerbatim != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestsKeptVerbatim))
+		i--
+		dAtA[i] = 0x78
+	}
 	if m.CheckTrimmed {
 		i--
 		if m.CheckTrimmed {
@@ -1075,6 +1087,9 @@ func (m *Policy) SizeVT() (n int) {
 	if m.SummaryMaxTokens != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.SummaryMaxTokens))
 	}
+	if m.KeepUserMessagesTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.KeepUserMessagesTokens))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -1324,6 +1339,9 @@ func (m *Summary) SizeVT() (n int) {
 	}
 	if m.CheckTrimmed {
 		n += 2
+	}
+	if m.RequestsKeptVerbatim != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestsKeptVerbatim))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1716,6 +1734,25 @@ func (m *Policy) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.SummaryMaxTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 20:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeepUserMessagesTokens", wireType)
+			}
+			m.KeepUserMessagesTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeepUserMessagesTokens |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -3364,6 +3401,25 @@ func (m *Summary) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.CheckTrimmed = bool(v != 0)
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsKeptVerbatim", wireType)
+			}
+			m.RequestsKeptVerbatim = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsKeptVerbatim |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -4393,6 +4449,25 @@ func (m *Policy) UnmarshalVTUnsafe(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.SummaryMaxTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 20:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeepUserMessagesTokens", wireType)
+			}
+			m.KeepUserMessagesTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeepUserMessagesTokens |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -6081,6 +6156,25 @@ func (m *Summary) UnmarshalVTUnsafe(dAtA []byte) error {
 				}
 			}
 			m.CheckTrimmed = bool(v != 0)
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsKeptVerbatim", wireType)
+			}
+			m.RequestsKeptVerbatim = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsKeptVerbatim |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
