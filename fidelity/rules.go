@@ -33,11 +33,27 @@ type Request struct {
 var observationPrefixes = []string{"<returncode>", "<output>", "<tool_result", "<function_results>",
 	"Observation:", "OBSERVATION:", "[Tool result", "Tool output:"}
 
-// IsObservation reports whether a user text is a text-protocol agent's tool output.
+// IsObservation reports whether a user text is a text-protocol agent's tool output: it
+// starts with a known observation prefix or ends with SWE-agent's prompt state line.
 func IsObservation(text string) bool {
 	text = strings.TrimSpace(text)
 	for _, p := range observationPrefixes {
 		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return strings.Contains(text, "(Current directory:") && strings.HasSuffix(text, "bash-$")
+}
+
+// issuesCommand reports whether an assistant message runs a command the next user message
+// answers with its output: a tool call, or (text-protocol agents) a fenced code block.
+// The user message after it is an observation, not a request.
+func issuesCommand(m *compactorv1.Message) bool {
+	for _, p := range m.GetParts() {
+		if p.GetToolCall() != nil {
+			return false // function-calling agents answer with tool results, not user text
+		}
+		if t := p.GetText(); t != nil && strings.Contains(t.GetText(), "```") {
 			return true
 		}
 	}
@@ -91,7 +107,10 @@ func summarized(m *compactorv1.Message) bool {
 func Requests(msgs []*compactorv1.Message) []Request {
 	var out []Request
 	task := false
+	command := false // the previous message was an assistant's text-protocol command
 	for i, m := range msgs {
+		afterCommand := command
+		command = m.GetRole() == compactorv1.Role_ROLE_ASSISTANT && issuesCommand(m)
 		if m.GetRole() != compactorv1.Role_ROLE_USER || !summarized(m) {
 			continue
 		}
@@ -101,7 +120,7 @@ func Requests(msgs []*compactorv1.Message) []Request {
 		}
 		isTask := !task
 		task = true
-		if !isTask && (!textOnly || IsObservation(text)) {
+		if !isTask && (!textOnly || afterCommand || IsObservation(text)) {
 			continue
 		}
 		if lines := Lines(text); len(lines) > 0 {
