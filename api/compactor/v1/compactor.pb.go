@@ -980,16 +980,18 @@ type Summary struct {
 	// How many request messages the summary covers (from the start of the conversation).
 	CoveredMessages int32 `protobuf:"varint,7,opt,name=covered_messages,json=coveredMessages,proto3" json:"covered_messages,omitempty"`
 	// The summary check (every summarizer's summary is checked before it is used or cached):
-	// the user requests of the summarized range (the task and every text-only user request),
-	// how many the summary or the kept messages retained verbatim, and how many the check
-	// appended verbatim because the summary dropped them.
-	RequestsTotal    int32 `protobuf:"varint,8,opt,name=requests_total,json=requestsTotal,proto3" json:"requests_total,omitempty"`
+	// the user requests of the summarized range (the task and every text-only user request).
+	RequestsTotal int32 `protobuf:"varint,8,opt,name=requests_total,json=requestsTotal,proto3" json:"requests_total,omitempty"`
+	// Requests the summary or the kept head messages held verbatim.
 	RequestsRetained int32 `protobuf:"varint,9,opt,name=requests_retained,json=requestsRetained,proto3" json:"requests_retained,omitempty"`
+	// Requests the check appended verbatim (whole, or their missing lines) because the summary
+	// dropped them.
 	RequestsAppended int32 `protobuf:"varint,10,opt,name=requests_appended,json=requestsAppended,proto3" json:"requests_appended,omitempty"`
-	// The file paths (dir/.../name.ext) the agent or a request named in the summarized range,
-	// counted the same way.
-	PathsTotal    int32 `protobuf:"varint,11,opt,name=paths_total,json=pathsTotal,proto3" json:"paths_total,omitempty"`
+	// The file paths (dir/.../name.ext) the agent or a request named in the summarized range.
+	PathsTotal int32 `protobuf:"varint,11,opt,name=paths_total,json=pathsTotal,proto3" json:"paths_total,omitempty"`
+	// Paths the summary or the kept head messages named.
 	PathsRetained int32 `protobuf:"varint,12,opt,name=paths_retained,json=pathsRetained,proto3" json:"paths_retained,omitempty"`
+	// Paths the check appended because the summary dropped them.
 	PathsAppended int32 `protobuf:"varint,13,opt,name=paths_appended,json=pathsAppended,proto3" json:"paths_appended,omitempty"`
 	// True when the check cut the summary to make room for what it appended within the budget.
 	CheckTrimmed bool `protobuf:"varint,14,opt,name=check_trimmed,json=checkTrimmed,proto3" json:"check_trimmed,omitempty"`
