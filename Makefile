@@ -17,7 +17,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build test lint generate check-generate breaking tools fuzz bench k8s-validate loadtest clean
+.PHONY: all build test lint generate check-generate breaking tools fuzz bench k8s-validate loadtest fidelity clean
 
 all: lint test build
 
@@ -68,7 +68,8 @@ k8s-validate:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine/tokenizer:FuzzImageSize ./engine:FuzzTruncate \
 	./engine:FuzzExtractiveSummary ./engine/tokenizer:FuzzBPEMatchesTiktoken ./engine/tokenizer:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
-	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig
+	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig \
+	./fidelity:FuzzCheck
 # One replica with a throwaway Redis as its summary cache, every scenario in
 # loadtest/scenarios.yaml measured round after round over a 5-minute memory soak; writes
 # loadtest/results/loadtest-1-replicas.md (needs redis-server on PATH). The server gets the GC
@@ -81,6 +82,14 @@ LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB \
 	-server-arg=--cache-max-bytes=2MiB -server-arg=--token-memo-bytes=4MiB
 loadtest:
 	cd loadtest && $(GO) run . -soak 5m $(LOADTEST_ENV)
+
+# The fidelity measure of issue 16 (cmd/fidelity) over the corpus: forced compaction at 60%
+# of each conversation's tokens with the extractive summarizer and a one-line fake LLM.
+# CORPUS defaults to $COMPACTORD_CORPUS, else ../shared/corpus/real.
+FIDELITY_SUMMARIZERS ?= extractive,oneline
+FIDELITY_OUT ?= docs/fidelity-report.md
+fidelity:
+	$(GO) run ./cmd/fidelity $(if $(CORPUS),-corpus $(CORPUS)) -summarizer $(FIDELITY_SUMMARIZERS) -o $(FIDELITY_OUT)
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -84,6 +84,20 @@ type Entry struct {
 	OutputTokens int64 `json:"output_tokens,omitempty"`
 	// Created is when the summary was written.
 	Created time.Time `json:"created"`
+	// Check is what the summary check found when the summary was written: a cached summary
+	// is stored checked.
+	Check Check `json:"check,omitzero"`
+}
+
+// Check is the report of the summary check (see package fidelity) kept with an entry.
+type Check struct {
+	RequestsTotal    int32 `json:"requests_total,omitempty"`
+	RequestsRetained int32 `json:"requests_retained,omitempty"`
+	RequestsAppended int32 `json:"requests_appended,omitempty"`
+	PathsTotal       int32 `json:"paths_total,omitempty"`
+	PathsRetained    int32 `json:"paths_retained,omitempty"`
+	PathsAppended    int32 `json:"paths_appended,omitempty"`
+	Trimmed          bool  `json:"trimmed,omitempty"`
 }
 
 // size approximates the memory an entry and its key occupy.

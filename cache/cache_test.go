@@ -80,7 +80,8 @@ func backends() []backend {
 
 func entry(text string) *Entry {
 	return &Entry{Text: text, CoveredMessages: 7, Model: "gpt-4o-mini", PromptVersion: "v1",
-		Summarizer: "mini", InputTokens: 1200, OutputTokens: 300, Created: time.Unix(1700000000, 0).UTC()}
+		Summarizer: "mini", InputTokens: 1200, OutputTokens: 300, Created: time.Unix(1700000000, 0).UTC(),
+		Check: Check{RequestsTotal: 3, RequestsRetained: 2, RequestsAppended: 1, PathsTotal: 5, PathsRetained: 4, PathsAppended: 1, Trimmed: true}}
 }
 
 func TestCacheContract(t *testing.T) {

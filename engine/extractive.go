@@ -60,8 +60,9 @@ type extItem struct {
 // folded in: an extractive one section by section, any other one as an "Earlier summary"
 // section. When everything does not fit opt.MaxTokens, the first and the latest user
 // requests, the latest statement and the latest errors are kept first, then progressively
-// older items. Instructions are not followed (they still key the cache). The same input
-// always gives the same output.
+// older items. Few-shot demonstrations (SWE-agent's "--- DEMONSTRATION ---" turns) are left
+// out. Instructions are quoted at the top (at most a quarter of the budget); the rest of the
+// summary fits what remains. The same input always gives the same output.
 func ExtractiveSummary(in SummaryInput, opt ExtractiveOptions) string {
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = 2048
@@ -72,7 +73,32 @@ func ExtractiveSummary(in SummaryInput, opt ExtractiveOptions) string {
 	x := extractor{}
 	x.anchor(in.Anchor)
 	x.messages(summarizable(in.Messages))
-	return x.render(opt)
+	ins := strings.TrimSpace(in.Instructions)
+	if ins == "" {
+		return x.render(opt)
+	}
+	head := "Instructions for this summary:\n" + extQuote(ins)
+	for n := len(head); opt.Count(head) > int(opt.MaxTokens)/4 && n > 16; {
+		n = n * 3 / 4
+		head = "Instructions for this summary:\n" + extQuote(Truncate(ins, n))
+	}
+	if opt.Count(head) > int(opt.MaxTokens)/4 {
+		return x.render(opt)
+	}
+	opt.MaxTokens -= int64(opt.Count(head) + 1)
+	return head + "\n\n" + x.render(opt)
+}
+
+// extDemonstrationMarkers mark few-shot demonstrations: worked examples of another task.
+var extDemonstrationMarkers = []string{"--- DEMONSTRATION ---", "Here is a demonstration of how to correctly accomplish this task"}
+
+func extIsDemonstration(text string) bool {
+	for _, m := range extDemonstrationMarkers {
+		if strings.Contains(text, m) {
+			return true
+		}
+	}
+	return false
 }
 
 type extractor struct {
@@ -201,6 +227,8 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 		case compactorv1.Role_ROLE_USER:
 			switch {
 			case text == "":
+			case extIsDemonstration(text):
+				// A few-shot demonstration of another task: not the user's request.
 			case extIsObservation(text):
 				// A text-protocol agent's tool output posing as a user turn.
 				if line := extErrLine(text); line != "" {

@@ -10,11 +10,11 @@ import (
 )
 
 // sumFirstUserText and sumLastUserText return the first and last user requests (not
-// text-protocol tool outputs).
+// text-protocol tool outputs, not few-shot demonstrations).
 func sumFirstUserText(msgs []*compactorv1.Message) string {
 	for _, m := range msgs {
 		if m.GetRole() == compactorv1.Role_ROLE_USER {
-			if t := extMessageText(m); t != "" && !extIsObservation(t) {
+			if t := extMessageText(m); t != "" && !extIsObservation(t) && !extIsDemonstration(t) {
 				return t
 			}
 		}
@@ -25,7 +25,7 @@ func sumFirstUserText(msgs []*compactorv1.Message) string {
 func sumLastUserText(msgs []*compactorv1.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].GetRole() == compactorv1.Role_ROLE_USER {
-			if t := extMessageText(msgs[i]); t != "" && !extIsObservation(t) {
+			if t := extMessageText(msgs[i]); t != "" && !extIsObservation(t) && !extIsDemonstration(t) {
 				return t
 			}
 		}
@@ -297,4 +297,32 @@ func FuzzExtractiveSummary(f *testing.F) {
 			t.Fatal("not deterministic")
 		}
 	})
+}
+
+// TestExtractiveSummaryInstructionsAndDemonstrations: instructions are quoted at the top
+// within the budget; a few-shot demonstration is not quoted as a request.
+func TestExtractiveSummaryInstructionsAndDemonstrations(t *testing.T) {
+	user := func(s string) *compactorv1.Message {
+		return &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}}}
+	}
+	msgs := []*compactorv1.Message{
+		user("Here is a demonstration of how to correctly accomplish this task.\n--- DEMONSTRATION ---\nDEMO-TASK: fix the other repo\n--- END OF DEMONSTRATION ---"),
+		user("Fix the failing parser test in src/parse.py"),
+	}
+	for _, budget := range []int64{64, 512} {
+		s := ExtractiveSummary(SummaryInput{Messages: msgs, Instructions: "Focus on the parser changes."},
+			ExtractiveOptions{MaxTokens: budget})
+		if !strings.HasPrefix(s, "Instructions for this summary:\n") || !strings.Contains(s, "Focus on the parser changes.") {
+			t.Errorf("budget %d: instructions not quoted at the top:\n%s", budget, s)
+		}
+		if strings.Contains(s, "DEMO-TASK") {
+			t.Errorf("budget %d: the demonstration is quoted:\n%s", budget, s)
+		}
+		if !strings.Contains(s, "Fix the failing parser test") {
+			t.Errorf("budget %d: the task is missing:\n%s", budget, s)
+		}
+		if n := ApproxTokens(s); int64(n) > budget {
+			t.Errorf("budget %d: summary has %d tokens", budget, n)
+		}
+	}
 }

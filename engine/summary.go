@@ -12,7 +12,10 @@ import (
 // PromptVersion identifies the summary prompt and the extractive summary format. It is part
 // of every summary cache key: any change to the wording of SummarySystemPrompt, SummaryPrompt,
 // Transcript or ExtractiveSummary must bump it so stale summaries are not reused.
-const PromptVersion = "v1"
+//
+// v2: the extractive summary quotes the instructions and leaves demonstrations out, and every
+// summary is checked (package fidelity) before it is cached.
+const PromptVersion = "v2"
 
 // SummaryInput is what one summarization covers.
 type SummaryInput struct {

@@ -82,6 +82,8 @@ type Metrics struct {
 	tokensBefore      prometheus.Observer
 	tokensAfter       prometheus.Observer
 	prunedTokens      prometheus.Counter
+	checkItems        *prometheus.CounterVec
+	unpaid            prometheus.Counter
 	stores            *stores
 }
 
@@ -122,6 +124,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "compactord_pruned_tokens_total",
 			Help: "Tokens removed from conversations by pruning (dropped, not summarized).",
 		}),
+		checkItems: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "compactord_summary_check_items_total",
+			Help: "Items the summary check looked for in new summaries, by kind (request, path) and result (retained by the summary or kept messages, appended by the check, missing: did not fit the budget).",
+		}, []string{"kind", "result"}),
+		unpaid: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "compactord_summary_unpaid_total",
+			Help: "Forced or planned summaries not made because no summary could pay for itself (the range was too short); Compact answered compacted=false.",
+		}),
 	}
 	tokens := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "compactord_compaction_tokens",
@@ -137,8 +147,13 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, r := range []CacheResult{CacheHit, CacheMiss, CacheUnavailable} {
 		m.cacheLookups.WithLabelValues(string(r))
 	}
+	for _, k := range []string{CheckRequest, CheckPath} {
+		for _, r := range []string{CheckRetained, CheckAppended, CheckMissing} {
+			m.checkItems.WithLabelValues(k, r)
+		}
+	}
 
-	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.stores, newHeap())
+	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.checkItems, m.unpaid, m.stores, newHeap())
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -282,4 +297,35 @@ func traceExemplar(ctx context.Context) prometheus.Labels {
 		return nil
 	}
 	return prometheus.Labels{"trace_id": sc.TraceID().String()}
+}
+
+// Labels of compactord_summary_check_items_total.
+const (
+	CheckRequest  = "request"
+	CheckPath     = "path"
+	CheckRetained = "retained"
+	CheckAppended = "appended"
+	CheckMissing  = "missing"
+)
+
+// ObserveCheck records one summary check: for kind (CheckRequest or CheckPath), total items,
+// of which retained were in the summary or kept messages and appended were appended; the
+// rest are counted missing. Counts are never content.
+func (m *Metrics) ObserveCheck(kind string, total, retained, appended int) {
+	if m == nil {
+		return
+	}
+	m.checkItems.WithLabelValues(kind, CheckRetained).Add(float64(retained))
+	m.checkItems.WithLabelValues(kind, CheckAppended).Add(float64(appended))
+	if missing := total - retained - appended; missing > 0 {
+		m.checkItems.WithLabelValues(kind, CheckMissing).Add(float64(missing))
+	}
+}
+
+// AddUnpaid counts one summary not made because no summary could pay for itself.
+func (m *Metrics) AddUnpaid() {
+	if m == nil {
+		return
+	}
+	m.unpaid.Inc()
 }

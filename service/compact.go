@@ -10,6 +10,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
 	"go.opentelemetry.io/otel/attribute"
@@ -36,9 +37,26 @@ const (
 // (one MGET) when searching for a summary to build on.
 const maxAnchorCandidates = 256
 
-// errSummaryRejected marks a summary that failed validation: it did not shrink its input
-// enough to be worth a compaction. It wraps summarize.ErrUnavailable (UNAVAILABLE).
-var errSummaryRejected = fmt.Errorf("%w: summary rejected", summarize.ErrUnavailable)
+// errUnpaid marks a summarized range too short for any summary to pay for itself: the
+// summary may be at most maxSummaryRatio of the tokens it replaces. The outcome is
+// deterministic (a retry meets the same range), so Compact answers compacted=false with the
+// reason instead of an error.
+var errUnpaid = errors.New("no summary can pay for itself")
+
+// minSummaryTokens is the smallest summary budget worth asking for: below it a range is
+// too short to summarize.
+const minSummaryTokens = 32
+
+// Span attributes of the summary check (counts only, never content).
+const (
+	attrCheckRequestsTotal    = attribute.Key("compactor.check.requests.total")
+	attrCheckRequestsRetained = attribute.Key("compactor.check.requests.retained")
+	attrCheckRequestsAppended = attribute.Key("compactor.check.requests.appended")
+	attrCheckPathsTotal       = attribute.Key("compactor.check.paths.total")
+	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
+	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
+	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
+)
 
 // tenant returns the tenant named in the request metadata, or "" (the anonymous tenant).
 func tenant(ctx context.Context) string {
@@ -85,6 +103,12 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	entry, cacheStatus, err := c.summary(ctx)
+	if errors.Is(err, errUnpaid) {
+		s.metrics.AddUnpaid()
+		span.SetAttributes(attrAction.String("unpaid"))
+		resp.Reason = err.Error()
+		return resp, nil
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -102,6 +126,8 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		out = append(out, compactPromptMessage(req.GetInstructions()))
 	}
 	out = append(out, engine.SummaryMessage(entry.Text, c.cut))
+	verbatim := c.verbatimRequests(entry.Text)
+	out = append(out, verbatim...)
 	out = append(out, pruned[c.cut:]...)
 
 	s.metrics.AddPrunedTokens(int(plan.GetPrunedTokens()))
@@ -109,14 +135,23 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	resp.Compacted = true
 	resp.Messages = out
 	resp.Summary = &compactorv1.Summary{
-		Text:            entry.Text,
-		Summarizer:      entry.Summarizer,
-		Model:           entry.Model,
-		PromptVersion:   entry.PromptVersion,
-		InputTokens:     entry.InputTokens,
-		OutputTokens:    entry.OutputTokens,
-		CoveredMessages: entry.CoveredMessages,
+		Text:                 entry.Text,
+		Summarizer:           entry.Summarizer,
+		Model:                entry.Model,
+		PromptVersion:        entry.PromptVersion,
+		InputTokens:          entry.InputTokens,
+		OutputTokens:         entry.OutputTokens,
+		CoveredMessages:      entry.CoveredMessages,
+		RequestsTotal:        entry.Check.RequestsTotal,
+		RequestsRetained:     entry.Check.RequestsRetained,
+		RequestsAppended:     entry.Check.RequestsAppended,
+		PathsTotal:           entry.Check.PathsTotal,
+		PathsRetained:        entry.Check.PathsRetained,
+		PathsAppended:        entry.Check.PathsAppended,
+		CheckTrimmed:         entry.Check.Trimmed,
+		RequestsKeptVerbatim: int32(len(verbatim)),
 	}
+	span.SetAttributes(checkAttributes(entry.Check)...)
 	return resp, nil
 }
 
@@ -211,20 +246,32 @@ type filled struct {
 	status cache.Status
 }
 
-// summarize summarizes the summarized messages of msgs[from:cut] on top of anchor and
-// validates the result: it must be non-empty and at most the configured share of its input.
+// summarize summarizes the summarized messages of msgs[from:cut] on top of anchor within a
+// budget the summary can meet (at most maxSummaryRatio of the tokens it replaces, and the
+// policy's summary_max_tokens), then checks it (see package fidelity) so the entry is stored
+// checked. A range too short for any summary to pay returns an error wrapping errUnpaid.
 func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*cache.Entry, error) {
 	tok := c.req.GetPolicy().GetTokenizer()
+	count := func(s string) int { return int(c.s.textTokens(s, tok)) }
 	var (
 		in       []*compactorv1.Message
 		inTokens = c.s.textTokens(anchor, tok)
 	)
 	for i := from; i < c.cut; i++ {
-		if c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_SUMMARIZE &&
-			c.msgs[i].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+		if c.summarized(i) {
 			in = append(in, c.msgs[i])
 			inTokens += c.plan.GetMessageTokens()[i]
 		}
+	}
+	// The policy's summary room (what the plan reserved for the summary) bounds it too.
+	room := int64(engine.DefaultSummaryMaxTokens)
+	if m := c.req.GetPolicy().GetSummaryMaxTokens(); m > 0 {
+		room = m
+	}
+	budget := min(int64(c.s.maxSummaryRatio*float64(inTokens)), room)
+	if budget < minSummaryTokens {
+		return nil, fmt.Errorf("compact: %w: the summarized range has %d tokens; a summary may have at most %.2f × that (%d tokens), less than the %d a summary needs",
+			errUnpaid, inTokens, c.s.maxSummaryRatio, budget, minSummaryTokens)
 	}
 	name := c.s.summarizerName(c.req.GetSummarizer())
 	start := time.Now()
@@ -234,21 +281,23 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 		Messages:        in,
 		Anchor:          anchor,
 		Instructions:    c.req.GetInstructions(),
-		MaxOutputTokens: c.req.GetPolicy().GetSummaryMaxTokens(),
-		Count:           func(s string) int { return int(c.s.textTokens(s, tok)) },
+		MaxOutputTokens: budget,
+		Count:           count,
 	})
-	if err == nil {
-		if out := c.s.textTokens(res.Text, tok); float64(out) > c.s.maxSummaryRatio*float64(inTokens) {
-			err = fmt.Errorf("%w: the summary has %d tokens, more than %.2f × the %d tokens it replaces",
-				errSummaryRejected, out, c.s.maxSummaryRatio, inTokens)
-		}
-	}
 	c.s.metrics.ObserveSummarizer(ctx, name, time.Since(start), err)
 	if err != nil {
 		return nil, fmt.Errorf("compact: %w", err)
 	}
+	text, rep := c.check(res.Text, int(budget), count)
+	if out := count(text); float64(out) > c.s.maxSummaryRatio*float64(inTokens) {
+		// Check keeps the text within budget; this guards the invariant.
+		return nil, fmt.Errorf("compact: %w: the checked summary has %d tokens, more than %.2f × the %d tokens it replaces",
+			errUnpaid, out, c.s.maxSummaryRatio, inTokens)
+	}
+	c.s.metrics.ObserveCheck(metrics.CheckRequest, rep.RequestsTotal, rep.RequestsRetained, rep.RequestsAppended)
+	c.s.metrics.ObserveCheck(metrics.CheckPath, rep.PathsTotal, rep.PathsRetained, rep.PathsAppended)
 	return &cache.Entry{
-		Text:            res.Text,
+		Text:            text,
 		CoveredMessages: int32(c.cut),
 		Model:           res.Model,
 		PromptVersion:   res.PromptVersion,
@@ -256,7 +305,83 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 		InputTokens:     res.InputTokens,
 		OutputTokens:    res.OutputTokens,
 		Created:         time.Now().UTC(),
+		Check: cache.Check{
+			RequestsTotal: int32(rep.RequestsTotal), RequestsRetained: int32(rep.RequestsRetained),
+			RequestsAppended: int32(rep.RequestsAppended), PathsTotal: int32(rep.PathsTotal),
+			PathsRetained: int32(rep.PathsRetained), PathsAppended: int32(rep.PathsAppended),
+			Trimmed: rep.Trimmed,
+		},
 	}, nil
+}
+
+// summarized reports whether msgs[i] is replaced by the summary.
+func (c *compaction) summarized(i int) bool {
+	return c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_SUMMARIZE &&
+		c.msgs[i].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY
+}
+
+// check runs the summary check over the range the summary replaces since the conversation's
+// latest summary (whatever cached prefix the summary was built on), against the summary and
+// the head messages kept before the cut (the tail is left out: the entry is cached for every
+// conversation sharing the prefix).
+func (c *compaction) check(summary string, budget int, count func(string) int) (string, fidelity.Report) {
+	rng, kept, _ := c.split()
+	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
+}
+
+// defaultKeepUserMessagesTokens is Policy.keep_user_messages_tokens when unset.
+const defaultKeepUserMessagesTokens = 20000
+
+// verbatimRequests returns the request messages of the summarized range the summary does
+// not hold whole (the check could not fit them in its budget), oldest first, within the
+// policy's keep_user_messages_tokens: they stay in the conversation as they were. The task
+// (the range's first request) is kept first whatever its size.
+func (c *compaction) verbatimRequests(summary string) []*compactorv1.Message {
+	limit := c.req.GetPolicy().GetKeepUserMessagesTokens()
+	switch {
+	case limit < 0:
+		return nil
+	case limit == 0:
+		limit = defaultKeepUserMessagesTokens
+	}
+	rng, kept, idx := c.split()
+	var out []*compactorv1.Message
+	var used int64
+	for k, r := range fidelity.Unkept(summary, rng, kept) {
+		i := idx[r.Index]
+		n := c.plan.GetMessageTokens()[i]
+		if k > 0 && used+n > limit {
+			continue
+		}
+		used += n
+		out = append(out, c.msgs[i])
+	}
+	return out
+}
+
+// split returns the messages the summary replaces since the conversation's latest summary,
+// the head messages kept before the cut, and the index in msgs of each message of the range.
+func (c *compaction) split() (rng, kept []*compactorv1.Message, idx []int) {
+	for i := range c.cut {
+		switch {
+		case c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP:
+			kept = append(kept, c.msgs[i])
+		case i > int(c.plan.GetSummaryIndex()) && c.summarized(i):
+			rng = append(rng, c.msgs[i])
+			idx = append(idx, i)
+		}
+	}
+	return rng, kept, idx
+}
+
+// checkAttributes are the span attributes of a summary check.
+func checkAttributes(ch cache.Check) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attrCheckRequestsTotal.Int(int(ch.RequestsTotal)), attrCheckRequestsRetained.Int(int(ch.RequestsRetained)),
+		attrCheckRequestsAppended.Int(int(ch.RequestsAppended)), attrCheckPathsTotal.Int(int(ch.PathsTotal)),
+		attrCheckPathsRetained.Int(int(ch.PathsRetained)), attrCheckPathsAppended.Int(int(ch.PathsAppended)),
+		attrCheckTrimmed.Bool(ch.Trimmed),
+	}
 }
 
 // textTokens counts the tokens of s under the request's tokenizer (the memoized counter's

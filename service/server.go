@@ -28,8 +28,9 @@ type Options struct {
 	Cache cache.Cache
 	// Fill tunes the cross-replica lock around summarizer calls.
 	Fill cache.FillOptions
-	// MaxSummaryRatio rejects a summary with more tokens than this share of the tokens it
-	// replaces; zero means 0.5.
+	// MaxSummaryRatio bounds a summary to this share of the tokens it replaces: summarizers
+	// are asked for that budget and the summary check cuts to it; a range too short for any
+	// summary answers compacted=false. Zero means 0.5.
 	MaxSummaryRatio float64
 	// Metrics records cache, summarizer and token metrics; nil records nothing.
 	Metrics *metrics.Metrics

@@ -50,7 +50,8 @@ func firstRequest(msgs []*compactorv1.Message) string {
 		}
 		for _, p := range m.GetParts() {
 			t := strings.TrimSpace(p.GetText().GetText())
-			if t == "" || strings.HasPrefix(t, "<returncode>") || strings.HasPrefix(t, "<output>") {
+			if t == "" || strings.HasPrefix(t, "<returncode>") || strings.HasPrefix(t, "<output>") ||
+				strings.Contains(t, "--- DEMONSTRATION ---") { // demonstrations are left out
 				continue
 			}
 			t, _, _ = strings.Cut(t, "\n")

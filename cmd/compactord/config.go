@@ -52,7 +52,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache (in front of Redis with --redis-url)")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
 	fs.Var(&c.TokenMemoBytes, "token-memo-bytes", "size bound of the token-count memo")
-	fs.Float64Var(&c.MaxSummaryRatio, "max-summary-ratio", 0.5, "reject summaries longer than this share of the tokens they replace")
+	fs.Float64Var(&c.MaxSummaryRatio, "max-summary-ratio", 0.5, "a summary may have at most this share of the tokens it replaces (summaries are asked for and cut to that budget; a range too short for any summary answers compacted=false)")
 	fs.DurationVar(&c.LockTTL, "lock-ttl", 5*time.Minute, "how long one replica may hold a summary's lock before others take over (above the summarizers' timeout × attempts)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")

@@ -299,8 +299,12 @@ type Policy struct {
 	// Tokens reserved for the summary a compaction writes; default 2000. Counted in the floor
 	// that must fit the window.
 	SummaryMaxTokens int64 `protobuf:"varint,11,opt,name=summary_max_tokens,json=summaryMaxTokens,proto3" json:"summary_max_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Requests the summary check could not fit in the summary budget stay in the compacted
+	// conversation as the user messages they were, right after the summary, up to this many
+	// tokens (oldest first, the task always first). 0 means 20000; negative keeps none.
+	KeepUserMessagesTokens int64 `protobuf:"varint,20,opt,name=keep_user_messages_tokens,json=keepUserMessagesTokens,proto3" json:"keep_user_messages_tokens,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Policy) Reset() {
@@ -406,6 +410,13 @@ func (x *Policy) GetTargetRatio() float64 {
 func (x *Policy) GetSummaryMaxTokens() int64 {
 	if x != nil {
 		return x.SummaryMaxTokens
+	}
+	return 0
+}
+
+func (x *Policy) GetKeepUserMessagesTokens() int64 {
+	if x != nil {
+		return x.KeepUserMessagesTokens
 	}
 	return 0
 }
@@ -871,7 +882,10 @@ type CompactResponse struct {
 	// The summary written, when the action summarized.
 	Summary *Summary `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
 	// How the summary cache served this call.
-	CacheStatus   CacheStatus `protobuf:"varint,5,opt,name=cache_status,json=cacheStatus,proto3,enum=compactor.v1.CacheStatus" json:"cache_status,omitempty"`
+	CacheStatus CacheStatus `protobuf:"varint,5,opt,name=cache_status,json=cacheStatus,proto3,enum=compactor.v1.CacheStatus" json:"cache_status,omitempty"`
+	// Why compacted is false although the plan summarized, e.g. a range too short for any
+	// summary to pay for itself. Empty otherwise.
+	Reason        string `protobuf:"bytes,20,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -941,6 +955,13 @@ func (x *CompactResponse) GetCacheStatus() CacheStatus {
 	return CacheStatus_CACHE_STATUS_UNSPECIFIED
 }
 
+func (x *CompactResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Summary describes a summary a compaction wrote.
 type Summary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -958,8 +979,27 @@ type Summary struct {
 	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
 	// How many request messages the summary covers (from the start of the conversation).
 	CoveredMessages int32 `protobuf:"varint,7,opt,name=covered_messages,json=coveredMessages,proto3" json:"covered_messages,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The summary check (every summarizer's summary is checked before it is used or cached):
+	// the user requests of the summarized range (the task and every text-only user request).
+	RequestsTotal int32 `protobuf:"varint,8,opt,name=requests_total,json=requestsTotal,proto3" json:"requests_total,omitempty"`
+	// Requests the summary or the kept head messages held verbatim.
+	RequestsRetained int32 `protobuf:"varint,9,opt,name=requests_retained,json=requestsRetained,proto3" json:"requests_retained,omitempty"`
+	// Requests the check appended verbatim (whole, or their missing lines) because the summary
+	// dropped them.
+	RequestsAppended int32 `protobuf:"varint,10,opt,name=requests_appended,json=requestsAppended,proto3" json:"requests_appended,omitempty"`
+	// The file paths (dir/.../name.ext) the agent or a request named in the summarized range.
+	PathsTotal int32 `protobuf:"varint,11,opt,name=paths_total,json=pathsTotal,proto3" json:"paths_total,omitempty"`
+	// Paths the summary or the kept head messages named.
+	PathsRetained int32 `protobuf:"varint,12,opt,name=paths_retained,json=pathsRetained,proto3" json:"paths_retained,omitempty"`
+	// Paths the check appended because the summary dropped them.
+	PathsAppended int32 `protobuf:"varint,13,opt,name=paths_appended,json=pathsAppended,proto3" json:"paths_appended,omitempty"`
+	// True when the check cut the summary to make room for what it appended within the budget.
+	CheckTrimmed bool `protobuf:"varint,14,opt,name=check_trimmed,json=checkTrimmed,proto3" json:"check_trimmed,omitempty"`
+	// Requests that did not fit the summary and were kept as verbatim user messages after it
+	// (see Policy.keep_user_messages_tokens).
+	RequestsKeptVerbatim int32 `protobuf:"varint,15,opt,name=requests_kept_verbatim,json=requestsKeptVerbatim,proto3" json:"requests_kept_verbatim,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Summary) Reset() {
@@ -1037,6 +1077,62 @@ func (x *Summary) GetOutputTokens() int64 {
 func (x *Summary) GetCoveredMessages() int32 {
 	if x != nil {
 		return x.CoveredMessages
+	}
+	return 0
+}
+
+func (x *Summary) GetRequestsTotal() int32 {
+	if x != nil {
+		return x.RequestsTotal
+	}
+	return 0
+}
+
+func (x *Summary) GetRequestsRetained() int32 {
+	if x != nil {
+		return x.RequestsRetained
+	}
+	return 0
+}
+
+func (x *Summary) GetRequestsAppended() int32 {
+	if x != nil {
+		return x.RequestsAppended
+	}
+	return 0
+}
+
+func (x *Summary) GetPathsTotal() int32 {
+	if x != nil {
+		return x.PathsTotal
+	}
+	return 0
+}
+
+func (x *Summary) GetPathsRetained() int32 {
+	if x != nil {
+		return x.PathsRetained
+	}
+	return 0
+}
+
+func (x *Summary) GetPathsAppended() int32 {
+	if x != nil {
+		return x.PathsAppended
+	}
+	return 0
+}
+
+func (x *Summary) GetCheckTrimmed() bool {
+	if x != nil {
+		return x.CheckTrimmed
+	}
+	return false
+}
+
+func (x *Summary) GetRequestsKeptVerbatim() int32 {
+	if x != nil {
+		return x.RequestsKeptVerbatim
 	}
 	return 0
 }
@@ -1399,7 +1495,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\"\xe5\x03\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\"\xa0\x04\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -1412,7 +1508,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0ereported_usage\x18\t \x01(\v2\x13.compactor.v1.UsageR\rreportedUsage\x12!\n" +
 	"\ftarget_ratio\x18\n" +
 	" \x01(\x01R\vtargetRatio\x12,\n" +
-	"\x12summary_max_tokens\x18\v \x01(\x03R\x10summaryMaxTokens\"\xf1\x01\n" +
+	"\x12summary_max_tokens\x18\v \x01(\x03R\x10summaryMaxTokens\x129\n" +
+	"\x19keep_user_messages_tokens\x18\x14 \x01(\x03R\x16keepUserMessagesTokens\"\xf1\x01\n" +
 	"\vPrunePolicy\x12\x1a\n" +
 	"\bdisabled\x18\x01 \x01(\bR\bdisabled\x12\x1f\n" +
 	"\vkeep_recent\x18\x02 \x01(\x05R\n" +
@@ -1451,13 +1548,14 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"summarizer\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12\x14\n" +
 	"\x05force\x18\x05 \x01(\bR\x05force\x12.\n" +
-	"\x13emit_compact_prompt\x18\x06 \x01(\bR\x11emitCompactPrompt\"\x81\x02\n" +
+	"\x13emit_compact_prompt\x18\x06 \x01(\bR\x11emitCompactPrompt\"\x99\x02\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x121\n" +
 	"\bmessages\x18\x02 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12.\n" +
 	"\x04plan\x18\x03 \x01(\v2\x1a.compactor.v1.PlanResponseR\x04plan\x12/\n" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
-	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\"\xed\x01\n" +
+	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
+	"\x06reason\x18\x14 \x01(\tR\x06reason\"\xb8\x04\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -1467,7 +1565,17 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0eprompt_version\x18\x04 \x01(\tR\rpromptVersion\x12!\n" +
 	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12)\n" +
-	"\x10covered_messages\x18\a \x01(\x05R\x0fcoveredMessages\"9\n" +
+	"\x10covered_messages\x18\a \x01(\x05R\x0fcoveredMessages\x12%\n" +
+	"\x0erequests_total\x18\b \x01(\x05R\rrequestsTotal\x12+\n" +
+	"\x11requests_retained\x18\t \x01(\x05R\x10requestsRetained\x12+\n" +
+	"\x11requests_appended\x18\n" +
+	" \x01(\x05R\x10requestsAppended\x12\x1f\n" +
+	"\vpaths_total\x18\v \x01(\x05R\n" +
+	"pathsTotal\x12%\n" +
+	"\x0epaths_retained\x18\f \x01(\x05R\rpathsRetained\x12%\n" +
+	"\x0epaths_appended\x18\r \x01(\x05R\rpathsAppended\x12#\n" +
+	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\x124\n" +
+	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xb0\x02\n" +

@@ -51,6 +51,13 @@ func (m *Policy) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.KeepUserMessagesTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.KeepUserMessagesTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa0
+	}
 	if m.SummaryMaxTokens != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SummaryMaxTokens))
 		i--
@@ -551,6 +558,15 @@ func (m *CompactResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Reason) > 0 {
+		i -= len(m.Reason)
+		copy(dAtA[i:], m.Reason)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Reason)))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xa2
+	}
 	if m.CacheStatus != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CacheStatus))
 		i--
@@ -630,6 +646,51 @@ func (m *Summary) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.RequestsKeptVerbatim != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestsKeptVerbatim))
+		i--
+		dAtA[i] = 0x78
+	}
+	if m.CheckTrimmed {
+		i--
+		if m.CheckTrimmed {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x70
+	}
+	if m.PathsAppended != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.PathsAppended))
+		i--
+		dAtA[i] = 0x68
+	}
+	if m.PathsRetained != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.PathsRetained))
+		i--
+		dAtA[i] = 0x60
+	}
+	if m.PathsTotal != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.PathsTotal))
+		i--
+		dAtA[i] = 0x58
+	}
+	if m.RequestsAppended != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestsAppended))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.RequestsRetained != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestsRetained))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.RequestsTotal != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestsTotal))
+		i--
+		dAtA[i] = 0x40
 	}
 	if m.CoveredMessages != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CoveredMessages))
@@ -1026,6 +1087,9 @@ func (m *Policy) SizeVT() (n int) {
 	if m.SummaryMaxTokens != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.SummaryMaxTokens))
 	}
+	if m.KeepUserMessagesTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.KeepUserMessagesTokens))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -1216,6 +1280,10 @@ func (m *CompactResponse) SizeVT() (n int) {
 	if m.CacheStatus != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.CacheStatus))
 	}
+	l = len(m.Reason)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -1250,6 +1318,30 @@ func (m *Summary) SizeVT() (n int) {
 	}
 	if m.CoveredMessages != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.CoveredMessages))
+	}
+	if m.RequestsTotal != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestsTotal))
+	}
+	if m.RequestsRetained != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestsRetained))
+	}
+	if m.RequestsAppended != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestsAppended))
+	}
+	if m.PathsTotal != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.PathsTotal))
+	}
+	if m.PathsRetained != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.PathsRetained))
+	}
+	if m.PathsAppended != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.PathsAppended))
+	}
+	if m.CheckTrimmed {
+		n += 2
+	}
+	if m.RequestsKeptVerbatim != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestsKeptVerbatim))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1642,6 +1734,25 @@ func (m *Policy) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.SummaryMaxTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 20:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeepUserMessagesTokens", wireType)
+			}
+			m.KeepUserMessagesTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeepUserMessagesTokens |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -2888,6 +2999,38 @@ func (m *CompactResponse) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 20:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Reason = string(dAtA[iNdEx:postIndex])
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -3120,6 +3263,159 @@ func (m *Summary) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.CoveredMessages |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsTotal", wireType)
+			}
+			m.RequestsTotal = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsTotal |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsRetained", wireType)
+			}
+			m.RequestsRetained = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsRetained |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsAppended", wireType)
+			}
+			m.RequestsAppended = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsAppended |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PathsTotal", wireType)
+			}
+			m.PathsTotal = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PathsTotal |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PathsRetained", wireType)
+			}
+			m.PathsRetained = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PathsRetained |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PathsAppended", wireType)
+			}
+			m.PathsAppended = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PathsAppended |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CheckTrimmed", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.CheckTrimmed = bool(v != 0)
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsKeptVerbatim", wireType)
+			}
+			m.RequestsKeptVerbatim = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsKeptVerbatim |= int32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -4153,6 +4449,25 @@ func (m *Policy) UnmarshalVTUnsafe(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.SummaryMaxTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 20:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeepUserMessagesTokens", wireType)
+			}
+			m.KeepUserMessagesTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeepUserMessagesTokens |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -5419,6 +5734,42 @@ func (m *CompactResponse) UnmarshalVTUnsafe(dAtA []byte) error {
 					break
 				}
 			}
+		case 20:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Reason", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			var stringValue string
+			if intStringLen > 0 {
+				stringValue = unsafe.String(&dAtA[iNdEx], intStringLen)
+			}
+			m.Reason = stringValue
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -5667,6 +6018,159 @@ func (m *Summary) UnmarshalVTUnsafe(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.CoveredMessages |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsTotal", wireType)
+			}
+			m.RequestsTotal = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsTotal |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsRetained", wireType)
+			}
+			m.RequestsRetained = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsRetained |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsAppended", wireType)
+			}
+			m.RequestsAppended = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsAppended |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PathsTotal", wireType)
+			}
+			m.PathsTotal = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PathsTotal |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PathsRetained", wireType)
+			}
+			m.PathsRetained = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PathsRetained |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 13:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PathsAppended", wireType)
+			}
+			m.PathsAppended = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.PathsAppended |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CheckTrimmed", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.CheckTrimmed = bool(v != 0)
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestsKeptVerbatim", wireType)
+			}
+			m.RequestsKeptVerbatim = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestsKeptVerbatim |= int32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// means are a report's figures over its conversations.
+type means struct {
+	requests, paths, compression                float64
+	errors, overBudget, notCompacted, compacted int
+}
+
+func (r report) means() means {
+	var m means
+	var nComp int
+	for _, x := range r.rows {
+		if x.err != nil {
+			m.errors++
+			continue
+		}
+		m.requests += x.fid.Requests
+		m.paths += x.fid.Paths
+		if !x.withinBudget {
+			m.overBudget++
+		}
+		if !x.compacted {
+			m.notCompacted++
+			continue
+		}
+		m.compacted++
+		if x.replacedTokens > 0 {
+			m.compression += float64(x.summaryTokens) / float64(x.replacedTokens)
+			nComp++
+		}
+	}
+	if n := len(r.rows) - m.errors; n > 0 {
+		m.requests /= float64(n)
+		m.paths /= float64(n)
+	}
+	if nComp > 0 {
+		m.compression /= float64(nComp)
+	}
+	return m
+}
+
+// writeMarkdown writes the reports: the means first, then one table per summarizer.
+func writeMarkdown(w io.Writer, dir string, reports []report) {
+	fmt.Fprintf(w, "## Fidelity of forced compaction\n\n")
+	fmt.Fprintf(w, "Corpus: `%s`. Method: issue 16 (Lift; Compact with force, context window 60%% of the conversation's tokens, 4,000 at least; requests = share of each request's lines of 15+ characters found verbatim, whitespace-normalised, mean over requests then files; paths = share of agent-named `dir/…/name.ext` paths found; compression = summary tokens / replaced tokens). A conversation not compacted (the range could not pay for a summary) counts 1.0 and is listed with its reason.\n\n", dir)
+	fmt.Fprintf(w, "| summarizer | conversations | compacted | requests | paths | compression | over budget | errors |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range reports {
+		m := r.means()
+		fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.3f | %.3f | %d | %d |\n", r.summarizer, len(r.rows), m.compacted, m.requests, m.paths, m.compression, m.overBudget, m.errors)
+	}
+	for _, r := range reports {
+		fmt.Fprintf(w, "\n### %s\n\n", r.summarizer)
+		fmt.Fprintf(w, "| conversation | tokens | window | requests (n) | paths (n) | summary / replaced tokens | budget | appended by check | note |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, x := range r.rows {
+			note := ""
+			switch {
+			case x.err != nil:
+				note = "ERROR: " + x.err.Error()
+			case !x.compacted:
+				note = "not compacted: " + x.reason
+			case !x.withinBudget:
+				note = "OVER BUDGET"
+			}
+			fmt.Fprintf(w, "| %s | %d | %d | %.3f (%d) | %.3f (%d) | %d / %d | %d | %d | %s |\n", x.name, x.tokens, x.window,
+				x.fid.Requests, x.fid.NumRequests, x.fid.Paths, x.fid.NumPaths, x.summaryTokens, x.replacedTokens, x.budget, x.appended, note)
+		}
+	}
+}

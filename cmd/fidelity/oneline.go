@@ -1,0 +1,29 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+)
+
+// oneLineSummary is all the one-line model ever answers: a summary that drops the task,
+// every request and every path.
+const oneLineSummary = "The user asked the assistant to work on their code, and the assistant made progress."
+
+// startOneLine starts a loopback OpenAI-compatible chat completions server whose model
+// answers oneLineSummary to every request.
+func startOneLine() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-oneline", "object": "chat.completion", "created": 0, "model": "one-line",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": oneLineSummary}}},
+			"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020},
+		})
+	}))
+}

@@ -1,0 +1,288 @@
+package fidelity
+
+import (
+	"fmt"
+	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// CheckedHeading opens the section Check appends to a summary that dropped requests or
+// paths. Its wording is fixed: clients and the measure may look for it.
+const CheckedHeading = "## Kept verbatim by the summary check"
+
+// Report is what a check found.
+type Report struct {
+	// RequestsTotal is the number of requests in the range; RequestsRetained of them were
+	// wholly in the summary or the kept messages; RequestsAppended were appended (whole or
+	// their missing lines). RequestsTotal - RequestsRetained - RequestsAppended did not fit.
+	RequestsTotal, RequestsRetained, RequestsAppended int
+	// PathsTotal, PathsRetained and PathsAppended count the range's agent-named paths the
+	// same way.
+	PathsTotal, PathsRetained, PathsAppended int
+	// Trimmed is set when the summary was cut to make room for what was appended.
+	Trimmed bool
+}
+
+// Missing returns how many requests and paths are neither retained nor appended.
+func (r Report) Missing() int {
+	return r.RequestsTotal - r.RequestsRetained - r.RequestsAppended + r.PathsTotal - r.PathsRetained - r.PathsAppended
+}
+
+// Haystack is the text a compacted conversation shows a model, whitespace-normalised, for
+// verbatim look-ups.
+type Haystack struct{ s string }
+
+// NewHaystack builds a Haystack from texts (e.g. a summary) and messages (their text parts,
+// tool-call inputs and tool outputs).
+func NewHaystack(texts []string, msgs []*compactorv1.Message) Haystack {
+	var b strings.Builder
+	for _, t := range texts {
+		b.WriteString(Normalize(t))
+		b.WriteString("\n")
+	}
+	for _, m := range msgs {
+		for _, p := range m.GetParts() {
+			switch {
+			case p.GetText() != nil:
+				b.WriteString(Normalize(p.GetText().GetText()))
+			case p.GetToolCall() != nil:
+				for _, s := range jsonStrings(p.GetToolCall().GetInputJson()) {
+					b.WriteString(Normalize(s))
+					b.WriteString("\n")
+				}
+			case p.GetToolResult() != nil:
+				b.WriteString(Normalize(toolOutputText(p.GetToolResult().GetOutput())))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return Haystack{b.String()}
+}
+
+// Has reports whether the normalised form of s occurs in h.
+func (h Haystack) Has(s string) bool { return strings.Contains(h.s, Normalize(s)) }
+
+func toolOutputText(o *compactorv1.ToolOutput) string {
+	switch v := o.GetValue().(type) {
+	case *compactorv1.ToolOutput_Text:
+		return v.Text
+	case *compactorv1.ToolOutput_Json:
+		return v.Json
+	case *compactorv1.ToolOutput_ErrorText:
+		return v.ErrorText
+	case *compactorv1.ToolOutput_ErrorJson:
+		return v.ErrorJson
+	case *compactorv1.ToolOutput_Denied:
+		return v.Denied
+	case *compactorv1.ToolOutput_Content:
+		var parts []string
+		for _, p := range v.Content.GetParts() {
+			if t := p.GetText(); t != nil {
+				parts = append(parts, t.GetText())
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// CheckInput is one summary to check.
+type CheckInput struct {
+	// Summary is the summary text as the summarizer returned it.
+	Summary string
+	// Range is the summarized range: the messages the summary replaces.
+	Range []*compactorv1.Message
+	// Kept are the messages that stay verbatim in the compacted conversation beside the
+	// summary and do not change with later turns (the head: system, prefaces, pinned).
+	Kept []*compactorv1.Message
+	// Budget bounds the checked summary in tokens (0: no bound); Count measures text.
+	Budget int
+	Count  func(string) int
+}
+
+// Check checks a summary with the measure's rules: every request of the range (each line of
+// MinLineChars or more) and every path the agent or a request named must be in the summary
+// or the kept messages. What is missing is appended verbatim under CheckedHeading, requests
+// first, within the budget; when summary and appendix together exceed it, the summary is cut
+// in the middle to make room (the requests matter more), and a summary over the budget is cut
+// the same way. The same input always gives the same
+// output.
+func Check(in CheckInput) (string, Report) {
+	// A cut summary may have lost lines it retained: check the cut summary again (the
+	// appendix only grows, so this settles in a few passes).
+	trimmed := false
+	for pass := 0; ; pass++ {
+		body, appendix, rep := checkOnce(in)
+		if !rep.Trimmed || pass == 3 {
+			rep.Trimmed = rep.Trimmed || trimmed
+			switch {
+			case appendix == "":
+				return body, rep
+			case body == "":
+				return appendix, rep
+			}
+			return body + "\n\n" + appendix, rep
+		}
+		trimmed = true
+		in.Summary = body
+	}
+}
+
+// checkOnce checks in.Summary and returns it (cut to the budget) and the appendix.
+func checkOnce(in CheckInput) (body, appendix string, rep Report) {
+	count := in.Count
+	if count == nil {
+		count = func(s string) int { return (len(s) + 3) / 4 }
+	}
+	hay := NewHaystack([]string{in.Summary}, in.Kept)
+	reqs := Requests(in.Range)
+	paths := Paths(in.Range, reqs)
+	rep.RequestsTotal, rep.PathsTotal = len(reqs), len(paths)
+
+	var blocks []string // appendix blocks, in order
+	budget := in.Budget
+	if budget <= 0 {
+		budget = int(^uint(0) >> 2)
+	}
+	room := budget - count(CheckedHeading) - 4
+	fits := func(s string) bool {
+		if n := count(s) + 1; n <= room {
+			room -= n
+			return true
+		}
+		return false
+	}
+	// The paths first, in at most a quarter of the room (a few tokens each, and a long task
+	// must not crowd them all out); then whole requests; then the paths left over; then, in
+	// what room is left, the missing lines of requests too long to append whole.
+	var files []string
+	var later []string
+	pathRoom := room / 4
+	for _, p := range paths {
+		switch {
+		case hay.Has(p):
+			rep.PathsRetained++
+		case count("- "+p)+1 <= pathRoom && fits("- "+p):
+			pathRoom -= count("- "+p) + 1
+			files = append(files, "- "+p)
+			rep.PathsAppended++
+		default:
+			later = append(later, p)
+		}
+	}
+	type pending struct {
+		block string
+		whole bool // already appended (room taken)
+	}
+	appended := map[int]pending{}
+	for i, r := range reqs {
+		var missing []string
+		for _, l := range r.Lines {
+			if !hay.Has(l) {
+				missing = append(missing, l)
+			}
+		}
+		switch {
+		case len(missing) == 0:
+			rep.RequestsRetained++
+		case fits(requestBlock(i, r.Text, false)):
+			appended[i] = pending{requestBlock(i, r.Text, false), true}
+			rep.RequestsAppended++
+		default:
+			appended[i] = pending{requestBlock(i, strings.Join(missing, "\n"), true), false}
+		}
+	}
+	for _, p := range later {
+		if fits("- " + p) {
+			files = append(files, "- "+p)
+			rep.PathsAppended++
+		}
+	}
+	for i := range reqs {
+		p, ok := appended[i]
+		switch {
+		case !ok:
+		case p.whole:
+			blocks = append(blocks, p.block)
+		case fits(p.block):
+			blocks = append(blocks, p.block)
+			rep.RequestsAppended++
+		}
+	}
+	if len(files) > 0 {
+		blocks = append(blocks, "Files named:\n"+strings.Join(files, "\n"))
+	}
+	body = strings.TrimSpace(in.Summary)
+	max := in.Budget
+	if len(blocks) > 0 {
+		appendix = CheckedHeading + "\n\n" + strings.Join(blocks, "\n\n")
+		max -= count(appendix) + 2
+	}
+	if in.Budget > 0 {
+		body, rep.Trimmed = fitTokens(body, max, count)
+	}
+	return body, appendix, rep
+}
+
+func requestBlock(i int, text string, partial bool) string {
+	head := fmt.Sprintf("Request %d", i+1)
+	if i == 0 {
+		head += " (the task)"
+	}
+	if partial {
+		head += ", lines the summary dropped"
+	}
+	return head + ":\n" + strings.TrimSpace(text)
+}
+
+// fitTokens cuts the middle of s until it counts at most max tokens; it reports whether it
+// cut.
+func fitTokens(s string, max int, count func(string) int) (string, bool) {
+	if count(s) <= max {
+		return s, false
+	}
+	if max <= 8 {
+		return "", true
+	}
+	n := len(s)
+	for n > 0 {
+		n = n * 9 / 10
+		if t := cut(s, n); count(t) <= max {
+			return t, true
+		}
+	}
+	return "", true
+}
+
+// cut keeps the head and tail of s in n bytes (cut at rune boundaries) with a marker between.
+func cut(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	h := n * 2 / 3
+	for h > 0 && h < len(s) && s[h]&0xC0 == 0x80 {
+		h--
+	}
+	t := len(s) - (n - h)
+	for t < len(s) && s[t]&0xC0 == 0x80 {
+		t++
+	}
+	return s[:h] + "\n… [summary cut by the check] …\n" + s[t:]
+}
+
+// Unkept returns the requests of rng that summary and kept do not hold whole (a line of
+// theirs is missing): the requests a compaction should keep as verbatim messages.
+func Unkept(summary string, rng, kept []*compactorv1.Message) []Request {
+	hay := NewHaystack([]string{summary}, kept)
+	var out []Request
+	for _, r := range Requests(rng) {
+		for _, l := range r.Lines {
+			if !hay.Has(l) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
