@@ -3,6 +3,7 @@ package service_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/url"
@@ -127,9 +128,23 @@ func checkCompacted(t *testing.T, msgs []*compactorv1.Message, resp *compactorv1
 	}
 	cut := int(resp.GetPlan().GetCutIndex())
 	out := resp.GetMessages()
-	if len(out) != 1+1+len(msgs)-cut {
-		t.Fatalf("%d messages, want system + summary + %d tail", len(out), len(msgs)-cut)
+	// Requests of the summarized range that the summary could not hold stay verbatim right
+	// after it (policy.keep_user_messages_tokens): original user messages, in order.
+	kept := int(resp.GetSummary().GetRequestsKeptVerbatim())
+	if len(out) != 1+1+kept+len(msgs)-cut {
+		t.Fatalf("%d messages, want system + summary + %d kept requests + %d tail", len(out), kept, len(msgs)-cut)
 	}
+	next := 1
+	for _, m := range out[2 : 2+kept] {
+		for next < cut && !proto.Equal(m, msgs[next]) {
+			next++
+		}
+		if next == cut || m.GetRole() != compactorv1.Role_ROLE_USER {
+			t.Fatalf("a message kept after the summary is not a user message of the summarized range, in order: %v", m)
+		}
+		next++
+	}
+	out = append(out[:2:2], out[2+kept:]...)
 	if !proto.Equal(out[0], msgs[0]) {
 		t.Errorf("head message changed: %v", out[0])
 	}
@@ -196,9 +211,13 @@ func TestCompactCachesAcrossReplicasAndBuildsOnCachedSummary(t *testing.T) {
 		t.Fatalf("grown: cache %v, %d LLM calls; want MISS and 2", next.GetCacheStatus(), llm.Calls())
 	}
 	prompt := llm.Body(2)
-	if !strings.Contains(prompt, "SUMMARY-1") {
-		t.Error("the grown conversation's summary was not anchored on the cached one")
+	// The anchor is the cached summary as stored: checked, so it quotes the requests it
+	// holds. Messages before the cached prefix must reach the summarizer only through it.
+	anchor, _ := json.Marshal(first.GetSummary().GetText())
+	if !strings.Contains(prompt, string(anchor[1:len(anchor)-1])) {
+		t.Fatal("the grown conversation's summary was not anchored on the cached one")
 	}
+	prompt = strings.Replace(prompt, string(anchor[1:len(anchor)-1]), "", 1)
 	for i := 1; i < cut2; i++ {
 		marker := grown[i].GetParts()[0].GetText().GetText()
 		if marker == "" {
