@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/compactord/compactord/cache"
 )
 
 // config is the server's configuration: flags, each with a COMPACTORD_* environment twin
@@ -28,6 +31,24 @@ type config struct {
 	LockTTL         time.Duration
 	LogLevel        string
 	LogFormat       string
+	Redis           redisConfig
+}
+
+// redisConfig is how to reach a Redis that is not a single node given by --redis-url: a
+// Sentinel-managed master or a Cluster, with auth and TLS. Passwords come from files or the
+// environment (COMPACTORD_REDIS_PASSWORD, COMPACTORD_REDIS_SENTINEL_PASSWORD), never argv.
+type redisConfig struct {
+	SentinelAddrs        string
+	MasterName           string
+	ClusterAddrs         string
+	Username             string
+	PasswordFile         string
+	SentinelPasswordFile string
+	TLS                  bool
+	TLSCA                string
+	TLSServerName        string
+	// Password and SentinelPassword are read from the files or the environment by parseConfig.
+	Password, SentinelPassword string
 }
 
 // envName is the environment twin of a flag: --max-message-bytes ↔ COMPACTORD_MAX_MESSAGE_BYTES.
@@ -56,6 +77,15 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.DurationVar(&c.LockTTL, "lock-ttl", 5*time.Minute, "how long one replica may hold a summary's lock before others take over (above the summarizers' timeout × attempts)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.Redis.SentinelAddrs, "redis-sentinel-addrs", "", "comma-separated Sentinel addresses (host:port): the shared cache is the master Sentinel names --redis-master-name")
+	fs.StringVar(&c.Redis.MasterName, "redis-master-name", "", "the master's name in Sentinel (with --redis-sentinel-addrs)")
+	fs.StringVar(&c.Redis.ClusterAddrs, "redis-cluster-addrs", "", "comma-separated seed nodes (host:port) of a Redis Cluster holding the shared cache")
+	fs.StringVar(&c.Redis.Username, "redis-username", "", "ACL user for Sentinel- or Cluster-mode Redis (with --redis-url, put it in the URL)")
+	fs.StringVar(&c.Redis.PasswordFile, "redis-password-file", "", "file holding the Redis password (or set COMPACTORD_REDIS_PASSWORD); Sentinel and Cluster modes")
+	fs.StringVar(&c.Redis.SentinelPasswordFile, "redis-sentinel-password-file", "", "file holding the Sentinels' password (or set COMPACTORD_REDIS_SENTINEL_PASSWORD)")
+	fs.BoolVar(&c.Redis.TLS, "redis-tls", false, "connect to Sentinel- or Cluster-mode Redis over TLS (with --redis-url, use rediss://)")
+	fs.StringVar(&c.Redis.TLSCA, "redis-tls-ca", "", "PEM file of the CAs that sign the Redis servers' certificates (default: the system roots)")
+	fs.StringVar(&c.Redis.TLSServerName, "redis-tls-server-name", "", "server name to verify in the Redis certificates (default: the dialed host)")
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: compactord [flags]\n\nEvery flag has an environment twin: --listen ↔ %s.\n\n", envName("listen"))
 		fs.PrintDefaults()
@@ -82,10 +112,89 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	if err := c.Redis.readSecrets(getenv); err != nil {
+		return c, err
+	}
 	return c, c.check()
 }
 
+// readSecrets fills the passwords from their files, else the environment.
+func (r *redisConfig) readSecrets(getenv func(string) string) error {
+	for _, s := range []struct {
+		file, env, flag string
+		dst             *string
+	}{
+		{r.PasswordFile, "COMPACTORD_REDIS_PASSWORD", "--redis-password-file", &r.Password},
+		{r.SentinelPasswordFile, "COMPACTORD_REDIS_SENTINEL_PASSWORD", "--redis-sentinel-password-file", &r.SentinelPassword},
+	} {
+		*s.dst = getenv(s.env)
+		if s.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(s.file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.flag, err) // the error names the file, never its content
+		}
+		*s.dst = strings.TrimRight(string(b), "\r\n")
+	}
+	return nil
+}
+
+// check validates the Redis topology flags against --redis-url.
+func (r redisConfig) check(url string) error {
+	n := 0
+	for _, v := range []string{url, r.SentinelAddrs, r.ClusterAddrs} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return errors.New("--redis-url, --redis-sentinel-addrs and --redis-cluster-addrs are exclusive: give one")
+	case r.SentinelAddrs != "" && r.MasterName == "":
+		return errors.New("--redis-master-name: required with --redis-sentinel-addrs")
+	case r.MasterName != "" && r.SentinelAddrs == "":
+		return errors.New("--redis-master-name: needs --redis-sentinel-addrs")
+	case url != "" && (r.Username != "" || r.Password != "" || r.TLS || r.TLSCA != ""):
+		return errors.New("--redis-url carries its own user, password and TLS (rediss://): drop --redis-username, --redis-password-file, COMPACTORD_REDIS_PASSWORD and --redis-tls*")
+	}
+	return nil
+}
+
+// topology returns the Sentinel or Cluster topology the flags describe, or ok false when
+// they describe none.
+func (r redisConfig) topology() (t cache.Topology, ok bool, err error) {
+	switch {
+	case r.SentinelAddrs != "":
+		t = cache.Topology{Mode: cache.ModeSentinel, Addrs: splitAddrs(r.SentinelAddrs), MasterName: r.MasterName}
+	case r.ClusterAddrs != "":
+		t = cache.Topology{Mode: cache.ModeCluster, Addrs: splitAddrs(r.ClusterAddrs)}
+	default:
+		return t, false, nil
+	}
+	t.Username, t.Password, t.SentinelPassword = r.Username, r.Password, r.SentinelPassword
+	if r.TLS || r.TLSCA != "" {
+		if t.TLS, err = cache.TLSConfig(r.TLSCA, r.TLSServerName); err != nil {
+			return t, false, fmt.Errorf("--redis-tls-ca: %w", err)
+		}
+	}
+	return t, true, nil
+}
+
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func (c config) check() error {
+	if err := c.Redis.check(c.RedisURL); err != nil {
+		return err
+	}
 	switch {
 	case c.Listen == "":
 		return errors.New("--listen: an address is required")

@@ -2,8 +2,13 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/compactord/compactord/cache"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -35,5 +40,69 @@ func TestParseConfig(t *testing.T) {
 	if d.Listen != ":50051" || d.MetricsListen != ":9090" || d.RedisURL != "" || d.Summarizer != "extractive" ||
 		d.MaxMessageBytes != 16<<20 || d.DrainTimeout != 20*time.Second {
 		t.Errorf("defaults differ from docs/ARCHITECTURE.md: %+v", d)
+	}
+}
+
+func TestParseConfigRedisTopology(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, c config)
+	}{
+		{name: "sentinel", args: []string{"--redis-sentinel-addrs", "a:26379, b:26379", "--redis-master-name", "mymaster", "--redis-password-file", pw},
+			check: func(t *testing.T, c config) {
+				tp, ok, err := c.Redis.topology()
+				if err != nil || !ok || tp.Mode != cache.ModeSentinel || len(tp.Addrs) != 2 || tp.Addrs[1] != "b:26379" || tp.MasterName != "mymaster" || tp.Password != "s3cret" {
+					t.Errorf("topology = %+v, %v, %v", tp, ok, err)
+				}
+				if cacheKind(c) != "memory+redis-sentinel" {
+					t.Errorf("cache kind %q", cacheKind(c))
+				}
+			}},
+		{name: "cluster with the password from the environment", args: []string{"--redis-cluster-addrs", "n1:7000,n2:7000,n3:7000", "--redis-tls"},
+			env: map[string]string{"COMPACTORD_REDIS_PASSWORD": "from-env"},
+			check: func(t *testing.T, c config) {
+				tp, ok, err := c.Redis.topology()
+				if err != nil || !ok || tp.Mode != cache.ModeCluster || len(tp.Addrs) != 3 || tp.Password != "from-env" || tp.TLS == nil {
+					t.Errorf("topology = %+v, %v, %v", tp, ok, err)
+				}
+			}},
+		{name: "url and cluster", args: []string{"--redis-url", "redis://x:6379", "--redis-cluster-addrs", "n1:7000"}, wantErr: "exclusive"},
+		{name: "sentinel without master", args: []string{"--redis-sentinel-addrs", "a:26379"}, wantErr: "--redis-master-name: required"},
+		{name: "master without sentinel", args: []string{"--redis-master-name", "m"}, wantErr: "needs --redis-sentinel-addrs"},
+		{name: "url with a password file", args: []string{"--redis-url", "redis://x:6379", "--redis-password-file", pw}, wantErr: "carries its own"},
+		{name: "missing password file", args: []string{"--redis-cluster-addrs", "n1:7000", "--redis-password-file", filepath.Join(dir, "none")}, wantErr: "--redis-password-file"},
+		{name: "bad CA", args: []string{"--redis-cluster-addrs", "n1:7000", "--redis-tls-ca", pw}, wantErr: "no certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := noEnv
+			if tc.env != nil {
+				getenv = func(k string) string { return tc.env[k] }
+			}
+			c, err := parseConfig(tc.args, getenv, io.Discard)
+			if err == nil && tc.wantErr != "" {
+				_, _, err = c.Redis.topology()
+			}
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error repeats the password: %v", err)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+		})
 	}
 }

@@ -165,23 +165,42 @@ func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, 
 // one alone; and the in-memory one, whose size the metrics report.
 func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, *cache.Memory, func(), error) {
 	local := cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp})
-	if cfg.RedisURL == "" {
-		return local, local, func() {}, nil
-	}
-	r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
-	cache.LogRedisTo(logger)
+	topo, isTopo, err := cfg.Redis.topology()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
+		return nil, nil, nil, err
+	}
+	var r *cache.Redis
+	switch {
+	case isTopo:
+		rdb, err := topo.Client()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cache.LogRedisTo(logger)
+		r = cache.NewRedisClient(rdb, cache.RedisOptions{TTL: cfg.CacheTTL, TracerProvider: tp})
+	case cfg.RedisURL != "":
+		r, err = cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
+		cache.LogRedisTo(logger)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
+		}
+	default:
+		return local, local, func() {}, nil
 	}
 	// Summaries this replica has seen are served from memory, without a round trip to Redis.
 	return cache.NewTiered(local, r), local, func() { _ = r.Close() }, nil
 }
 
 func cacheKind(cfg config) string {
-	if cfg.RedisURL == "" {
-		return "memory"
+	switch {
+	case cfg.Redis.SentinelAddrs != "":
+		return "memory+redis-sentinel"
+	case cfg.Redis.ClusterAddrs != "":
+		return "memory+redis-cluster"
+	case cfg.RedisURL != "":
+		return "memory+redis"
 	}
-	return "memory+redis"
+	return "memory"
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
