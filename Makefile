@@ -67,7 +67,7 @@ k8s-validate:
 # Every fuzz target, FUZZTIME each (go test runs one target per invocation).
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine/tokenizer:FuzzImageSize ./engine:FuzzTruncate \
-	./engine:FuzzExtractiveSummary ./engine/tokenizer:FuzzBPEMatchesTiktoken ./engine/tokenizer:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
+	./summarize:FuzzExtractiveSummary ./engine/tokenizer:FuzzBPEMatchesTiktoken ./engine/tokenizer:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig \
 	./fidelity:FuzzCheck
 # One replica with a throwaway Redis as its summary cache, every scenario in

@@ -11,7 +11,7 @@ import (
 
 // PromptVersion identifies the summary prompt and the extractive summary format. It is part
 // of every summary cache key: any change to the wording of SummarySystemPrompt, SummaryPrompt,
-// Transcript or ExtractiveSummary must bump it so stale summaries are not reused.
+// Transcript or summarize.ExtractiveSummary must bump it so stale summaries are not reused.
 //
 // v2: the extractive summary quotes the instructions and leaves demonstrations out, and every
 // summary is checked (package fidelity) before it is cached.
@@ -59,7 +59,7 @@ var SummarySections = []struct{ Heading, Ask string }{
 // there is one), the transcript of in.Messages, the sections to write and the caller's
 // instructions. opt bounds how much of each tool call and tool output the transcript shows.
 func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
-	return summaryPromptWith(in, Transcript(summarizable(in.Messages), opt))
+	return summaryPromptWith(in, Transcript(Summarizable(in.Messages), opt))
 }
 
 func summaryPromptWith(in SummaryInput, transcript string) string {
@@ -88,8 +88,9 @@ func summaryPromptWith(in SummaryInput, transcript string) string {
 	return b.String()
 }
 
-// summarizable returns msgs without head messages, which are never summarized.
-func summarizable(msgs []*compactorv1.Message) []*compactorv1.Message {
+// Summarizable returns msgs without head messages (InHead), which are never summarized: what
+// a summarizer is given. It returns msgs itself when none is a head message.
+func Summarizable(msgs []*compactorv1.Message) []*compactorv1.Message {
 	n := 0
 	for _, m := range msgs {
 		if !InHead(m) {
@@ -127,7 +128,7 @@ func FitSummaryPrompt(in SummaryInput, maxBytes int) string {
 		}
 	}
 	last := steps[len(steps)-1]
-	t := Transcript(summarizable(in.Messages), last.withDefaults())
+	t := Transcript(Summarizable(in.Messages), last.withDefaults())
 	over := len(p) - maxBytes
 	if keep := len(t) - over - 64; keep > 0 {
 		t = Truncate(t, keep)

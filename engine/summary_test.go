@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -10,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/irtest"
 )
 
 // update rewrites golden files: go test ./engine -run <Test> -update
@@ -38,113 +37,6 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// Helpers that build IR messages for tests.
-
-func sumText(s string) *compactorv1.Part {
-	return &compactorv1.Part{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}
-}
-
-func sumMsg(role compactorv1.Role, parts ...*compactorv1.Part) *compactorv1.Message {
-	return &compactorv1.Message{Role: role, Parts: parts}
-}
-
-func sumUser(s string) *compactorv1.Message { return sumMsg(compactorv1.Role_ROLE_USER, sumText(s)) }
-func sumAssistant(s string, calls ...*compactorv1.Part) *compactorv1.Message {
-	parts := calls
-	if s != "" {
-		parts = append([]*compactorv1.Part{sumText(s)}, calls...)
-	}
-	return sumMsg(compactorv1.Role_ROLE_ASSISTANT, parts...)
-}
-
-func sumCall(id, name, input string) *compactorv1.Part {
-	return &compactorv1.Part{Content: &compactorv1.Part_ToolCall{ToolCall: &compactorv1.ToolCallPart{
-		ToolCallId: id, ToolName: name, InputJson: input}}}
-}
-
-func sumResult(id, name string, out *compactorv1.ToolOutput) *compactorv1.Message {
-	return sumMsg(compactorv1.Role_ROLE_TOOL, &compactorv1.Part{Content: &compactorv1.Part_ToolResult{
-		ToolResult: &compactorv1.ToolResultPart{ToolCallId: id, ToolName: name, Output: out}}})
-}
-
-func outText(s string) *compactorv1.ToolOutput {
-	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: s}}
-}
-
-func outError(s string) *compactorv1.ToolOutput {
-	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: s}}
-}
-
-// sumReadOpenAIChat reads an OpenAI Chat Completions request body ({"messages": [...]}) into
-// IR messages. Test-only: it handles what the corpus uses (string / null / text-part
-// content, tool_calls, tool messages), not the whole format.
-func sumReadOpenAIChat(t testing.TB, body []byte) []*compactorv1.Message {
-	t.Helper()
-	var req struct {
-		Messages []struct {
-			Role       string          `json:"role"`
-			Content    json.RawMessage `json:"content"`
-			Name       string          `json:"name"`
-			ToolCallID string          `json:"tool_call_id"`
-			ToolCalls  []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]string{}
-	out := make([]*compactorv1.Message, 0, len(req.Messages))
-	for i, m := range req.Messages {
-		var text string
-		if len(m.Content) > 0 && string(m.Content) != "null" {
-			if err := json.Unmarshal(m.Content, &text); err != nil {
-				var parts []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				}
-				if err := json.Unmarshal(m.Content, &parts); err != nil {
-					t.Fatalf("messages[%d].content: %v", i, err)
-				}
-				var b []string
-				for _, p := range parts {
-					if p.Type == "text" {
-						b = append(b, p.Text)
-					}
-				}
-				text = strings.Join(b, "\n")
-			}
-		}
-		switch m.Role {
-		case "system", "developer":
-			out = append(out, sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText(text)))
-		case "user":
-			out = append(out, sumUser(text))
-		case "assistant":
-			var calls []*compactorv1.Part
-			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Function.Name
-				calls = append(calls, sumCall(c.ID, c.Function.Name, c.Function.Arguments))
-			}
-			out = append(out, sumAssistant(text, calls...))
-		case "tool":
-			name := m.Name
-			if name == "" {
-				name = names[m.ToolCallID]
-			}
-			out = append(out, sumResult(m.ToolCallID, name, outText(text)))
-		default:
-			t.Fatalf("messages[%d]: role %q", i, m.Role)
-		}
-	}
-	return out
-}
-
 func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
 	tests := []struct {
 		name string
@@ -153,7 +45,7 @@ func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
 	}{
 		{"framed", SummaryMessage("  ## User requests\n- fix the bug\n", 12), "## User requests\n- fix the bug"},
 		{"framed summary that mentions the closing tag", SummaryMessage("a </summary> b", 3), "a </summary> b"},
-		{"foreign summary kept whole", sumUser("Summary written elsewhere.\n<summary>x</summary>"), "Summary written elsewhere.\n<summary>x</summary>"},
+		{"foreign summary kept whole", irtest.User("Summary written elsewhere.\n<summary>x</summary>"), "Summary written elsewhere.\n<summary>x</summary>"},
 		{"empty", &compactorv1.Message{}, ""},
 	}
 	for _, tt := range tests {
@@ -174,9 +66,9 @@ func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
 }
 
 func TestSummaryPrompt(t *testing.T) {
-	pinned := sumUser("PINNED PROJECT RULES")
+	pinned := irtest.User("PINNED PROJECT RULES")
 	pinned.Pinned = true
-	msgs := []*compactorv1.Message{sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText("SYSTEM PROMPT")), pinned, sumUser("Rename `Foo` to `Bar` in pkg/a.go")}
+	msgs := []*compactorv1.Message{irtest.Msg(compactorv1.Role_ROLE_SYSTEM, irtest.Text("SYSTEM PROMPT")), pinned, irtest.User("Rename `Foo` to `Bar` in pkg/a.go")}
 	tests := []struct {
 		name     string
 		in       SummaryInput
@@ -223,20 +115,20 @@ func TestSummaryPrompt(t *testing.T) {
 func TestTranscriptRendersEveryPartKind(t *testing.T) {
 	long := "line 1\n" + strings.Repeat("noise\n", 2000) + "FAILED: test_x\n"
 	msgs := []*compactorv1.Message{
-		sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText("You are helpful.")),
-		sumMsg(compactorv1.Role_ROLE_USER, sumText("Look at this"),
+		irtest.Msg(compactorv1.Role_ROLE_SYSTEM, irtest.Text("You are helpful.")),
+		irtest.Msg(compactorv1.Role_ROLE_USER, irtest.Text("Look at this"),
 			&compactorv1.Part{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{MediaType: "image/png", Source: &compactorv1.ImagePart_Data{Data: []byte{1, 2}}}}},
 			&compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{Filename: "notes.txt", MediaType: "text/plain", Source: &compactorv1.FilePart_Data{Data: []byte("remember the milk")}}}}),
-		sumMsg(compactorv1.Role_ROLE_ASSISTANT,
+		irtest.Msg(compactorv1.Role_ROLE_ASSISTANT,
 			&compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: "SECRET THOUGHTS"}}},
-			sumText("Running the tests."),
-			sumCall("c1", "bash", `{"command":"go test ./..."}`)),
-		sumResult("c1", "bash", outText(long)),
-		sumAssistant("", sumCall("c2", "read", `{"path":"missing.go"}`)),
-		sumResult("c2", "read", outError("open missing.go: no such file")),
-		sumMsg(compactorv1.Role_ROLE_ASSISTANT, &compactorv1.Part{Content: &compactorv1.Part_ApprovalRequest{ApprovalRequest: &compactorv1.ToolApprovalRequest{ApprovalId: "a1", ToolCallId: "c3"}}}),
-		sumMsg(compactorv1.Role_ROLE_TOOL, &compactorv1.Part{Content: &compactorv1.Part_ApprovalResponse{ApprovalResponse: &compactorv1.ToolApprovalResponse{ApprovalId: "a1", Reason: "too risky"}}}),
-		{Role: compactorv1.Role_ROLE_USER, Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, Parts: []*compactorv1.Part{sumText("PROMPT TEXT")}},
+			irtest.Text("Running the tests."),
+			irtest.Call("c1", "bash", `{"command":"go test ./..."}`)),
+		irtest.Result("c1", "bash", irtest.OutText(long)),
+		irtest.Assistant("", irtest.Call("c2", "read", `{"path":"missing.go"}`)),
+		irtest.Result("c2", "read", irtest.OutError("open missing.go: no such file")),
+		irtest.Msg(compactorv1.Role_ROLE_ASSISTANT, &compactorv1.Part{Content: &compactorv1.Part_ApprovalRequest{ApprovalRequest: &compactorv1.ToolApprovalRequest{ApprovalId: "a1", ToolCallId: "c3"}}}),
+		irtest.Msg(compactorv1.Role_ROLE_TOOL, &compactorv1.Part{Content: &compactorv1.Part_ApprovalResponse{ApprovalResponse: &compactorv1.ToolApprovalResponse{ApprovalId: "a1", Reason: "too risky"}}}),
+		{Role: compactorv1.Role_ROLE_USER, Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, Parts: []*compactorv1.Part{irtest.Text("PROMPT TEXT")}},
 	}
 	got := Transcript(msgs, TranscriptOptions{MaxToolOutputBytes: 300})
 	for _, absent := range []string{"SECRET THOUGHTS", "PROMPT TEXT"} {
@@ -282,34 +174,6 @@ func TestTruncate(t *testing.T) {
 				t.Errorf("Truncate did not shorten: %d → %d bytes", len(tt.s), len(got))
 			}
 		})
-	}
-}
-
-func TestFitSummaryPrompt(t *testing.T) {
-	f := corpus.Largest(t)
-	if f.Format != "openai" {
-		t.Skipf("largest corpus file %s is not OpenAI-shaped", f.Name)
-	}
-	msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
-	in := SummaryInput{Messages: msgs, Anchor: "ANCHOR TEXT", Instructions: "INSTRUCTIONS TEXT"}
-	full := SummaryPrompt(in, TranscriptOptions{})
-	if got := FitSummaryPrompt(in, 0); got != full {
-		t.Error("FitSummaryPrompt without a bound differs from SummaryPrompt")
-	}
-	if got := FitSummaryPrompt(in, len(full)); got != full {
-		t.Error("FitSummaryPrompt shrank a prompt that fits")
-	}
-	first := sumPrefix(sumFirstUserText(msgs), 40)
-	for _, max := range []int{len(full) / 2, 60000, 20000, 5000} {
-		got := FitSummaryPrompt(in, max)
-		if len(got) > max {
-			t.Errorf("max %d: prompt is %d bytes", max, len(got))
-		}
-		for _, want := range []string{"ANCHOR TEXT", "INSTRUCTIONS TEXT", "<transcript>", "Next step", first} {
-			if !strings.Contains(got, want) {
-				t.Errorf("max %d: prompt lacks %q", max, want)
-			}
-		}
 	}
 }
 

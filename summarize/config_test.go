@@ -163,7 +163,7 @@ func TestExtractiveSummarizer(t *testing.T) {
 	s := NewExtractive("", 0, Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
 	counted := 0
 	res, err := s.Summarize(context.Background(), Request{Messages: testMessages(), MaxOutputTokens: 300,
-		Count: func(x string) int { counted++; return engine.ApproxTokens(x) }})
+		Count: func(x string) int { counted++; return ApproxTokens(x) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestSummariesOnCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.OutputTokens > 1500 || engine.ApproxTokens(res.Text) > 1500 {
+			if res.OutputTokens > 1500 || ApproxTokens(res.Text) > 1500 {
 				t.Errorf("extractive summary is %d tokens", res.OutputTokens)
 			}
 			if first := firstRequest(msgs); first != "" && !strings.Contains(res.Text, first) {

@@ -14,7 +14,7 @@ import (
 // ExtractiveModel is the model name the extractive summarizer reports.
 const ExtractiveModel = "extractive"
 
-// Extractive is the default Summarizer: engine.ExtractiveSummary, deterministic and without
+// Extractive is the default Summarizer: ExtractiveSummary (extract.go), deterministic and without
 // network. It never returns ErrUnavailable.
 type Extractive struct {
 	name      string
@@ -56,11 +56,11 @@ func (e *Extractive) Summarize(ctx context.Context, req Request) (res Result, er
 	}
 	count := req.Count
 	if count == nil {
-		count = engine.ApproxTokens
+		count = ApproxTokens
 	}
-	text := strings.TrimSpace(engine.ExtractiveSummary(
+	text := strings.TrimSpace(ExtractiveSummary(
 		engine.SummaryInput{Messages: req.Messages, Anchor: req.Anchor, Instructions: req.Instructions},
-		engine.ExtractiveOptions{MaxTokens: maxTokens, Count: count}))
+		ExtractiveOptions{MaxTokens: maxTokens, Count: count}))
 	res = Result{Model: ExtractiveModel, PromptVersion: engine.PromptVersion, FinishReasons: []string{"stop"}}
 	for _, m := range req.Messages {
 		res.InputTokens += int64(proto.Size(m)+3) / 4

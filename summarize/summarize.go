@@ -61,7 +61,7 @@ type Request struct {
 	// MaxOutputTokens bounds the summary; 0 uses the summarizer's configured maximum.
 	MaxOutputTokens int64
 	// Count measures text in tokens for the extractive summarizer's budget (e.g. the
-	// request's tokenizer); nil uses engine.ApproxTokens. LLM summarizers ignore it.
+	// request's tokenizer); nil uses ApproxTokens. LLM summarizers ignore it.
 	Count func(string) int
 	// Attributes are added to the summarization span (e.g. the prefix hash and token totals
 	// of the compaction). They must never carry conversation text.

@@ -1,4 +1,4 @@
-package engine
+package summarize
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 )
 
 // ExtractiveOptions configure ExtractiveSummary. Zero values take the defaults.
@@ -63,7 +64,7 @@ type extItem struct {
 // older items. Few-shot demonstrations (SWE-agent's "--- DEMONSTRATION ---" turns) are left
 // out. Instructions are quoted at the top (at most a quarter of the budget); the rest of the
 // summary fits what remains. The same input always gives the same output.
-func ExtractiveSummary(in SummaryInput, opt ExtractiveOptions) string {
+func ExtractiveSummary(in engine.SummaryInput, opt ExtractiveOptions) string {
 	if opt.MaxTokens <= 0 {
 		opt.MaxTokens = 2048
 	}
@@ -72,7 +73,7 @@ func ExtractiveSummary(in SummaryInput, opt ExtractiveOptions) string {
 	}
 	x := extractor{}
 	x.anchor(in.Anchor)
-	x.messages(summarizable(in.Messages))
+	x.messages(engine.Summarizable(in.Messages))
 	ins := strings.TrimSpace(in.Instructions)
 	if ins == "" {
 		return x.render(opt)
@@ -80,7 +81,7 @@ func ExtractiveSummary(in SummaryInput, opt ExtractiveOptions) string {
 	head := "Instructions for this summary:\n" + extQuote(ins)
 	for n := len(head); opt.Count(head) > int(opt.MaxTokens)/4 && n > 16; {
 		n = n * 3 / 4
-		head = "Instructions for this summary:\n" + extQuote(Truncate(ins, n))
+		head = "Instructions for this summary:\n" + extQuote(engine.Truncate(ins, n))
 	}
 	if opt.Count(head) > int(opt.MaxTokens)/4 {
 		return x.render(opt)
@@ -232,18 +233,18 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 			case extIsObservation(text):
 				// A text-protocol agent's tool output posing as a user turn.
 				if line := extErrLine(text); line != "" {
-					x.add(extErrors, "- output: "+Truncate(extOneLine(line), extErrorBytes), 0)
+					x.add(extErrors, "- output: "+engine.Truncate(extOneLine(line), extErrorBytes), 0)
 				}
 			default:
-				x.requests = append(x.requests, x.add(extRequests, extQuote(Truncate(text, extRequestBytes)), 0))
+				x.requests = append(x.requests, x.add(extRequests, extQuote(engine.Truncate(text, extRequestBytes)), 0))
 				x.scanIdents(text)
 			}
 		case compactorv1.Role_ROLE_ASSISTANT:
 			if text != "" {
-				x.statements = append(x.statements, x.add(extStatement, extQuote(Truncate(text, extStatementBytes)), 0))
+				x.statements = append(x.statements, x.add(extStatement, extQuote(engine.Truncate(text, extStatementBytes)), 0))
 				x.scanIdents(text)
 				for _, cmd := range extShellBlocks(text) {
-					x.add(extCalls, "- shell: "+extOneLine(Truncate(cmd, extArgBytes*2)), 0)
+					x.add(extCalls, "- shell: "+extOneLine(engine.Truncate(cmd, extArgBytes*2)), 0)
 				}
 			}
 		}
@@ -326,7 +327,7 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
 		return name + "()"
 	}
 	if err := json.Unmarshal([]byte(in), &obj); err != nil {
-		return name + "(" + extOneLine(Truncate(in, extArgBytes)) + ")"
+		return name + "(" + extOneLine(engine.Truncate(in, extArgBytes)) + ")"
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -352,7 +353,7 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
 			x.ident(s) // paths, file names and ids are identifiers
 		}
 		if len(args) < 3 {
-			args = append(args, k+"="+extOneLine(Truncate(s, extArgBytes)))
+			args = append(args, k+"="+extOneLine(engine.Truncate(s, extArgBytes)))
 		}
 	}
 	if len(keys) > len(args) {
@@ -394,7 +395,7 @@ func extErrLine(s string) string {
 
 // result marks failed calls and records the errors a tool result reports.
 func (x *extractor) result(tr *compactorv1.ToolResultPart, calls map[string]int) {
-	label, body := ToolOutputText(tr.GetOutput())
+	label, body := engine.ToolOutputText(tr.GetOutput())
 	var line string
 	switch label {
 	case "error", "denied":
@@ -419,7 +420,7 @@ func (x *extractor) result(tr *compactorv1.ToolResultPart, calls map[string]int)
 	if name != "" {
 		line = name + ": " + line
 	}
-	x.add(extErrors, "- "+Truncate(line, extErrorBytes), 0)
+	x.add(extErrors, "- "+engine.Truncate(line, extErrorBytes), 0)
 }
 
 func extFirstLine(s string) string {
@@ -541,7 +542,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 				h = headerCost[it.section]
 			}
 			for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
-				text := Truncate(it.text, room*2) // ~2 bytes per token is a safe bound for most text
+				text := engine.Truncate(it.text, room*2) // ~2 bytes per token is a safe bound for most text
 				if c := opt.Count(text+"\n") + h; used+c <= budget {
 					x.items[i].text = text
 					chosen[i], opened[it.section] = true, true

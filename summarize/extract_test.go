@@ -1,12 +1,17 @@
-package engine
+package summarize
 
 import (
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/irtest"
 )
 
 // sumFirstUserText and sumLastUserText return the first and last user requests (not
@@ -47,28 +52,28 @@ func sumPrefix(s string, n int) string {
 
 func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 	conv := []*compactorv1.Message{
-		sumMsg(compactorv1.Role_ROLE_SYSTEM, sumText("You are a coding agent.")),
-		sumUser("Port the parser in `src/parse.py` to Rust. Keep the public API unchanged."),
-		{Role: compactorv1.Role_ROLE_USER, Pinned: true, Parts: []*compactorv1.Part{sumText("PINNED: always run cargo fmt")}},
-		sumAssistant("I'll read the file first.", sumCall("c1", "read_file", `{"path":"src/parse.py","limit":400,"offset":0,"encoding":"utf-8"}`)),
-		sumResult("c1", "read_file", outText("def parse(s):\n    return s\n")),
-		sumAssistant("", sumCall("c2", "bash", `{"command":"cargo build"}`)),
-		sumResult("c2", "bash", outText("   Compiling parser v0.1.0\nerror[E0425]: cannot find value `tokens` in this scope\n")),
-		sumAssistant("", sumCall("c3", "read_file", `{"path":"src/missing.rs"}`)),
-		sumResult("c3", "read_file", outError("ENOENT: no such file src/missing.rs")),
-		sumUser("Also add tests for empty input."),
-		sumAssistant("Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test."),
+		irtest.Msg(compactorv1.Role_ROLE_SYSTEM, irtest.Text("You are a coding agent.")),
+		irtest.User("Port the parser in `src/parse.py` to Rust. Keep the public API unchanged."),
+		{Role: compactorv1.Role_ROLE_USER, Pinned: true, Parts: []*compactorv1.Part{irtest.Text("PINNED: always run cargo fmt")}},
+		irtest.Assistant("I'll read the file first.", irtest.Call("c1", "read_file", `{"path":"src/parse.py","limit":400,"offset":0,"encoding":"utf-8"}`)),
+		irtest.Result("c1", "read_file", irtest.OutText("def parse(s):\n    return s\n")),
+		irtest.Assistant("", irtest.Call("c2", "bash", `{"command":"cargo build"}`)),
+		irtest.Result("c2", "bash", irtest.OutText("   Compiling parser v0.1.0\nerror[E0425]: cannot find value `tokens` in this scope\n")),
+		irtest.Assistant("", irtest.Call("c3", "read_file", `{"path":"src/missing.rs"}`)),
+		irtest.Result("c3", "read_file", irtest.OutError("ENOENT: no such file src/missing.rs")),
+		irtest.User("Also add tests for empty input."),
+		irtest.Assistant("Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test."),
 	}
 	tests := []struct {
 		name     string
-		in       SummaryInput
+		in       engine.SummaryInput
 		opt      ExtractiveOptions
 		contains []string
 		absent   []string
 	}{
 		{
 			name: "everything fits",
-			in:   SummaryInput{Messages: conv},
+			in:   engine.SummaryInput{Messages: conv},
 			contains: []string{
 				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
 				"## Latest assistant statements\n",
@@ -84,16 +89,16 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		},
 		{
 			name:     "tight budget keeps the first and latest requests and the latest statement",
-			in:       SummaryInput{Messages: conv},
+			in:       engine.SummaryInput{Messages: conv},
 			opt:      ExtractiveOptions{MaxTokens: 90},
 			contains: []string{"Port the parser in `src/parse.py`", "Also add tests for empty input.", "Fixed the `tokens` binding"},
 			absent:   []string{"## Files and identifiers", "## Tool calls"},
 		},
 		{
 			name: "extractive anchor is merged section by section",
-			in: SummaryInput{
+			in: engine.SummaryInput{
 				Messages: conv[9:],
-				Anchor:   ExtractiveSummary(SummaryInput{Messages: conv[:9]}, ExtractiveOptions{}),
+				Anchor:   ExtractiveSummary(engine.SummaryInput{Messages: conv[:9]}, ExtractiveOptions{}),
 			},
 			contains: []string{
 				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
@@ -104,17 +109,17 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		},
 		{
 			name:     "free-form anchor is kept as the earlier summary",
-			in:       SummaryInput{Messages: conv[9:], Anchor: "The user asked to port src/parse.py to Rust.\n\n- decided: keep the API"},
+			in:       engine.SummaryInput{Messages: conv[9:], Anchor: "The user asked to port src/parse.py to Rust.\n\n- decided: keep the API"},
 			contains: []string{"## Earlier summary\nThe user asked to port src/parse.py to Rust.\n\n- decided: keep the API\n\n## User requests"},
 		},
 		{
 			name: "text-protocol agent: observations are outputs, shell blocks are calls",
-			in: SummaryInput{Messages: []*compactorv1.Message{
-				sumUser("Fix DateFormat.Y() zero padding."),
-				sumAssistant("THOUGHT: reproduce first.\n\n```bash\npython repro.py\n```"),
-				sumUser("<returncode>1</returncode>\n<output>\nYear: 123\nFAIL: Year is not zero-padded\n</output>"),
-				sumAssistant("THOUGHT: fix it.\n\n```bash\nsed -i 's/%d/%04d/' django/utils/dateformat.py\n```"),
-				sumUser("<returncode>0</returncode>\n<output>\n</output>"),
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Fix DateFormat.Y() zero padding."),
+				irtest.Assistant("THOUGHT: reproduce first.\n\n```bash\npython repro.py\n```"),
+				irtest.User("<returncode>1</returncode>\n<output>\nYear: 123\nFAIL: Year is not zero-padded\n</output>"),
+				irtest.Assistant("THOUGHT: fix it.\n\n```bash\nsed -i 's/%d/%04d/' django/utils/dateformat.py\n```"),
+				irtest.User("<returncode>0</returncode>\n<output>\n</output>"),
 			}},
 			contains: []string{
 				"## User requests (verbatim)\n- Fix DateFormat.Y() zero padding.\n\n",
@@ -126,7 +131,7 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		},
 		{
 			name:     "compaction artifacts are skipped",
-			in:       SummaryInput{Messages: append([]*compactorv1.Message{{Role: compactorv1.Role_ROLE_USER, Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, Parts: []*compactorv1.Part{sumText("PLEASE SUMMARIZE")}}}, conv[1:2]...)},
+			in:       engine.SummaryInput{Messages: append([]*compactorv1.Message{{Role: compactorv1.Role_ROLE_USER, Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, Parts: []*compactorv1.Part{irtest.Text("PLEASE SUMMARIZE")}}}, conv[1:2]...)},
 			contains: []string{"Port the parser"},
 			absent:   []string{"PLEASE SUMMARIZE"},
 		},
@@ -164,11 +169,11 @@ func TestExtractiveSummaryOnCorpus(t *testing.T) {
 			continue
 		}
 		t.Run(f.Name, func(t *testing.T) {
-			msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
+			msgs := irtest.ReadOpenAIChat(t, corpus.Read(t, f))
 			first, last := sumFirstUserText(msgs), sumLastUserText(msgs)
 			for _, budget := range []int64{128, 512, 2048, 8192} {
 				opt := ExtractiveOptions{MaxTokens: budget}
-				got := ExtractiveSummary(SummaryInput{Messages: msgs}, opt)
+				got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, opt)
 				if n := ApproxTokens(got); int64(n) > budget {
 					t.Errorf("budget %d: summary is %d tokens", budget, n)
 				}
@@ -187,8 +192,8 @@ func TestExtractiveSummaryOnCorpus(t *testing.T) {
 			// Rolling: summarize the first half, then the rest anchored on it.
 			half := len(msgs) / 2
 			opt := ExtractiveOptions{MaxTokens: 2048}
-			s1 := ExtractiveSummary(SummaryInput{Messages: msgs[:half]}, opt)
-			s2 := ExtractiveSummary(SummaryInput{Messages: msgs[half:], Anchor: s1}, opt)
+			s1 := ExtractiveSummary(engine.SummaryInput{Messages: msgs[:half]}, opt)
+			s2 := ExtractiveSummary(engine.SummaryInput{Messages: msgs[half:], Anchor: s1}, opt)
 			if n := ApproxTokens(s2); n > 2048 {
 				t.Errorf("rolling summary is %d tokens", n)
 			}
@@ -203,9 +208,9 @@ func TestExtractiveSummaryGolden(t *testing.T) {
 	for _, name := range []string{"taubench-airline-t42-r1.openai.json", "sweagent-testrepo-1c2844-fc.openai.json"} {
 		t.Run(name, func(t *testing.T) {
 			f := corpus.Named(t, name)
-			msgs := sumReadOpenAIChat(t, corpus.Read(t, f))
-			got := ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 1024})
-			golden(t, "summary/extractive-"+strings.TrimSuffix(name, ".openai.json")+".golden", got)
+			msgs := irtest.ReadOpenAIChat(t, corpus.Read(t, f))
+			got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 1024})
+			extractiveGolden(t, "extractive-"+strings.TrimSuffix(name, ".openai.json")+".golden", got)
 		})
 	}
 }
@@ -215,10 +220,10 @@ func BenchmarkExtractiveSummary(b *testing.B) {
 	if f.Format != "openai" {
 		b.Skipf("largest corpus file %s is not OpenAI-shaped", f.Name)
 	}
-	msgs := sumReadOpenAIChat(b, corpus.Read(b, f))
+	msgs := irtest.ReadOpenAIChat(b, corpus.Read(b, f))
 	b.ReportAllocs()
 	for b.Loop() {
-		ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 4096})
+		ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 4096})
 	}
 }
 
@@ -239,8 +244,8 @@ func ExampleExtractiveSummary() {
 		call, result,
 		text(compactorv1.Role_ROLE_ASSISTANT, "TestParse fails on empty input; fixing parse.go next."),
 	}
-	summary := ExtractiveSummary(SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 512})
-	fmt.Print(SummaryMessageText(summary, len(msgs)))
+	summary := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 512})
+	fmt.Print(engine.SummaryMessageText(summary, len(msgs)))
 	// Output:
 	// This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (4 messages); the messages after this one continue it verbatim.
 	//
@@ -268,8 +273,8 @@ func ExampleExtractiveSummary() {
 // FuzzExtractiveSummary feeds arbitrary anchors (the anchor parser) and message texts: the
 // summary never panics, stays within budget and is deterministic.
 func FuzzExtractiveSummary(f *testing.F) {
-	anchor := ExtractiveSummary(SummaryInput{Messages: []*compactorv1.Message{
-		sumUser("Port `src/a.py` to Go."), sumAssistant("Done with src/a.go."),
+	anchor := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Port `src/a.py` to Go."), irtest.Assistant("Done with src/a.go."),
 	}}, ExtractiveOptions{})
 	f.Add(anchor, "next request", "answer with `ident` and ./x/y.go", int64(256))
 	f.Add("## Earlier summary\nfree text\n- bullet", "", "", int64(64))
@@ -279,10 +284,10 @@ func FuzzExtractiveSummary(f *testing.F) {
 		if budget > 1<<16 {
 			budget = 1 << 16
 		}
-		in := SummaryInput{Anchor: anchor, Messages: []*compactorv1.Message{
-			sumUser(user),
-			sumAssistant(assistant, sumCall("c1", "read_file", `{"path":"`+strings.ReplaceAll(user, `"`, "")+`"}`)),
-			sumResult("c1", "read_file", outError(assistant)),
+		in := engine.SummaryInput{Anchor: anchor, Messages: []*compactorv1.Message{
+			irtest.User(user),
+			irtest.Assistant(assistant, irtest.Call("c1", "read_file", `{"path":"`+strings.ReplaceAll(user, `"`, "")+`"}`)),
+			irtest.Result("c1", "read_file", irtest.OutError(assistant)),
 		}}
 		opt := ExtractiveOptions{MaxTokens: budget}
 		got := ExtractiveSummary(in, opt)
@@ -310,7 +315,7 @@ func TestExtractiveSummaryInstructionsAndDemonstrations(t *testing.T) {
 		user("Fix the failing parser test in src/parse.py"),
 	}
 	for _, budget := range []int64{64, 512} {
-		s := ExtractiveSummary(SummaryInput{Messages: msgs, Instructions: "Focus on the parser changes."},
+		s := ExtractiveSummary(engine.SummaryInput{Messages: msgs, Instructions: "Focus on the parser changes."},
 			ExtractiveOptions{MaxTokens: budget})
 		if !strings.HasPrefix(s, "Instructions for this summary:\n") || !strings.Contains(s, "Focus on the parser changes.") {
 			t.Errorf("budget %d: instructions not quoted at the top:\n%s", budget, s)
@@ -324,5 +329,54 @@ func TestExtractiveSummaryInstructionsAndDemonstrations(t *testing.T) {
 		if n := ApproxTokens(s); int64(n) > budget {
 			t.Errorf("budget %d: summary has %d tokens", budget, n)
 		}
+	}
+}
+
+func TestFitSummaryPrompt(t *testing.T) {
+	f := corpus.Largest(t)
+	if f.Format != "openai" {
+		t.Skipf("largest corpus file %s is not OpenAI-shaped", f.Name)
+	}
+	msgs := irtest.ReadOpenAIChat(t, corpus.Read(t, f))
+	in := engine.SummaryInput{Messages: msgs, Anchor: "ANCHOR TEXT", Instructions: "INSTRUCTIONS TEXT"}
+	full := engine.SummaryPrompt(in, engine.TranscriptOptions{})
+	if got := engine.FitSummaryPrompt(in, 0); got != full {
+		t.Error("engine.FitSummaryPrompt without a bound differs from engine.SummaryPrompt")
+	}
+	if got := engine.FitSummaryPrompt(in, len(full)); got != full {
+		t.Error("engine.FitSummaryPrompt shrank a prompt that fits")
+	}
+	first := sumPrefix(sumFirstUserText(msgs), 40)
+	for _, max := range []int{len(full) / 2, 60000, 20000, 5000} {
+		got := engine.FitSummaryPrompt(in, max)
+		if len(got) > max {
+			t.Errorf("max %d: prompt is %d bytes", max, len(got))
+		}
+		for _, want := range []string{"ANCHOR TEXT", "INSTRUCTIONS TEXT", "<transcript>", "Next step", first} {
+			if !strings.Contains(got, want) {
+				t.Errorf("max %d: prompt lacks %q", max, want)
+			}
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// extractiveGolden compares got with testdata/name, or rewrites it with -update.
+func extractiveGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking the change):\n--- got\n%s", path, got)
 	}
 }
