@@ -12,24 +12,12 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/tokenizer"
 	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/cputime"
 )
 
 // Benchmarks for docs/PERFORMANCE.md ("Plan"). Run:
 //
 //	go test -run '^$' -bench 'Tokenize|Plan' -benchmem ./engine
-
-// loopCPU runs f b.N times and reports the process CPU time per operation ("cpu-ns/op")
-// beside the wall time.
-func loopCPU(b *testing.B, f func()) {
-	b.ReportAllocs()
-	start := processCPU()
-	for b.Loop() {
-		f()
-	}
-	if cpu := processCPU() - start; cpu > 0 {
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	}
-}
 
 // benchPolicy makes the largest corpus conversation (≈450k tokens) summarize: a 1M window
 // with the trigger at 30% of it.
@@ -75,7 +63,7 @@ func BenchmarkTokenizeLargest(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(n)
-	loopCPU(b, func() {
+	cputime.Loop(b, func() {
 		for _, s := range strs {
 			_ = enc.Count(s)
 		}
@@ -91,7 +79,7 @@ func BenchmarkPlanLargestCold(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(n)
-	loopCPU(b, func() {
+	cputime.Loop(b, func() {
 		if _, err := Plan(msgs, benchPolicy, NewCounter(0)); err != nil {
 			b.Fatal(err)
 		}
@@ -113,21 +101,21 @@ func BenchmarkPlanColdOverhead(b *testing.B) {
 	// Each phase starts from a collected heap, so that neither pays for the other's garbage.
 	tokenize := func() {
 		runtime.GC()
-		t, c := time.Now(), processCPU()
+		t, c := time.Now(), cputime.Process()
 		for _, s := range strs {
 			_ = enc.Count(s)
 		}
 		raw += time.Since(t)
-		rawCPU += processCPU() - c
+		rawCPU += cputime.Process() - c
 	}
 	planCold := func() {
 		runtime.GC()
-		t, c := time.Now(), processCPU()
+		t, c := time.Now(), cputime.Process()
 		if _, err := Plan(msgs, benchPolicy, NewCounter(0)); err != nil {
 			b.Fatal(err)
 		}
 		plan += time.Since(t)
-		planCPU += processCPU() - c
+		planCPU += cputime.Process() - c
 	}
 	odd := false
 	for b.Loop() {
@@ -159,7 +147,7 @@ func BenchmarkPlanLargestWarm(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("%d messages: %v, %d → %d tokens", len(msgs), r.Action, r.TokensBefore, r.TokensAfter)
-	loopCPU(b, func() {
+	cputime.Loop(b, func() {
 		if _, err := Plan(msgs, benchPolicy, c); err != nil {
 			b.Fatal(err)
 		}
@@ -241,7 +229,7 @@ func BenchmarkPlanWarm200(b *testing.B) {
 			}
 			b.Logf("%d messages, %d bytes of text: %v, %d → %d tokens", len(msgs), n, r.Action, r.TokensBefore, r.TokensAfter)
 			i := 0
-			loopCPU(b, func() {
+			cputime.Loop(b, func() {
 				if _, err := Plan(copies[i%len(copies)], p, c); err != nil {
 					b.Fatal(err)
 				}
@@ -285,7 +273,7 @@ func BenchmarkPlanGrow200(b *testing.B) {
 			}
 			last := lasts(b, bc.short)
 			conv := make([]*compactorv1.Message, len(base))
-			loopCPUN(b, func(i int) {
+			cputime.LoopN(b, func(i int) {
 				copy(conv, prefixes[i%len(prefixes)])
 				conv[len(conv)-1] = last[i]
 				if _, err := Plan(conv, p, c); err != nil {
@@ -306,24 +294,8 @@ func BenchmarkPlanGrow200(b *testing.B) {
 			}
 			seed := NewCounter(1 << 20).seed
 			last := lasts(b, short)
-			loopCPUN(b, func(i int) { _ = countMessage(tc, last[i], seed) })
+			cputime.LoopN(b, func(i int) { _ = countMessage(tc, last[i], seed) })
 		})
-	}
-}
-
-// loopCPUN runs f(0), …, f(b.N-1) and reports the process CPU time per operation
-// ("cpu-ns/op") beside the wall time; unlike loopCPU, it lets a benchmark prepare b.N inputs
-// before the timer starts.
-func loopCPUN(b *testing.B, f func(i int)) {
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := processCPU()
-	for i := 0; i < b.N; i++ {
-		f(i)
-	}
-	b.StopTimer()
-	if cpu := processCPU() - start; cpu > 0 {
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -341,7 +313,7 @@ func BenchmarkPlanWarmCorpus(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("%v, %d → %d tokens", r.Action, r.TokensBefore, r.TokensAfter)
-			loopCPU(b, func() {
+			cputime.Loop(b, func() {
 				if _, err := Plan(msgs, p, c); err != nil {
 					b.Fatal(err)
 				}

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"flag"
-	"os"
+	"github.com/compactord/compactord/internal/golden"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,25 +16,9 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // golden compares got with testdata/<name>, rewriting it under -update.
-func golden(t *testing.T, name, got string) {
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update after checking the change):\n--- got\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got, *update)
 }
 
 func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
@@ -139,7 +123,7 @@ func TestTranscriptRendersEveryPartKind(t *testing.T) {
 	if len(got) > 2000 {
 		t.Errorf("transcript is %d bytes: the long tool output was not capped", len(got))
 	}
-	golden(t, "summary/transcript.golden", got)
+	checkGolden(t, "summary/transcript.golden", got)
 }
 
 func TestTruncate(t *testing.T) {

@@ -3,7 +3,7 @@ package summarize
 import (
 	"flag"
 	"fmt"
-	"os"
+	"github.com/compactord/compactord/internal/golden"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -210,7 +210,7 @@ func TestExtractiveSummaryGolden(t *testing.T) {
 			f := corpus.Named(t, name)
 			msgs := irtest.ReadOpenAIChat(t, corpus.Read(t, f))
 			got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 1024})
-			extractiveGolden(t, "extractive-"+strings.TrimSuffix(name, ".openai.json")+".golden", got)
+			golden.Check(t, filepath.Join("testdata", "extractive-"+strings.TrimSuffix(name, ".openai.json")+".golden"), got, *update)
 		})
 	}
 }
@@ -361,22 +361,3 @@ func TestFitSummaryPrompt(t *testing.T) {
 }
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// extractiveGolden compares got with testdata/name, or rewrites it with -update.
-func extractiveGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (run with -update after checking the change):\n--- got\n%s", path, got)
-	}
-}

@@ -10,6 +10,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/cputime"
 )
 
 // Benchmarks run over the whole real corpus per operation, so b.SetBytes gives MB/s of
@@ -294,13 +295,13 @@ func baseline(b *testing.B, p compactorv1.Provider, body string) any {
 func cpuMetric(b *testing.B, bytes int, body func()) {
 	b.SetBytes(int64(bytes))
 	b.ReportAllocs()
-	start := processCPU()
+	start := cputime.Process()
 	n := 0
 	for b.Loop() {
 		body()
 		n++
 	}
-	if cpu := processCPU() - start; cpu > 0 {
+	if cpu := cputime.Process() - start; cpu > 0 {
 		b.ReportMetric(float64(bytes)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
 	}
 }

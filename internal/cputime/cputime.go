@@ -19,3 +19,18 @@ func Loop(b *testing.B, f func()) {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// LoopN is Loop for benchmarks that prepare b.N inputs first: it resets the timer, runs
+// f(0), …, f(b.N-1), and stops the timer before reporting.
+func LoopN(b *testing.B, f func(i int)) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := Process()
+	for i := 0; i < b.N; i++ {
+		f(i)
+	}
+	b.StopTimer()
+	if cpu := Process() - start; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
