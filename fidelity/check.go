@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 )
 
 // CheckedHeading opens the section Check appends to a summary that dropped requests or
@@ -52,7 +53,8 @@ func NewHaystack(texts []string, msgs []*compactorv1.Message) Haystack {
 					b.WriteString("\n")
 				}
 			case p.GetToolResult() != nil:
-				b.WriteString(Normalize(toolOutputText(p.GetToolResult().GetOutput())))
+				_, out := engine.ToolOutputText(p.GetToolResult().GetOutput())
+				b.WriteString(Normalize(out))
 			}
 			b.WriteString("\n")
 		}
@@ -62,30 +64,6 @@ func NewHaystack(texts []string, msgs []*compactorv1.Message) Haystack {
 
 // Has reports whether the normalised form of s occurs in h.
 func (h Haystack) Has(s string) bool { return strings.Contains(h.s, Normalize(s)) }
-
-func toolOutputText(o *compactorv1.ToolOutput) string {
-	switch v := o.GetValue().(type) {
-	case *compactorv1.ToolOutput_Text:
-		return v.Text
-	case *compactorv1.ToolOutput_Json:
-		return v.Json
-	case *compactorv1.ToolOutput_ErrorText:
-		return v.ErrorText
-	case *compactorv1.ToolOutput_ErrorJson:
-		return v.ErrorJson
-	case *compactorv1.ToolOutput_Denied:
-		return v.Denied
-	case *compactorv1.ToolOutput_Content:
-		var parts []string
-		for _, p := range v.Content.GetParts() {
-			if t := p.GetText(); t != nil {
-				parts = append(parts, t.GetText())
-			}
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
-}
 
 // CheckInput is one summary to check.
 type CheckInput struct {
