@@ -23,6 +23,7 @@ all: lint test build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o compactord ./cmd/compactord
+	CGO_ENABLED=0 $(GO) build -trimpath -o compactctl ./cmd/compactctl
 
 # Where the real corpus is, as internal/corpus finds it; empty when there is none.
 CORPUS := $(or $(COMPACTORD_CORPUS),$(wildcard $(CURDIR)/../shared/corpus/real))
@@ -116,4 +117,4 @@ $(BIN)/grpcurl:
 	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 
 clean:
-	rm -f compactord
+	rm -f compactord compactctl

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// command is one invocation: its flags, its streams and, once connected, its backend.
+type command struct {
+	name   string // the command: lift, plan, compact or lower
+	input  string // the input file; "" or "-" is standard input
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	conn connFlags
+	from string // the input's format: auto, ir or a provider name
+	to   string // the output's provider, for compact and lower
+	// model is the model the lowered body is for (LowerRequest.model).
+	model   string
+	explain bool // plan: a table instead of JSON
+	full    bool // plan and compact: the whole response as JSON
+
+	policyFile string
+	policy     policyFlags
+	force      bool
+	summarizer string
+	instruct   string
+
+	backend backend
+	close   func()
+}
+
+// policyFlags are the Policy fields most calls set; the rest come from --policy.
+type policyFlags struct {
+	contextWindow, triggerTokens, keepRecentTokens, summaryMaxTokens int64
+	tokenizer                                                        string
+}
+
+func (c *command) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("compactctl", flag.ContinueOnError)
+	c.conn.register(fs)
+	fs.StringVar(&c.from, "from", "auto", "the input's format: auto (an IR document, else the detected provider), ir, "+providerList)
+	fs.StringVar(&c.to, "to", "", "the output's provider ("+providerList+"); lower requires it, compact prints the IR document without it")
+	fs.StringVar(&c.model, "model", "", "the model a lowered body is for (decides model-dependent rules such as OpenAI's developer role)")
+	fs.BoolVar(&c.explain, "explain", false, "plan: print the decision as a table")
+	fs.BoolVar(&c.full, "json", false, "plan and compact: print the whole response as JSON")
+	fs.StringVar(&c.policyFile, "policy", "", "JSON file holding a compactor.v1.Policy; the flags below override its fields")
+	fs.Int64Var(&c.policy.contextWindow, "context-window", 0, "the model's context window in tokens (required unless --trigger-tokens or --policy sets it)")
+	fs.Int64Var(&c.policy.triggerTokens, "trigger-tokens", 0, "act above this many tokens instead of the trigger ratio")
+	fs.Int64Var(&c.policy.keepRecentTokens, "keep-recent-tokens", 0, "token budget of the verbatim tail after a summary (0: the server's default)")
+	fs.Int64Var(&c.policy.summaryMaxTokens, "summary-max-tokens", 0, "tokens reserved for the summary (0: the server's default)")
+	fs.StringVar(&c.policy.tokenizer, "tokenizer", "", "o200k_base (default), cl100k_base or approx")
+	fs.BoolVar(&c.force, "force", false, "compact: summarize even under the trigger")
+	fs.StringVar(&c.summarizer, "summarizer", "", "compact: the summarizer's name (default: the server's default)")
+	fs.StringVar(&c.instruct, "instructions", "", "compact: extra focus for the summary")
+	return fs
+}
+
+// check reports flag combinations that cannot work, before anything is read or dialled.
+func (c *command) check() error {
+	if c.from != "auto" && c.from != "ir" {
+		if _, err := parseProvider(c.from); err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+	}
+	if c.to != "" {
+		if _, err := parseProvider(c.to); err != nil {
+			return fmt.Errorf("--to: %w", err)
+		}
+	}
+	switch {
+	case c.name == "lower" && c.to == "":
+		return errors.New("lower needs --to")
+	case c.name == "lift" && c.from == "ir":
+		return errors.New("lift reads a provider body, not --from ir")
+	case c.explain && c.name != "plan":
+		return errors.New("--explain applies to plan only")
+	case c.explain && c.full:
+		return errors.New("--explain and --json exclude each other")
+	case c.full && c.name != "plan" && c.name != "compact":
+		return errors.New("--json applies to plan and compact only")
+	case c.full && c.to != "":
+		return errors.New("--json prints the response; --to a body: choose one")
+	}
+	return c.conn.check()
+}
+
+// readInput reads the whole input file, or standard input.
+func (c *command) readInput() ([]byte, error) {
+	if c.input == "" || c.input == "-" {
+		b, err := io.ReadAll(c.stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return b, nil
+	}
+	return os.ReadFile(c.input)
+}
+
+// buildPolicy is the --policy file with the policy flags set over it.
+func (c *command) buildPolicy() (*compactorv1.Policy, error) {
+	p := &compactorv1.Policy{}
+	if c.policyFile != "" {
+		b, err := os.ReadFile(c.policyFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if err := protojson.Unmarshal(b, p); err != nil {
+			return nil, usageError{fmt.Errorf("--policy %s: %w", c.policyFile, err)}
+		}
+	}
+	f := c.policy
+	for _, set := range []struct {
+		dst *int64
+		v   int64
+	}{{&p.ContextWindow, f.contextWindow}, {&p.TriggerTokens, f.triggerTokens},
+		{&p.KeepRecentTokens, f.keepRecentTokens}, {&p.SummaryMaxTokens, f.summaryMaxTokens}} {
+		if set.v != 0 {
+			*set.dst = set.v
+		}
+	}
+	if f.tokenizer != "" {
+		p.Tokenizer = f.tokenizer
+	}
+	if p.ContextWindow == 0 && p.TriggerTokens == 0 {
+		return nil, usageError{errors.New(c.name + " needs --context-window, --trigger-tokens or a --policy file that sets one")}
+	}
+	return p, nil
+}
+
+// warn writes one line per warning to standard error.
+func (c *command) warn(what string, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(c.stderr, "compactctl: %s: warning: %s\n", what, w)
+	}
+}
+
+// providerNames are the --from and --to names of the providers.
+var providerNames = map[string]compactorv1.Provider{
+	"anthropic":        compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
+	"openai-chat":      compactorv1.Provider_PROVIDER_OPENAI_CHAT,
+	"openai-responses": compactorv1.Provider_PROVIDER_OPENAI_RESPONSES,
+	"gemini":           compactorv1.Provider_PROVIDER_GEMINI,
+	"bedrock":          compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE,
+}
+
+const providerList = "anthropic, openai-chat, openai-responses, gemini or bedrock"
+
+// providerName is the --to name of p.
+func providerName(p compactorv1.Provider) string {
+	for name, q := range providerNames {
+		if q == p {
+			return name
+		}
+	}
+	return p.String()
+}
+
+func parseProvider(name string) (compactorv1.Provider, error) {
+	if p, ok := providerNames[strings.ToLower(name)]; ok {
+		return p, nil
+	}
+	return 0, fmt.Errorf("unknown provider %q (want %s)", name, providerList)
+}
+
+// defaultTimeout bounds every call unless --timeout says otherwise: a summarizing Compact
+// may wait on an LLM.
+const defaultTimeout = 2 * time.Minute

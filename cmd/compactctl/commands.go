@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// conversation is the input, read into the IR: the messages, the provider they came from and
+// the rest of the body (model, tools, ...) to pass back when lowering.
+type conversation = compactorv1.LiftResponse
+
+// load reads the input as an IR document or, failing that, lifts it as a provider body.
+func (c *command) load(ctx context.Context) (*conversation, error) {
+	body, err := c.readInput()
+	if err != nil {
+		return nil, inputError{err}
+	}
+	if !json.Valid(body) {
+		return nil, inputError{fmt.Errorf("%s: not JSON", c.inputName())}
+	}
+	if c.from == "auto" || c.from == "ir" {
+		doc := &conversation{}
+		err := protojson.Unmarshal(body, doc)
+		if err == nil && len(doc.Messages) > 0 {
+			return doc, nil
+		}
+		if c.from == "ir" {
+			if err == nil {
+				err = fmt.Errorf("no messages")
+			}
+			return nil, inputError{fmt.Errorf("%s: not an IR document: %w", c.inputName(), err)}
+		}
+	}
+	req := &compactorv1.LiftRequest{Body: string(body)}
+	if c.from != "auto" {
+		req.Provider, _ = parseProvider(c.from) // checked by command.check
+	}
+	doc, err := c.backend.Lift(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c.warn("lift", doc.Warnings)
+	return doc, nil
+}
+
+func (c *command) inputName() string {
+	if c.input == "" || c.input == "-" {
+		return "standard input"
+	}
+	return c.input
+}
+
+func lift(ctx context.Context, c *command) error {
+	doc, err := c.load(ctx)
+	if err != nil {
+		return err
+	}
+	return c.printJSON(doc)
+}
+
+func plan(ctx context.Context, c *command) error {
+	doc, err := c.load(ctx)
+	if err != nil {
+		return err
+	}
+	policy, err := c.buildPolicy()
+	if err != nil {
+		return err
+	}
+	p, err := c.backend.Plan(ctx, &compactorv1.PlanRequest{Messages: doc.Messages, Policy: policy})
+	if err != nil {
+		return err
+	}
+	if c.explain {
+		_, err := c.stdout.Write(explain(p))
+		return err
+	}
+	return c.printJSON(p)
+}
+
+func compact(ctx context.Context, c *command) error {
+	doc, err := c.load(ctx)
+	if err != nil {
+		return err
+	}
+	policy, err := c.buildPolicy()
+	if err != nil {
+		return err
+	}
+	r, err := c.backend.Compact(ctx, &compactorv1.CompactRequest{Messages: doc.Messages, Policy: policy,
+		Summarizer: c.summarizer, Instructions: c.instruct, Force: c.force})
+	if err != nil {
+		return err
+	}
+	if c.full {
+		return c.printJSON(r)
+	}
+	if r.Compacted {
+		doc.Messages = r.Messages
+	} else {
+		why := r.Reason
+		if why == "" {
+			why = r.GetPlan().GetReason()
+		}
+		fmt.Fprintf(c.stderr, "compactctl: not compacted, the input is printed unchanged: %s\n", why)
+	}
+	if c.to == "" {
+		doc.Warnings = nil
+		return c.printJSON(doc)
+	}
+	return c.lowerDoc(ctx, doc)
+}
+
+func lower(ctx context.Context, c *command) error {
+	doc, err := c.load(ctx)
+	if err != nil {
+		return err
+	}
+	return c.lowerDoc(ctx, doc)
+}
+
+// lowerDoc prints doc as a body of the --to provider, with the input body's other fields.
+func (c *command) lowerDoc(ctx context.Context, doc *conversation) error {
+	to, _ := parseProvider(c.to) // checked by command.check
+	// The rest of the body (model, tools, sampling) is in the input provider's shape: it is
+	// carried only into a body of the same provider.
+	base := doc.RestBody
+	if base == "{}" {
+		base = ""
+	}
+	if base != "" && doc.Provider != to {
+		c.warn("lower", []string{fmt.Sprintf("the input's other fields (model, tools, ...) are in the %s shape: not carried into %s", providerName(doc.Provider), c.to)})
+		base = ""
+	}
+	r, err := c.backend.Lower(ctx, &compactorv1.LowerRequest{Messages: doc.Messages, Provider: to,
+		Model: c.model, BaseBody: base})
+	if err != nil {
+		return err
+	}
+	c.warn("lower", r.Warnings)
+	var out bytes.Buffer
+	if err := json.Indent(&out, []byte(r.Body), "", "  "); err != nil {
+		return fmt.Errorf("the server's body is not JSON: %w", err)
+	}
+	out.WriteByte('\n')
+	_, err = c.stdout.Write(out.Bytes())
+	return err
+}
+
+// printJSON writes m as indented JSON. protojson varies its whitespace on purpose; the
+// output is re-indented so the same result always prints the same bytes.
+func (c *command) printJSON(m proto.Message) error {
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = c.stdout.Write(out.Bytes())
+	return err
+}

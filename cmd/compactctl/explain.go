@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// region is the messages of a plan with one disposition.
+type region struct {
+	label       string
+	disposition compactorv1.Disposition
+}
+
+// regions are the rows of the explain table, in conversation order of their usual place.
+var regions = []region{
+	{"dropped (covered by an earlier summary)", compactorv1.Disposition_DISPOSITION_DROP},
+	{"summarized", compactorv1.Disposition_DISPOSITION_SUMMARIZE},
+	{"pruned (kept, tool outputs replaced)", compactorv1.Disposition_DISPOSITION_PRUNE},
+	{"kept verbatim", compactorv1.Disposition_DISPOSITION_KEEP},
+}
+
+// explain renders a plan as a short table: what it decided and why, the window's thresholds,
+// then the messages and tokens of each region and the cut.
+func explain(p *compactorv1.PlanResponse) []byte {
+	var b bytes.Buffer
+	action := strings.ToLower(strings.TrimPrefix(p.Action.String(), "ACTION_"))
+	fmt.Fprintf(&b, "action  %s\nwhy     %s\n", action, p.Reason)
+	fmt.Fprintf(&b, "window  usable %s, acts above %s, aims at %s tokens\n\n",
+		thousands(p.UsableTokens), thousands(p.TriggerAtTokens), thousands(p.TargetTokens))
+
+	row := func(label, messages, indexes, tokens string) {
+		fmt.Fprintf(&b, "%-40s %8s  %-9s %9s\n", label, messages, indexes, tokens)
+	}
+	row("region", "messages", "indexes", "tokens")
+	for _, r := range regions {
+		n, first, last, tokens := 0, 0, 0, int64(0)
+		for i, d := range p.Dispositions {
+			if d != r.disposition {
+				continue
+			}
+			if n == 0 {
+				first = i
+			}
+			n, last = n+1, i
+			if i < len(p.MessageTokens) {
+				tokens += p.MessageTokens[i]
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		row(r.label, fmt.Sprint(n), span(first, last), thousands(tokens))
+	}
+	if p.PrunedTokens > 0 {
+		row("removed by pruning", "", "", "-"+thousands(p.PrunedTokens))
+	}
+	row("before", fmt.Sprint(len(p.Dispositions)), "", thousands(p.TokensBefore))
+	row("after (the summary at its budget)", "", "", thousands(p.TokensAfter))
+
+	if p.CutIndex >= 0 && p.PrefixHash != "" {
+		fmt.Fprintf(&b, "\ncut     before message %d (prefix hash %.12s)\n", p.CutIndex, p.PrefixHash)
+	}
+	if p.SummaryIndex >= 0 {
+		fmt.Fprintf(&b, "latest summary at message %d\n", p.SummaryIndex)
+	}
+	return b.Bytes()
+}
+
+func span(first, last int) string {
+	if first == last {
+		return fmt.Sprint(first)
+	}
+	return fmt.Sprintf("%d-%d", first, last)
+}
+
+// thousands formats n with comma separators: 12,345.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,11 @@
+# Plan, then compact an OpenAI Chat body into an Anthropic one, in-process (--local);
+# without --local it calls the server at --addr (default localhost:50051).
+body=internal/corpus/testdata/fixture-swe-units.openai.json
+compactctl --local plan --explain --context-window 2500 --summary-max-tokens 500 "$body"
+compactctl --local compact --context-window 2500 --summary-max-tokens 500 \
+  --to anthropic "$body" > compacted.anthropic.json
+# Lift once, keep the IR, lower it for any provider.
+compactctl --local lift "$body" > conversation.ir.json
+compactctl --local lower --to gemini conversation.ir.json > gemini.json
+# Exit 3: invalid input; 4: cannot fit; 5: transient, retry (see compactctl -h).
+compactctl --local plan --context-window 2500 "$body" || echo "exit $?"
