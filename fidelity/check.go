@@ -77,6 +77,11 @@ type CheckInput struct {
 	// Budget bounds the checked summary in tokens (0: no bound); Count measures text.
 	Budget int
 	Count  func(string) int
+	// KeepsUnheld says the caller keeps every request the checked summary does not hold
+	// whole as the message it was (Compact with keep_user_messages_tokens ≥ 0): the check
+	// then appends a request only whole and in the room the summary leaves, and never cuts
+	// the summary for a request (paths still may).
+	KeepsUnheld bool
 }
 
 // Check checks a summary with the measure's rules: every request of the range (each line of
@@ -84,8 +89,9 @@ type CheckInput struct {
 // or the kept messages. What is missing is appended verbatim under CheckedHeading, requests
 // first, within the budget; when summary and appendix together exceed it, the summary is cut
 // in the middle to make room (the requests matter more), and a summary over the budget is cut
-// the same way. The same input always gives the same
-// output.
+// the same way. With KeepsUnheld, a request that does not fit beside the summary is left to
+// the caller.
+// The same input always gives the same output.
 func Check(in CheckInput) (string, Report) {
 	// A cut summary may have lost lines it retained: check the cut summary again (the
 	// appendix only grows, so this settles in a few passes).
@@ -124,6 +130,7 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		budget = int(^uint(0) >> 2)
 	}
 	room := budget - count(CheckedHeading) - 4
+	summaryCost := count(strings.TrimSpace(in.Summary)) + 2
 	fits := func(s string) bool {
 		if n := count(s) + 1; n <= room {
 			room -= n
@@ -164,6 +171,9 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		switch {
 		case len(missing) == 0:
 			rep.RequestsRetained++
+		case in.KeepsUnheld && count(requestBlock(i, r.Text, false))+1 > room-summaryCost:
+			// The caller keeps it whole beside the summary: not worth cutting the summary.
+			appended[i] = pending{}
 		case fits(requestBlock(i, r.Text, false)):
 			appended[i] = pending{requestBlock(i, r.Text, false), true}
 			rep.RequestsAppended++
@@ -183,6 +193,8 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		case !ok:
 		case p.whole:
 			blocks = append(blocks, p.block)
+		case in.KeepsUnheld:
+			// Kept whole beside the summary (see above).
 		case fits(p.block):
 			blocks = append(blocks, p.block)
 			rep.RequestsAppended++

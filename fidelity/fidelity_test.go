@@ -125,6 +125,30 @@ func TestCheckWithinBudget(t *testing.T) {
 	}
 }
 
+// TestCheckKeepsUnheld: when the caller keeps unheld requests as messages, a task too long
+// to append whole costs the summary nothing: no partial lines appended, no cut; without it
+// the check appends the lines it can and cuts the summary for them.
+func TestCheckKeepsUnheld(t *testing.T) {
+	msgs := lift(t, "sweagent-testrepo-i1.head.openai.json")
+	count := func(s string) int { return (len(s) + 3) / 4 }
+	// Like the extractive summarizer, quote the task cut in the middle.
+	task := fidelity.Requests(msgs[1:])[0].Text
+	summary := "- " + task[:len(task)/3] + "\n… [cut] …\n" + task[len(task)*2/3:] + "\n\nThe agent reproduced the bug and fixed it."
+	in := fidelity.CheckInput{Summary: summary, Range: msgs[1:], Kept: msgs[:1], Budget: count(summary) + count(task)/2, Count: count}
+	_, rep := fidelity.Check(in)
+	if rep.RequestsAppended != 1 || !rep.Trimmed {
+		t.Fatalf("without KeepsUnheld: %+v, want the task's lines appended and the summary cut", rep)
+	}
+	in.KeepsUnheld = true
+	out, rep := fidelity.Check(in)
+	if rep.RequestsAppended != 0 || rep.Trimmed || !strings.Contains(out, strings.TrimSpace(summary)) {
+		t.Errorf("with KeepsUnheld: %+v, want the summary whole and no request lines:\n%s", rep, out)
+	}
+	if len(fidelity.Unkept(out, msgs[1:], msgs[:1])) != 1 {
+		t.Error("the task should be left for the caller to keep")
+	}
+}
+
 // TestUnkept: requests the summary does not hold whole are returned for verbatim keeping.
 func TestUnkept(t *testing.T) {
 	msgs := lift(t, "taubench-airline-t08-r2.head.openai.json")

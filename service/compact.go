@@ -326,7 +326,8 @@ func (c *compaction) summarized(i int) bool {
 // conversation sharing the prefix).
 func (c *compaction) check(summary string, budget int, count func(string) int) (string, fidelity.Report) {
 	rng, kept, _ := c.split()
-	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
+	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count,
+		KeepsUnheld: c.req.GetPolicy().GetKeepUserMessagesTokens() >= 0})
 }
 
 // defaultKeepUserMessagesTokens is Policy.keep_user_messages_tokens when unset.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
@@ -28,13 +30,19 @@ func ApproxTokens(s string) int { return (len(s) + 3) / 4 }
 const (
 	extEarlier   = "Earlier summary"
 	extRequests  = "User requests (verbatim)"
+	extPending   = "Where it stopped"
 	extStatement = "Latest assistant statements"
 	extErrors    = "Errors"
+	extFiles     = "Files (what was done to each)"
 	extCalls     = "Tool calls"
-	extIdents    = "Files and identifiers"
+	extOutputs   = "Tool output excerpts"
+	extIdents    = "Identifiers"
+	// extLegacyIdents is the heading that held files and identifiers together before the
+	// ledger; anchors written then are still read.
+	extLegacyIdents = "Files and identifiers"
 )
 
-var extSections = []string{extEarlier, extRequests, extStatement, extErrors, extCalls, extIdents}
+var extSections = []string{extEarlier, extRequests, extPending, extStatement, extErrors, extFiles, extCalls, extOutputs, extIdents}
 
 // Caps on single items, in bytes, before the token budget is applied.
 const (
@@ -44,7 +52,15 @@ const (
 	extArgBytes       = 100
 	extIdentBytes     = 120
 	extStatements     = 3 // latest assistant statements kept
+	extIntentBytes    = 400
+	extExcerptBytes   = 240
+	extExcerptLines   = 3
+	extExcerptMin     = 8 // shorter outputs ("ok", "Done") say nothing an excerpt should keep
+	extShortBytes     = 60
 )
+
+// extOmit is the priority of an item said elsewhere in the summary: never written.
+const extOmit = 1 << 30
 
 // extItem is one line (or quoted block) of the extractive summary.
 type extItem struct {
@@ -71,10 +87,11 @@ func ExtractiveSummary(in engine.SummaryInput, opt ExtractiveOptions) string {
 	if opt.Count == nil {
 		opt.Count = ApproxTokens
 	}
-	x := extractor{}
+	ins := strings.TrimSpace(in.Instructions)
+	x := extractor{terms: instructionTerms(ins)}
 	x.anchor(in.Anchor)
 	x.messages(engine.Summarizable(in.Messages))
-	ins := strings.TrimSpace(in.Instructions)
+	x.finish()
 	if ins == "" {
 		return x.render(opt)
 	}
@@ -106,6 +123,22 @@ type extractor struct {
 	items  []extItem
 	seq    int
 	idents map[string]int // identifier → index in items
+	files  ledger
+	// terms are the words of the caller's instructions: tool outputs that hold them are
+	// excerpted first.
+	terms []string
+	// openErrors are the error items of each call key not yet followed by a success of the
+	// same call; lastShell is the key of the latest shell command of a text-protocol agent.
+	openErrors     map[string][]int
+	lastShell      string
+	shellActs      []fileAct // the file actions of lastShell, until its observation
+	lastShellLabel string
+	openFile       string // the file an "open" tool opened last
+	// pending state: the latest assistant text, the latest call, the calls without a result.
+	lastIntent  string
+	intentWhole bool // the last intent is the whole latest statement
+	lastCall    int
+	openCalls   map[string]int
 	// prioritization state
 	requests   []int // indexes of request items
 	statements []int
@@ -117,10 +150,15 @@ func (x *extractor) add(section, text string, prio int) int {
 	return len(x.items) - 1
 }
 
-// ident records an identifier; a later mention moves it to the end (more recent).
+// ident records an identifier, or a file in the ledger; a later mention moves it to the end
+// (more recent).
 func (x *extractor) ident(s string) {
 	s = strings.Trim(s, " \t\"'`,;:()[]{}<>")
 	if len(s) < 3 || len(s) > extIdentBytes || strings.ContainsAny(s, "\n\r") {
+		return
+	}
+	if extPathLike(s) {
+		x.file(s, actMention)
 		return
 	}
 	if x.idents == nil {
@@ -145,15 +183,25 @@ func (x *extractor) anchor(a string) {
 		x.add(extEarlier, a, 0)
 		return
 	}
-	for _, name := range extSections {
+	for _, name := range append(extSections, extLegacyIdents) {
 		for _, it := range sections[name] {
 			switch name {
 			case extRequests:
 				x.requests = append(x.requests, x.add(name, it, 0))
 			case extStatement:
 				x.statements = append(x.statements, x.add(name, it, 0))
-			case extIdents:
+			case extIdents, extLegacyIdents:
 				x.ident(strings.TrimPrefix(it, "- "))
+			case extFiles:
+				path, acts, _ := strings.Cut(strings.TrimPrefix(it, "- "), ": ")
+				x.file(path, actMention)
+				if f := x.files.files[path]; f != nil && acts != "" {
+					f.prior = acts
+				}
+			case extPending:
+				// Where an earlier part stopped is superseded by this part's end; kept only
+				// when there is room.
+				x.items[x.add(name, it, 0)].prio = 50
 			default:
 				x.add(name, it, 0)
 			}
@@ -167,7 +215,7 @@ func parseExtractive(a string) map[string][]string {
 	if !strings.HasPrefix(a, "## ") {
 		return nil
 	}
-	known := make(map[string]bool, len(extSections))
+	known := map[string]bool{extLegacyIdents: true}
 	for _, s := range extSections {
 		known[s] = true
 	}
@@ -217,7 +265,11 @@ func extMessageText(m *compactorv1.Message) string {
 }
 
 func (x *extractor) messages(msgs []*compactorv1.Message) {
-	calls := map[string]int{} // tool call id → item index
+	calls := map[string]int{}      // tool call id → item index
+	keys := map[string]string{}    // tool call id → call key
+	labels := map[string]string{}  // tool call id → short label
+	acts := map[string][]fileAct{} // tool call id → its file actions, until its result
+	x.openCalls, x.lastCall = map[string]int{}, -1
 	for _, m := range msgs {
 		switch m.GetKind() {
 		case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
@@ -232,9 +284,7 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 				// A few-shot demonstration of another task: not the user's request.
 			case extIsObservation(text):
 				// A text-protocol agent's tool output posing as a user turn.
-				if line := extErrLine(text); line != "" {
-					x.add(extErrors, "- output: "+engine.Truncate(extOneLine(line), extErrorBytes), 0)
-				}
+				x.observation(text)
 			default:
 				x.requests = append(x.requests, x.add(extRequests, extQuote(engine.Truncate(text, extRequestBytes)), 0))
 				x.scanIdents(text)
@@ -242,21 +292,236 @@ func (x *extractor) messages(msgs []*compactorv1.Message) {
 		case compactorv1.Role_ROLE_ASSISTANT:
 			if text != "" {
 				x.statements = append(x.statements, x.add(extStatement, extQuote(engine.Truncate(text, extStatementBytes)), 0))
+				x.lastIntent = text
 				x.scanIdents(text)
 				for _, cmd := range extShellBlocks(text) {
-					x.add(extCalls, "- shell: "+extOneLine(engine.Truncate(cmd, extArgBytes*2)), 0)
+					x.lastCall = x.add(extCalls, "- shell: "+extOneLine(engine.Truncate(cmd, extArgBytes*2)), 0)
+					x.lastShell = "shell(" + extOneLine(cmd) + ")"
+					x.lastShellLabel = "shell(" + extOneLine(engine.Truncate(cmd, extShortBytes)) + ")"
+					x.settleActs(x.shellActs, false) // an earlier block without an observation
+					x.shellActs = x.fileActions("shell", "", cmd)
 				}
 			}
 		}
 		for _, p := range m.GetParts() {
 			if tc := p.GetToolCall(); tc != nil {
-				calls[tc.GetToolCallId()] = x.add(extCalls, "- "+x.callLine(tc), 0)
+				line, key, short, a := x.callLine(tc)
+				id := tc.GetToolCallId()
+				calls[id], keys[id], labels[id], acts[id] = x.add(extCalls, "- "+line, 0), key, short, a
+				x.lastCall, x.openCalls[id] = calls[id], calls[id]
 			}
 			if tr := p.GetToolResult(); tr != nil {
-				x.result(tr, calls)
+				id := tr.GetToolCallId()
+				x.settleActs(acts[id], x.result(tr, calls, keys, labels[id]))
+				delete(x.openCalls, id)
+				delete(acts, id)
 			}
 		}
 	}
+	// Calls whose outcome the range does not hold.
+	x.settleActs(x.shellActs, false)
+	ids := make([]string, 0, len(acts))
+	for id := range acts {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return calls[ids[i]] < calls[ids[j]] })
+	for _, id := range ids {
+		x.settleActs(acts[id], false)
+	}
+}
+
+// file records an action on a file in the ledger.
+func (x *extractor) file(path, action string) {
+	x.seq++
+	x.files.note(path, action, x.seq)
+}
+
+// observation records a text-protocol agent's tool output: its error, or an excerpt, and
+// whether it settles an earlier error of the same command.
+func (x *extractor) observation(text string) {
+	failed := false
+	if rc, ok := returnCode(text); ok {
+		failed = rc != 0
+	}
+	errItem := -1
+	if line := extErrLine(text); line != "" {
+		errItem = x.add(extErrors, "- output: "+engine.Truncate(extOneLine(line), extErrorBytes), 0)
+	} else if failed {
+		errItem = x.add(extErrors, "- "+engine.Truncate(x.lastShell, extErrorBytes)+": failed", 0)
+	}
+	x.settle(x.lastShell, errItem)
+	x.settleActs(x.shellActs, errItem >= 0)
+	x.shellActs = nil
+	if errItem < 0 {
+		x.excerpt(x.lastShellLabel, text)
+	}
+}
+
+// returnCode reads mini-swe-agent's "<returncode>N</returncode>".
+func returnCode(text string) (int, bool) {
+	rest, ok := strings.CutPrefix(text, "<returncode>")
+	if !ok {
+		return 0, false
+	}
+	n, _, ok := strings.Cut(rest, "</returncode>")
+	if !ok {
+		return 0, false
+	}
+	rc, err := strconv.Atoi(strings.TrimSpace(n))
+	return rc, err == nil
+}
+
+// settle records the outcome of a call with key: an error item (errItem ≥ 0) stays open
+// until a later call with the same key succeeds, which marks it resolved.
+func (x *extractor) settle(key string, errItem int) {
+	if key == "" {
+		return
+	}
+	if x.openErrors == nil {
+		x.openErrors = make(map[string][]int)
+	}
+	if errItem >= 0 {
+		x.openErrors[key] = append(x.openErrors[key], errItem)
+		return
+	}
+	for _, i := range x.openErrors[key] {
+		x.items[i].text += " (resolved: the same call succeeded later)"
+		x.items[i].prio = 6 // a resolved error matters less than an open one
+	}
+	delete(x.openErrors, key)
+}
+
+// instructionTerms are the words of the caller's instructions worth matching in tool
+// outputs: four letters or more, not a common word.
+func instructionTerms(ins string) []string {
+	var terms []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(ins), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '/' || r == '-')
+	}) {
+		w = strings.Trim(w, ".-/")
+		if len(w) < 4 || extStopWords[w] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		terms = append(terms, w)
+	}
+	return terms
+}
+
+var extStopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields("about above after again also been before being below between both cannot could does doing down during each every from further have having here into keep kept more most must only other over same should some such summary summarize than that their them then there these they this those through under until very what when where which while with would your focus make sure please") {
+		m[w] = true
+	}
+	return m
+}()
+
+// excerpt records the first lines of a successful tool output, or with instructions, the
+// lines that hold their terms; outputs that match are kept before everything but the
+// requests.
+func (x *extractor) excerpt(label, body string) {
+	lines, matched := excerptLines(body, x.terms)
+	if len(lines) == 0 || len(strings.TrimSpace(body)) < extExcerptMin {
+		return
+	}
+	text := extOneLine(engine.Truncate(strings.Join(lines, " / "), extExcerptBytes))
+	if label == "" {
+		label = "output"
+	}
+	i := x.add(extOutputs, "- "+engine.Truncate(label, extArgBytes)+": "+text, 0)
+	x.items[i].prio = 7
+	if matched {
+		x.items[i].prio = 2
+	}
+}
+
+// excerptLines returns up to extExcerptLines lines of body, whitespace-normalised: those
+// that contain a term when there are terms and any does, else the first non-empty ones.
+func excerptLines(body string, terms []string) (lines []string, matched bool) {
+	all := strings.Split(body, "\n")
+	if len(terms) > 0 {
+		for _, l := range all {
+			ll := strings.ToLower(l)
+			for _, t := range terms {
+				if strings.Contains(ll, t) {
+					lines = append(lines, extOneLine(l))
+					break
+				}
+			}
+			if len(lines) == extExcerptLines {
+				break
+			}
+		}
+		if len(lines) > 0 {
+			return lines, true
+		}
+	}
+	for _, l := range all {
+		if l = extOneLine(l); l != "" && !strings.HasPrefix(l, "<") {
+			lines = append(lines, l)
+			if len(lines) == extExcerptLines {
+				break
+			}
+		}
+	}
+	return lines, false
+}
+
+// finish turns what was gathered at the end into items: the ledger's files, and where the
+// range stopped (the latest intent, the latest action, calls still waiting for a result).
+func (x *extractor) finish() {
+	files := make([]*ledgerFile, 0, len(x.files.files))
+	for _, f := range x.files.files {
+		files = append(files, f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].seq < files[j].seq })
+	for _, f := range files {
+		i := x.add(extFiles, f.line(), 0)
+		x.items[i].seq = f.seq
+		x.items[i].prio = 6
+		if len(f.acts) > 0 || f.prior != "" {
+			x.items[i].prio = 4 // a file the agent worked on
+		}
+	}
+	if x.lastIntent != "" {
+		p := lastParagraph(x.lastIntent, extIntentBytes)
+		x.intentWhole = p == strings.TrimSpace(x.lastIntent)
+		x.items[x.add(extPending, "- last intent: "+extOneLine(p), 0)].prio = -9
+	}
+	if x.lastCall >= 0 {
+		open := false
+		for _, i := range x.openCalls {
+			open = open || i == x.lastCall
+		}
+		if !open {
+			x.items[x.add(extPending, "- last action: "+strings.TrimPrefix(x.items[x.lastCall].text, "- "), 0)].prio = 3
+		}
+	}
+	idx := make([]int, 0, len(x.openCalls))
+	for _, i := range x.openCalls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		x.items[x.add(extPending, "- waiting for the result of: "+strings.TrimPrefix(x.items[i].text, "- "), 0)].prio = -7
+	}
+}
+
+// lastParagraph is the last paragraph of text outside fenced code blocks (the intent, not
+// the command a text-protocol agent wrote after it), cut to n bytes from its end.
+func lastParagraph(text string, n int) string {
+	text = strings.TrimSpace(withoutFences(text))
+	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
+		text = strings.TrimSpace(text[i:])
+	}
+	if len(text) > n {
+		text = "…" + text[len(text)-n:]
+		for !utf8.ValidString(text) {
+			text = "…" + text[len("…")+1:]
+		}
+	}
+	return text
 }
 
 // extObservationPrefixes start the tool outputs that text-protocol agents (mini-swe-agent,
@@ -315,8 +580,11 @@ var extKeyArgRank = func() map[string]int {
 	return m
 }()
 
-// callLine renders a tool call as name(arg=value, …) with at most three key arguments.
-func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
+// callLine renders a tool call as name(arg=value, …) with at most three key arguments, and
+// returns its key (the tool and its path and command arguments, which identify a retry of
+// the same call), a short label (the tool and its path or command) and what it does to the
+// files it names, to record once its outcome is known.
+func (x *extractor) callLine(tc *compactorv1.ToolCallPart) (line, key, short string, acts []fileAct) {
 	name := tc.GetToolName()
 	if name == "" {
 		name = "tool"
@@ -324,10 +592,10 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
 	in := strings.TrimSpace(tc.GetInputJson())
 	var obj map[string]json.RawMessage
 	if in == "" || in == "{}" {
-		return name + "()"
+		return name + "()", name + "()", name + "()", nil
 	}
 	if err := json.Unmarshal([]byte(in), &obj); err != nil {
-		return name + "(" + extOneLine(engine.Truncate(in, extArgBytes)) + ")"
+		return name + "(" + extOneLine(engine.Truncate(in, extArgBytes)) + ")", name + "(" + in + ")", name + "(…)", nil
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -345,6 +613,12 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
 		return keys[i] < keys[j]
 	})
 	args := make([]string, 0, 3)
+	var path, command, firstArg string
+	defer func() {
+		primary := firstOf(path, command, firstArg)
+		short = name + "(" + extOneLine(engine.Truncate(primary, extShortBytes)) + ")"
+	}()
+	var keyArgs []string
 	for _, k := range keys {
 		var s string
 		if err := json.Unmarshal(obj[k], &s); err != nil {
@@ -352,14 +626,69 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) string {
 		} else if r, ok := extKeyArgRank[k]; (ok && r < 5) || k == "id" || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") {
 			x.ident(s) // paths, file names and ids are identifiers
 		}
+		if r, ok := extKeyArgRank[k]; ok && r <= extKeyArgRank["cmd"] {
+			keyArgs = append(keyArgs, k+"="+s)
+			switch {
+			case r < extKeyArgRank["command"] && path == "":
+				path = s
+			case r >= extKeyArgRank["command"] && command == "":
+				command = s
+			}
+		}
+		if strings.HasPrefix(strings.TrimSpace(s), "*** Begin Patch") {
+			patchActions(s, func(path, action string) { acts = append(acts, fileAct{path, action}) })
+		}
 		if len(args) < 3 {
 			args = append(args, k+"="+extOneLine(engine.Truncate(s, extArgBytes)))
+		}
+		if firstArg == "" {
+			firstArg = s
 		}
 	}
 	if len(keys) > len(args) {
 		args = append(args, "…")
 	}
-	return name + "(" + strings.Join(args, ", ") + ")"
+	acts = append(acts, x.fileActions(name, path, command)...)
+	return name + "(" + strings.Join(args, ", ") + ")", name + "(" + strings.Join(keyArgs, ", ") + ")", "", acts
+}
+
+// fileActions records what a call does to its files: a path argument is acted on as the
+// tool's name and its command say (an editor's "view" reads, "str_replace" edits); a command
+// argument that is a command line is read as a shell command; an edit that names no file
+// edits the file an "open" tool opened last.
+func (x *extractor) fileActions(tool, path, command string) []fileAct {
+	var acts []fileAct
+	add := func(path, action string) { acts = append(acts, fileAct{path, action}) }
+	switch p := strings.Trim(path, " \t\"'"); {
+	case p != "" && extPathLike(p):
+		a := toolAction(tool, command)
+		add(p, a)
+		if a == actRead && strings.Contains(strings.ToLower(tool), "open") {
+			x.openFile = p
+		}
+	case p == "" && x.openFile != "":
+		// SWE-agent's edit and insert act on the file "open" opened last.
+		if a := toolAction(tool, command); a == actEdit || a == actWrite {
+			add(x.openFile, a)
+		}
+	}
+	if command != "" && (path == "" || strings.ContainsAny(command, " \t\n")) {
+		shellActions(command, add)
+	}
+	return acts
+}
+
+// fileAct is an action of a call on a file, recorded once the call's outcome is known.
+type fileAct struct{ path, action string }
+
+// settleActs records acts in the ledger, marked as failed when their call failed.
+func (x *extractor) settleActs(acts []fileAct, failed bool) {
+	for _, a := range acts {
+		if failed && a.action != actMention {
+			a.action += failedSuffix
+		}
+		x.file(a.path, a.action)
+	}
 }
 
 func extOneLine(s string) string {
@@ -393,34 +722,43 @@ func extErrLine(s string) string {
 	return ""
 }
 
-// result marks failed calls and records the errors a tool result reports.
-func (x *extractor) result(tr *compactorv1.ToolResultPart, calls map[string]int) {
-	label, body := engine.ToolOutputText(tr.GetOutput())
+// result marks failed calls, records the errors a tool result reports and whether it
+// settles an earlier error of the same call, and excerpts a successful output. It reports
+// whether the call failed.
+func (x *extractor) result(tr *compactorv1.ToolResultPart, calls map[string]int, keys map[string]string, label string) (failed bool) {
+	kind, body := engine.ToolOutputText(tr.GetOutput())
 	var line string
-	switch label {
+	switch kind {
 	case "error", "denied":
-		line = label + ": " + extOneLine(extFirstLine(body))
+		line = kind + ": " + extOneLine(extFirstLine(body))
 	default:
 		if m := extErrLine(body); m != "" {
 			line = extOneLine(m)
 		}
 	}
-	if i, ok := calls[tr.GetToolCallId()]; ok && label != "result" {
-		x.items[i].text += " → " + label
-	}
-	if line == "" {
-		return
+	id := tr.GetToolCallId()
+	if i, ok := calls[id]; ok && kind != "result" {
+		x.items[i].text += " → " + kind
 	}
 	name := tr.GetToolName()
 	if name == "" {
-		if i, ok := calls[tr.GetToolCallId()]; ok {
+		if i, ok := calls[id]; ok {
 			name, _, _ = strings.Cut(strings.TrimPrefix(x.items[i].text, "- "), "(")
 		}
+	}
+	if line == "" {
+		x.settle(keys[id], -1)
+		if label == "" {
+			label = name
+		}
+		x.excerpt(label, body)
+		return false
 	}
 	if name != "" {
 		line = name + ": " + line
 	}
-	x.add(extErrors, "- "+engine.Truncate(line, extErrorBytes), 0)
+	x.settle(keys[id], x.add(extErrors, "- "+engine.Truncate(line, extErrorBytes), 0))
+	return true
 }
 
 func extFirstLine(s string) string {
@@ -527,6 +865,9 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 	opened := map[string]bool{}
 	for _, i := range order {
 		it := x.items[i]
+		if it.prio >= extOmit {
+			continue
+		}
 		cost := opt.Count(it.text + "\n")
 		if !opened[it.section] {
 			cost += headerCost[it.section]
@@ -586,7 +927,10 @@ func (x *extractor) prioritize() {
 	for k, i := range x.statements {
 		switch {
 		case k == len(x.statements)-1:
-			x.items[i].prio = -9
+			x.items[i].prio = 3 // its last paragraph leads "Where it stopped"
+			if x.intentWhole {
+				x.items[i].prio = extOmit // … and is all of it
+			}
 		case k >= len(x.statements)-extStatements:
 			x.items[i].prio = 3
 		default:
@@ -641,6 +985,39 @@ func (x *extractor) write(chosen []bool) string {
 			b.WriteString(x.items[i].text)
 			b.WriteString("\n")
 		}
+	}
+	return b.String()
+}
+
+// firstOf returns the first of s that is not empty.
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// withoutFences is text without its ``` fenced blocks; text itself when it is all code.
+func withoutFences(text string) string {
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		j := strings.Index(rest[i+3:], "```")
+		if j < 0 {
+			break
+		}
+		rest = rest[i+3+j+3:]
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return text
 	}
 	return b.String()
 }

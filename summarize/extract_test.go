@@ -64,6 +64,15 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		irtest.User("Also add tests for empty input."),
 		irtest.Assistant("Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test."),
 	}
+	outputs := []*compactorv1.Message{
+		irtest.User("Upgrade the service."),
+		irtest.Assistant("", irtest.Call("r1", "bash", `{"command":"cat README"}`)),
+		irtest.Result("r1", "bash", irtest.OutText(strings.Repeat("The service serves HTTP on port 8080.\n", 40))),
+		irtest.Assistant("", irtest.Call("r2", "bash", `{"command":"ls db"}`)),
+		irtest.Result("r2", "bash", irtest.OutText("0001_init.sql\nmigration 0002_users.sql adds users.email NOT NULL\n")),
+		irtest.Assistant("", irtest.Call("r3", "bash", `{"command":"cat CHANGES"}`)),
+		irtest.Result("r3", "bash", irtest.OutText("v2: new logging\n")),
+	}
 	tests := []struct {
 		name     string
 		in       engine.SummaryInput
@@ -76,23 +85,25 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			in:   engine.SummaryInput{Messages: conv},
 			contains: []string{
 				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
-				"## Latest assistant statements\n",
-				"- Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.",
+				"## Where it stopped\n- last intent: Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.\n- last action: read_file(path=src/missing.rs) → error\n",
+				"## Latest assistant statements\n- I'll read the file first.\n\n",
+				"Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.\n- last action", // said once
 				"## Errors\n- bash: error[E0425]: cannot find value `tokens` in this scope\n- read_file: error: ENOENT: no such file src/missing.rs\n",
 				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, …)",
 				"- bash(command=cargo build)",
 				"- read_file(path=src/missing.rs) → error",
-				"## Files and identifiers\n",
-				"- src/parse.py\n", "- src/lib.rs\n", "- tokens\n",
+				"## Files (what was done to each)\n- src/parse.py: read\n- src/missing.rs: read (failed)\n- src/lib.rs\n",
+				"## Tool output excerpts\n- read_file(src/parse.py): def parse(s): / return s\n",
+				"## Identifiers\n- tokens\n",
 			},
-			absent: []string{"You are a coding agent", "def parse", "PINNED"},
+			absent: []string{"You are a coding agent", "PINNED"},
 		},
 		{
 			name:     "tight budget keeps the first and latest requests and the latest statement",
 			in:       engine.SummaryInput{Messages: conv},
 			opt:      ExtractiveOptions{MaxTokens: 90},
 			contains: []string{"Port the parser in `src/parse.py`", "Also add tests for empty input.", "Fixed the `tokens` binding"},
-			absent:   []string{"## Files and identifiers", "## Tool calls"},
+			absent:   []string{"## Files", "## Tool calls", "## Tool output excerpts"},
 		},
 		{
 			name: "extractive anchor is merged section by section",
@@ -125,9 +136,70 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 				"## User requests (verbatim)\n- Fix DateFormat.Y() zero padding.\n\n",
 				"## Errors\n- output: FAIL: Year is not zero-padded\n",
 				"- shell: python repro.py\n- shell: sed -i 's/%d/%04d/' django/utils/dateformat.py\n",
-				"- django/utils/dateformat.py",
+				"## Files (what was done to each)\n- repro.py: ran (failed)\n- django/utils/dateformat.py: edited\n",
+				"## Where it stopped\n- last intent: THOUGHT: fix it.\n",
 			},
 			absent: []string{"<returncode>"},
+		},
+		{
+			name: "ledger: what each tool and command did to each file",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Make the date tests pass."),
+				irtest.Assistant("", irtest.Call("e1", "str_replace_editor", `{"command":"view","path":"/repo/src/dates.py"}`)),
+				irtest.Result("e1", "str_replace_editor", irtest.OutText("def year(): ...")),
+				irtest.Assistant("", irtest.Call("e2", "str_replace_editor", `{"command":"str_replace","path":"/repo/src/dates.py","old_str":"a","new_str":"b"}`)),
+				irtest.Result("e2", "str_replace_editor", irtest.OutText("edited")),
+				irtest.Assistant("", irtest.Call("e3", "str_replace_editor", `{"command":"create","path":"/repo/tests/test_year.py","file_text":"..."}`)),
+				irtest.Result("e3", "str_replace_editor", irtest.OutText("created")),
+				irtest.Assistant("", irtest.Call("w1", "Write", `{"file_path":"/repo/notes.md","content":"x"}`)),
+				irtest.Result("w1", "Write", irtest.OutText("ok")),
+				irtest.Assistant("", irtest.Call("b1", "Bash", `{"command":"cd /repo && python -m pytest tests/test_year.py -q; rm scratch/tmp.txt"}`)),
+				irtest.Result("b1", "Bash", irtest.OutText("1 passed")),
+				irtest.Assistant("", irtest.Call("p1", "apply_patch", `{"input":"*** Begin Patch\n*** Update File: src/cli.go\n@@\n*** Delete File: src/old.go\n*** End Patch"}`)),
+				irtest.Result("p1", "apply_patch", irtest.OutText("Done")),
+				irtest.Assistant("", irtest.Call("e4", "str_replace_editor", `{"command":"str_replace","path":"/repo/src/dates.py","old_str":"zz","new_str":"b"}`)),
+				irtest.Result("e4", "str_replace_editor", irtest.OutError("No replacement was performed: old_str zz did not appear")),
+			}},
+			contains: []string{"## Files (what was done to each)\n" +
+				"- /repo/notes.md: written\n" +
+				"- /repo/tests/test_year.py: created, tested\n" +
+				"- /repo/scratch/tmp.txt: deleted\n" +
+				"- src/cli.go: edited\n" +
+				"- src/old.go: deleted\n" +
+				"- /repo/src/dates.py: read, edited, edited (failed)\n"},
+		},
+		{
+			name: "errors: resolved when the same call later succeeds, open otherwise",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Fix the failing tests."),
+				irtest.Assistant("", irtest.Call("t1", "bash", `{"command":"go test ./parse"}`)),
+				irtest.Result("t1", "bash", irtest.OutText("--- FAIL: TestEmpty (0.00s)\nFAIL")),
+				irtest.Assistant("", irtest.Call("v1", "bash", `{"command":"go vet ./..."}`)),
+				irtest.Result("v1", "bash", irtest.OutText("lex.go:3: unreachable code\nexit status 1\nerror: vet failed")),
+				irtest.Assistant("", irtest.Call("t2", "bash", `{"command":"go test ./parse"}`)),
+				irtest.Result("t2", "bash", irtest.OutText("ok  example/parse 0.01s")),
+				irtest.Assistant("Tests pass now; vet still complains.", irtest.Call("t3", "bash", `{"command":"go vet ./lex"}`)),
+			}},
+			contains: []string{
+				"## Errors\n- bash: --- FAIL: TestEmpty (0.00s) (resolved: the same call succeeded later)\n- bash: error: vet failed\n\n",
+				"## Where it stopped\n- last intent: Tests pass now; vet still complains.\n- waiting for the result of: bash(command=go vet ./lex)\n",
+			},
+			absent: []string{"## Latest assistant statements"},
+		},
+		{
+			name: "instructions: the tool outputs that hold their terms are kept first",
+			in:   engine.SummaryInput{Instructions: "Keep the database migration details.", Messages: outputs},
+			opt:  ExtractiveOptions{MaxTokens: 110},
+			contains: []string{"Instructions for this summary:\n- Keep the database migration details.",
+				"## Tool output excerpts\n- bash(ls db): migration 0002_users.sql adds users.email NOT NULL\n"},
+			absent: []string{"port 8080"},
+		},
+		{
+			name:     "without instructions the newest tool outputs are kept first",
+			in:       engine.SummaryInput{Messages: outputs},
+			opt:      ExtractiveOptions{MaxTokens: 80},
+			contains: []string{"## Tool output excerpts\n- bash(cat CHANGES): v2: new logging\n"},
+			absent:   []string{"migration", "port 8080"},
 		},
 		{
 			name:     "compaction artifacts are skipped",
@@ -253,18 +325,19 @@ func ExampleExtractiveSummary() {
 	// ## User requests (verbatim)
 	// - Make the tests in `parse_test.go` pass.
 	//
-	// ## Latest assistant statements
-	// - TestParse fails on empty input; fixing parse.go next.
+	// ## Where it stopped
+	// - last intent: TestParse fails on empty input; fixing parse.go next.
+	// - last action: bash(command=go test ./...)
 	//
 	// ## Errors
 	// - bash: --- FAIL: TestParse (0.00s)
 	//
-	// ## Tool calls
-	// - bash(command=go test ./...)
-	//
-	// ## Files and identifiers
+	// ## Files (what was done to each)
 	// - parse_test.go
 	// - parse.go
+	//
+	// ## Tool calls
+	// - bash(command=go test ./...)
 	// </summary>
 	//
 	// Continue from where the conversation left off, without asking the user to repeat anything above.

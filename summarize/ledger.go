@@ -1,0 +1,274 @@
+package summarize
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// File actions the ledger records, in the order a line lists them.
+const (
+	actRead    = "read"
+	actSearch  = "searched"
+	actCreate  = "created"
+	actWrite   = "written"
+	actEdit    = "edited"
+	actDelete  = "deleted"
+	actRun     = "ran"
+	actTest    = "tested"
+	actMention = "" // named, nothing done to it
+)
+
+// failedSuffix marks an action whose call failed: "edited (failed)".
+const failedSuffix = " (failed)"
+
+var actOrder = map[string]int{actRead: 1, actSearch: 2, actCreate: 3, actWrite: 4, actEdit: 5, actDelete: 6, actRun: 7, actTest: 8}
+
+// ledger records the files of a conversation and what the agent did to each, taken from its
+// tool calls and shell commands: the next turn needs to know that a file was edited, not
+// just that it was named.
+type ledger struct {
+	files map[string]*ledgerFile
+}
+
+type ledgerFile struct {
+	path  string
+	seq   int            // the last time it was named or acted on
+	acts  map[string]int // action → times
+	prior string         // actions an earlier summary listed, kept verbatim
+}
+
+// note records action (actMention for a bare mention) on path at seq.
+func (l *ledger) note(path, action string, seq int) {
+	if l.files == nil {
+		l.files = make(map[string]*ledgerFile)
+	}
+	f := l.files[path]
+	if f == nil {
+		f = &ledgerFile{path: path, acts: map[string]int{}}
+		l.files[path] = f
+	}
+	f.seq = seq
+	if action != actMention {
+		f.acts[action]++
+	}
+}
+
+// line renders f as "- path: read, edited ×2".
+func (f *ledgerFile) line() string {
+	acts := make([]string, 0, len(f.acts))
+	for a := range f.acts {
+		acts = append(acts, a)
+	}
+	order := func(a string) int {
+		if b, ok := strings.CutSuffix(a, failedSuffix); ok {
+			return 2*actOrder[b] + 1
+		}
+		return 2 * actOrder[a]
+	}
+	sort.Slice(acts, func(i, j int) bool { return order(acts[i]) < order(acts[j]) })
+	words := make([]string, 0, len(acts)+1)
+	if f.prior != "" {
+		words = append(words, f.prior)
+	}
+	for _, a := range acts {
+		if n := f.acts[a]; n > 1 {
+			a = fmt.Sprintf("%s ×%d", a, n)
+		}
+		words = append(words, a)
+	}
+	if len(words) == 0 {
+		return "- " + f.path
+	}
+	return "- " + f.path + ": " + strings.Join(words, ", ")
+}
+
+// toolAction is what a structured tool call does to the file it names, from the tool's name
+// and its "command" argument (SWE-agent's str_replace_editor: view, create, str_replace, …).
+func toolAction(tool, command string) string {
+	switch strings.ToLower(command) {
+	case "view":
+		return actRead
+	case "create":
+		return actCreate
+	case "str_replace", "insert", "undo_edit", "edit":
+		return actEdit
+	}
+	words := nameWords(tool)
+	for _, r := range []struct {
+		words  []string
+		action string
+	}{
+		{[]string{"delete", "remove", "unlink"}, actDelete},
+		{[]string{"edit", "replace", "patch", "insert", "update", "modify"}, actEdit},
+		{[]string{"write", "create", "save"}, actWrite},
+		{[]string{"grep", "search", "glob", "find", "list", "ls"}, actSearch},
+		{[]string{"read", "view", "open", "cat", "show", "get"}, actRead},
+		{[]string{"test"}, actTest},
+	} {
+		for _, w := range r.words {
+			for _, tw := range words {
+				if strings.HasPrefix(tw, w) {
+					return r.action
+				}
+			}
+		}
+	}
+	return actMention
+}
+
+// nameWords splits a tool name into lower-case words: "MultiEdit" → multi, edit;
+// "read_file" → read, file.
+func nameWords(name string) []string {
+	var words []string
+	start := 0
+	for i := 1; i <= len(name); i++ {
+		if i == len(name) || name[i] == '_' || name[i] == '-' || name[i] == '.' ||
+			name[i] >= 'A' && name[i] <= 'Z' && name[i-1] >= 'a' && name[i-1] <= 'z' {
+			if w := strings.Trim(name[start:i], "_-."); w != "" {
+				words = append(words, strings.ToLower(w))
+			}
+			start = i
+		}
+	}
+	return words
+}
+
+// shellActions calls note for every file a shell command line acts on: cat/head read it,
+// sed -i edits it, rm deletes it, "> file" writes it, pytest and go test test it, python runs
+// it. Commands are split at ;, &&, || and |; quoting is honoured only as far as word
+// boundaries go, which is enough for the commands agents write. After "cd /abs/dir",
+// relative paths are noted under that directory.
+func shellActions(cmdline string, note func(path, action string)) {
+	dir := ""
+	at := func(p string) string {
+		if dir == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
+			return p
+		}
+		return path.Join(dir, p)
+	}
+	for _, simple := range splitShell(cmdline) {
+		words := strings.Fields(simple)
+		if len(words) == 0 {
+			continue
+		}
+		if words[0] == "cd" {
+			if len(words) == 2 && strings.HasPrefix(words[1], "/") {
+				dir = path.Clean(strings.Trim(words[1], `"'`))
+			} else {
+				dir = "" // somewhere this cannot follow
+			}
+			continue
+		}
+		// Skip leading assignments, sudo, env, time, cd …: the command is the first other word.
+		for len(words) > 1 && (strings.Contains(words[0], "=") || words[0] == "sudo" || words[0] == "env" || words[0] == "time") {
+			words = words[1:]
+		}
+		action := shellAction(words)
+		skipScript := scriptFirst[words[0][strings.LastIndexByte(words[0], '/')+1:]]
+		for i := 1; i < len(words); i++ {
+			w := strings.Trim(words[i], `"'`)
+			switch {
+			case strings.HasPrefix(w, ">"):
+				// A redirection writes its target: ">f", "> f", ">>f".
+				t := strings.TrimLeft(w, ">&12")
+				if t == "" && i+1 < len(words) {
+					i++
+					t = strings.Trim(words[i], `"'`)
+				}
+				if extPathLike(t) {
+					note(at(t), actWrite)
+				}
+			case strings.HasPrefix(w, "<"):
+				if w == "<" && i+1 < len(words) { // "< f" reads f
+					i++
+					if t := strings.Trim(words[i], `"'`); extPathLike(t) {
+						note(at(t), actRead)
+					}
+				}
+			case strings.HasPrefix(w, "-"):
+				if skipScript && (words[i] == "-e" || words[i] == "-f") {
+					skipScript = false
+					i++ // the script or pattern follows the flag
+				}
+			case skipScript:
+				skipScript = false // sed's script, grep's pattern: not a file
+			case extPathLike(w) && !strings.Contains(w, "..."):
+				note(at(w), action)
+			}
+		}
+	}
+}
+
+// scriptFirst are the commands whose first operand is a script or pattern, not a file.
+var scriptFirst = map[string]bool{"sed": true, "perl": true, "awk": true, "grep": true, "rg": true, "ag": true}
+
+// shellAction is what the command words[0] does to the files among its arguments.
+func shellAction(words []string) string {
+	name := words[0][strings.LastIndexByte(words[0], '/')+1:]
+	has := func(flag string) bool {
+		for _, w := range words[1:] {
+			if w == flag || strings.HasPrefix(w, flag) && strings.HasPrefix(flag, "-i") {
+				return true
+			}
+		}
+		return false
+	}
+	switch name {
+	case "cat", "head", "tail", "less", "more", "nl", "wc", "diff", "file", "stat", "bat":
+		return actRead
+	case "grep", "rg", "ag", "find", "ls", "tree", "fd":
+		return actSearch
+	case "sed", "perl":
+		if has("-i") {
+			return actEdit
+		}
+		return actRead
+	case "patch", "ed", "apply_patch":
+		return actEdit
+	case "git":
+		if len(words) > 1 && (words[1] == "apply" || words[1] == "checkout" || words[1] == "restore") {
+			return actEdit
+		}
+	case "rm", "unlink", "rmdir":
+		return actDelete
+	case "touch", "mkdir", "cp", "mv", "tee":
+		return actWrite
+	case "pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit":
+		return actTest
+	case "go", "cargo", "npm", "yarn", "pnpm", "make", "dotnet", "mvn", "gradle":
+		for _, w := range words[1:] {
+			if w == "test" || w == "check" || w == "vet" {
+				return actTest
+			}
+		}
+		return actRun
+	case "python", "python3", "node", "ruby", "bash", "sh", "deno", "bun":
+		for i, w := range words[1:] {
+			if w == "-m" && i+2 < len(words) && (words[i+2] == "pytest" || words[i+2] == "unittest") {
+				return actTest
+			}
+		}
+		return actRun
+	}
+	return actMention
+}
+
+// splitShell splits a command line into simple commands at newlines, ;, &&, || and |.
+func splitShell(s string) []string {
+	return strings.FieldsFunc(strings.NewReplacer("&&", "\n", "||", "\n", ";", "\n", "|", "\n").Replace(s),
+		func(r rune) bool { return r == '\n' })
+}
+
+// patchActions notes the files of an apply_patch body (Codex): "*** Update File: p",
+// "*** Add File: p", "*** Delete File: p".
+func patchActions(patch string, note func(path, action string)) {
+	for _, line := range strings.Split(patch, "\n") {
+		for prefix, action := range map[string]string{"*** Update File: ": actEdit, "*** Add File: ": actCreate, "*** Delete File: ": actDelete} {
+			if p, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+				note(strings.TrimSpace(p), action)
+			}
+		}
+	}
+}

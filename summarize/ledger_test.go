@@ -1,0 +1,69 @@
+package summarize
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestShellActions(t *testing.T) {
+	tests := []struct {
+		cmd  string
+		want string // "path=action" pairs, in order
+	}{
+		{"cat src/a.py", "src/a.py=read"},
+		{"sed -n 1,20p src/a.py", "src/a.py=read"},
+		{"sed -i 's/a/b/' src/a.py && python -m pytest tests/test_a.py -q", "src/a.py=edited tests/test_a.py=tested"},
+		{"cd /repo && rm -f build/cache.json; touch notes.md", "/repo/build/cache.json=deleted /repo/notes.md=written"},
+		{"cd repo && cat x/y.go", "x/y.go=read"}, // a relative cd cannot be followed
+		{"echo hi > out/log.txt", "out/log.txt=written"},
+		{"cat <<'EOF' > src/new.rs", "src/new.rs=written"},
+		{"grep -rn TODO src/lib.rs | head", "src/lib.rs=searched"},
+		{"go test ./pkg/... -run TestX", ""},
+		{"cargo test --test it tests/it.rs", "tests/it.rs=tested"},
+		{"sudo python3 scripts/migrate.py", "scripts/migrate.py=ran"},
+		{"git checkout -- src/a.py", "src/a.py=edited"},
+		{"ls", ""},
+		{"python3 - < scripts/fix.py", "scripts/fix.py=read"},
+		{"grep -n 'src/x.go' docs/notes.md", "docs/notes.md=searched"},
+		{"sed -e 's/a/b/' -i src/a.py", "src/a.py=edited"},
+	}
+	for _, tt := range tests {
+		var got []string
+		shellActions(tt.cmd, func(path, action string) { got = append(got, path+"="+action) })
+		if g := strings.Join(got, " "); g != tt.want {
+			t.Errorf("shellActions(%q) = %q, want %q", tt.cmd, g, tt.want)
+		}
+	}
+}
+
+func TestToolAction(t *testing.T) {
+	tests := []struct{ tool, command, want string }{
+		{"str_replace_editor", "view", actRead},
+		{"str_replace_editor", "create", actCreate},
+		{"str_replace_editor", "str_replace", actEdit},
+		{"Read", "", actRead},
+		{"Edit", "", actEdit},
+		{"MultiEdit", "", actEdit},
+		{"Write", "", actWrite},
+		{"Glob", "", actSearch},
+		{"delete_file", "", actDelete},
+		{"open", "", actRead},
+		{"get_reservation_details", "", actRead},
+		{"transfer_to_human_agents", "", actMention},
+	}
+	for _, tt := range tests {
+		if got := toolAction(tt.tool, tt.command); got != tt.want {
+			t.Errorf("toolAction(%q, %q) = %q, want %q", tt.tool, tt.command, got, tt.want)
+		}
+	}
+}
+
+func TestLedgerLine(t *testing.T) {
+	var l ledger
+	for i, a := range []string{actEdit, actRead, actEdit, actEdit + failedSuffix, actMention, actTest} {
+		l.note("src/a.go", a, i)
+	}
+	if got, want := l.files["src/a.go"].line(), "- src/a.go: read, edited ×2, edited (failed), tested"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+}
