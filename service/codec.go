@@ -154,6 +154,18 @@ func (c *codec) rejectInvalid(ctx context.Context, req any, _ *grpc.UnaryServerI
 	return h(ctx, req)
 }
 
+// settle runs the rest of the chain, then drops the rejection of a request no later
+// interceptor passed on to rejectInvalid (a refused call), so none stays in rejected.
+func (c *codec) settle(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	if c.pending.Load() != 0 {
+		if _, ok := c.rejected.LoadAndDelete(req); ok { // not there when rejectInvalid took it
+			c.pending.Add(-1)
+		}
+	}
+	return resp, err
+}
+
 // rejectInvalidStream is rejectInvalid for the messages a streaming call receives.
 func (c *codec) rejectInvalidStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	return h(srv, &rejectingStream{ServerStream: ss, c: c})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
@@ -16,12 +17,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
-	"google.golang.org/grpc/metadata"
 )
 
 // TenantMetadataKey is the request metadata key naming the caller's tenant. Summaries are
-// cached per tenant: one tenant can never read, or learn the existence of, another's.
-const TenantMetadataKey = "x-compactor-tenant"
+// cached per tenant: one tenant can never read, or learn the existence of, another's. With
+// authentication on (package auth), the tenant is the authenticated identity's and the key
+// may only repeat it, unless the caller is a gateway.
+const TenantMetadataKey = auth.TenantKey
 
 // Span attributes Compact sets on the server span and on the summarization span, besides
 // cache.AttrHit (compactor.cache.hit).
@@ -58,15 +60,8 @@ const (
 	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
 )
 
-// tenant returns the tenant named in the request metadata, or "" (the anonymous tenant).
-func tenant(ctx context.Context) string {
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(TenantMetadataKey); len(v) > 0 {
-			return v[0]
-		}
-	}
-	return ""
-}
+// tenant returns the tenant the call acts for (see auth.Tenant), or "" (the anonymous tenant).
+func tenant(ctx context.Context) string { return auth.Tenant(ctx) }
 
 // Compact implements CompactorService.Compact: Plan, then prune, then (for
 // ACTION_SUMMARIZE) summarize the latest summary and the active messages before the cut,

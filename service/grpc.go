@@ -38,11 +38,13 @@ type GRPCOptions struct {
 	// a zero series for every registered method; nil records nothing.
 	Metrics *metrics.Metrics
 	// UnaryInterceptors and StreamInterceptors run in order between the metrics and panic
-	// recovery, so they see a panicking call as INTERNAL. They must pass every call on: the
-	// codec's check for strings that are not UTF-8 runs after them, and holds a rejected
-	// request until it does.
+	// recovery, so they see a panicking call as INTERNAL, and before the codec's check for
+	// strings that are not UTF-8 (authentication answers first). They may refuse a call.
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
+	// NoReflection turns server reflection off (with authentication on, reflection needs
+	// credentials like any other service; health never does).
+	NoReflection bool
 	// MaxConnectionAge closes client connections after this long (with a grace period for
 	// their calls), so clients re-resolve and spread load over replicas added since they
 	// connected (headless Service + round_robin on Kubernetes). Zero means forever.
@@ -91,7 +93,9 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		unary = append(unary, o.Metrics.UnaryServerInterceptor())
 		stream = append(stream, o.Metrics.StreamServerInterceptor())
 	}
-	unary = append(append(unary, o.UnaryInterceptors...), cd.rejectInvalid, recovery.UnaryServerInterceptor(recover))
+	// settle forgets the codec's rejection of a request an interceptor refused before
+	// rejectInvalid looked at it.
+	unary = append(append(append(unary, cd.settle), o.UnaryInterceptors...), cd.rejectInvalid, recovery.UnaryServerInterceptor(recover))
 	stream = append(append(stream, o.StreamInterceptors...), cd.rejectInvalidStream, recovery.StreamServerInterceptor(recover))
 	otelOpts := []otelgrpc.Option{otelgrpc.WithPropagators(propagation.TraceContext{})}
 	if o.TracerProvider != nil {
@@ -127,7 +131,9 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(compactorv1.CompactorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
-	reflection.Register(srv)
+	if !o.NoReflection {
+		reflection.Register(srv)
+	}
 	o.Metrics.InitializeServer(srv)
 	return &GRPC{Server: srv, Health: hs}
 }
