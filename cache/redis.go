@@ -95,6 +95,9 @@ func NewRedisClient(rdb redis.UniversalClient, opt RedisOptions) *Redis {
 	}
 }
 
+// Client returns the Redis client, for other users of the same Redis (per-tenant limits).
+func (r *Redis) Client() redis.UniversalClient { return r.rdb }
+
 // Ping checks that Redis answers; a failure wraps ErrUnavailable.
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.rdb.Ping(ctx).Err(); err != nil {

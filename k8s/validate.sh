@@ -76,8 +76,12 @@ schemas="$work/schemas"
 (cd "$repo" && "$GO" run ./k8s/schemagen -spec "$spec" -out "$schemas")
 schema_location="$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json"
 
+# Custom resources (cert-manager's Certificate in prod) have hand-written strict schemas in
+# k8s/crds/<group>/<kind>_<version>.json.
+crd_location="$here/crds/{{ .Group }}/{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json"
+
 kubeconform_check() {
-  "$kubeconform" -strict -summary -schema-location "$schema_location" "$@"
+  "$kubeconform" -strict -summary -schema-location "$schema_location" -schema-location "$crd_location" "$@"
 }
 
 # Every directory under overlays/ is an overlay; the base is rendered too so that it stays
@@ -108,6 +112,7 @@ mutations=(
   's/targetPort:/tagetPort:/'                            # Service port
   's/minReplicas:/minReplica:/'                          # HorizontalPodAutoscaler
   's/^  podSelector:/  podSelectr:/'                     # NetworkPolicy spec
+  's/renewBefore:/renewBfore:/'                          # cert-manager Certificate (prod)
 )
 for m in "${mutations[@]}"; do
   bad="$work/mutated.yaml"

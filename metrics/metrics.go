@@ -17,8 +17,12 @@
 //
 // plus the Go runtime (go_*) and process (process_*) collectors.
 //
+//	compactord_limit_refusals_total{limit, tenant}, compactord_limit_fallback_total{limit},
+//	compactord_shed_total{kind}, compactord_inflight{kind}   (limits.go)
+//
 // Label values are bounded: summarizer names come from the configuration, never from
-// request data, and no label ever carries conversation content or a tenant.
+// request data; a tenant label is a tenant the limits configuration names, else "other";
+// no label ever carries conversation content.
 //
 // A nil *Metrics is valid and records nothing, so callers can run with metrics disabled
 // without nil checks.
@@ -85,6 +89,7 @@ type Metrics struct {
 	checkItems        *prometheus.CounterVec
 	unpaid            prometheus.Counter
 	stores            *stores
+	limits            *limits
 }
 
 // New creates the collectors and registers them with reg; a nil reg means a fresh
@@ -139,6 +144,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		Buckets: tokenBuckets,
 	}, []string{"stage"})
 	m.stores = newStores()
+	m.limits = newLimits()
+	for _, k := range []string{"cpu", "llm"} {
+		m.limits.shed.WithLabelValues(k)
+		m.limits.inflight.WithLabelValues(k)
+	}
 	m.tokensBefore = tokens.WithLabelValues("before")
 	m.tokensAfter = tokens.WithLabelValues("after")
 
@@ -154,6 +164,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 
 	reg.MustRegister(m.grpc, m.cacheLookups, m.summarizerCalls, m.summarizerLatency, tokens, m.prunedTokens, m.checkItems, m.unpaid, m.stores, newHeap())
+	reg.MustRegister(m.limits.collectors()...)
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

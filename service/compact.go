@@ -269,6 +269,13 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 			errUnpaid, inTokens, c.s.maxSummaryRatio, budget, minSummaryTokens)
 	}
 	name := c.s.summarizerName(c.req.GetSummarizer())
+	spent := func(int64) {}
+	if c.s.admit != nil && c.sum.Fingerprint().Model != summarize.ExtractiveModel {
+		var err error
+		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx)); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	res, err := c.sum.Summarize(ctx, summarize.Request{
 		Attributes: []attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
@@ -280,6 +287,7 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 		Count:           count,
 	})
 	c.s.metrics.ObserveSummarizer(ctx, name, time.Since(start), err)
+	spent(res.InputTokens + res.OutputTokens)
 	if err != nil {
 		return nil, fmt.Errorf("compact: %w", err)
 	}

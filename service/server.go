@@ -34,6 +34,17 @@ type Options struct {
 	MaxSummaryRatio float64
 	// Metrics records cache, summarizer and token metrics; nil records nothing.
 	Metrics *metrics.Metrics
+	// Admit admits every summarizer call to a model (not the extractive summarizer's); nil
+	// admits all.
+	Admit SummaryAdmitter
+}
+
+// SummaryAdmitter admits summarizer calls to a model and is told what each spent: the
+// server-wide bound on LLM calls in flight and the tenant's token budget (package limit).
+// A refusal is a status error (UNAVAILABLE or RESOURCE_EXHAUSTED, with RetryInfo) that
+// Compact returns as it is.
+type SummaryAdmitter interface {
+	AdmitSummary(ctx context.Context, tenant string) (done func(tokens int64), err error)
 }
 
 // Server implements compactorv1.CompactorServiceServer. It holds no per-request state and is
@@ -47,13 +58,14 @@ type Server struct {
 	fill            cache.FillOptions
 	maxSummaryRatio float64
 	metrics         *metrics.Metrics
+	admit           SummaryAdmitter
 	flight          singleflight.Group
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
 	s := &Server{limits: o.Limits, counter: o.Counter, summarizers: o.Summarizers, cache: o.Cache,
-		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics}
+		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit}
 	if s.counter == nil {
 		s.counter = engine.NewCounter(0)
 	}

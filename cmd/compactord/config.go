@@ -32,6 +32,12 @@ type config struct {
 	LogLevel        string
 	LogFormat       string
 	Redis           redisConfig
+	// TLS on the gRPC listener, and authentication (see package auth).
+	TLSCert, TLSKey, TLSClientCA string
+	Auth                         string
+	Reflection                   bool
+	// Server-wide bounds on work in flight (package limit); 0 is unbounded.
+	MaxInflight, MaxInflightLLM int
 }
 
 // redisConfig is how to reach a Redis that is not a single node given by --redis-url: a
@@ -86,6 +92,13 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.BoolVar(&c.Redis.TLS, "redis-tls", false, "connect to Sentinel- or Cluster-mode Redis over TLS (with --redis-url, use rediss://)")
 	fs.StringVar(&c.Redis.TLSCA, "redis-tls-ca", "", "PEM file of the CAs that sign the Redis servers' certificates (default: the system roots)")
 	fs.StringVar(&c.Redis.TLSServerName, "redis-tls-server-name", "", "server name to verify in the Redis certificates (default: the dialed host)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate chain of the gRPC listener (with --tls-key; re-read when the files change)")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CAs that sign client certificates: clients must present one (mutual TLS)")
+	fs.StringVar(&c.Auth, "auth", "", "authentication: none, mtls, jwt or api-key (default: the --config file's auth.mode, else none)")
+	fs.BoolVar(&c.Reflection, "reflection", true, "serve gRPC server reflection (with --auth, it needs credentials like any call)")
+	fs.IntVar(&c.MaxInflight, "max-inflight", 64, "CompactorService calls in flight beyond which new ones are refused at once with UNAVAILABLE and RetryInfo (0: unbounded; docs/PERFORMANCE.md measures what bound keeps latency)")
+	fs.IntVar(&c.MaxInflightLLM, "max-inflight-llm", 64, "summarizer calls to a model in flight beyond which new ones are refused with UNAVAILABLE (0: unbounded)")
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: compactord [flags]\n\nEvery flag has an environment twin: --listen ↔ %s.\n\n", envName("listen"))
 		fs.PrintDefaults()
@@ -196,6 +209,12 @@ func (c config) check() error {
 		return err
 	}
 	switch {
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key go together")
+	case c.TLSClientCA != "" && c.TLSCert == "":
+		return errors.New("--tls-client-ca needs --tls-cert and --tls-key")
+	case c.MaxInflight < 0 || c.MaxInflightLLM < 0:
+		return errors.New("--max-inflight and --max-inflight-llm must not be negative")
 	case c.Listen == "":
 		return errors.New("--listen: an address is required")
 	case c.MaxMessageBytes <= 0:

@@ -26,6 +26,7 @@ import (
 	"github.com/compactord/compactord/service"
 	"github.com/compactord/compactord/summarize"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -70,16 +71,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := engine.Preload("o200k_base"); err != nil {
 		return err
 	}
-	summarizers, err := loadSummarizers(cfg, tp)
+	fc, err := readConfigFile(cfg.ConfigFile)
+	if err != nil {
+		return err
+	}
+	summarizers, err := loadSummarizers(cfg, &fc.Config, tp)
 	if err != nil {
 		return err
 	}
 	m.InitializeSummarizers(summarizers.Names()...)
-	store, local, closeStore, err := openCache(cfg, tp, logger)
+	store, local, rdb, closeStore, err := openCache(cfg, tp, logger)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	sec, err := setupSecurity(ctx, cfg, fc, rdb, m, logger)
+	if err != nil {
+		return err
+	}
 	counter := engine.NewCounter(int(cfg.TokenMemoBytes))
 	m.TrackStore("summary-cache", int64(cfg.CacheMaxBytes), func() (int, int64) { return local.Len(), local.Bytes() })
 	m.TrackStore("token-memo", int64(cfg.TokenMemoBytes), counter.MemoStats)
@@ -90,13 +99,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Fill:            cache.FillOptions{LockTTL: cfg.LockTTL},
 		MaxSummaryRatio: cfg.MaxSummaryRatio,
 		Metrics:         m,
+		Admit:           sec.admit,
 	})
 	g := service.NewGRPC(srv, service.GRPCOptions{
-		Logger:           logger,
-		TracerProvider:   tp,
-		Metrics:          m,
-		MaxMessageBytes:  int(cfg.MaxMessageBytes),
-		MaxConnectionAge: cfg.MaxConnAge,
+		Logger:             logger,
+		TracerProvider:     tp,
+		Metrics:            m,
+		MaxMessageBytes:    int(cfg.MaxMessageBytes),
+		MaxConnectionAge:   cfg.MaxConnAge,
+		UnaryInterceptors:  sec.unary,
+		StreamInterceptors: sec.stream,
+		ServerOptions:      sec.serverOptions,
+		NoReflection:       !cfg.Reflection,
 	})
 
 	lis, err := net.Listen("tcp", cfg.Listen)
@@ -112,6 +126,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
+		mux.Handle("GET /healthz", healthz())
+		mux.Handle("GET /readyz", readyz(g.Health))
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := hs.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
@@ -122,7 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Info("metrics", "addr", mlis.Addr().String())
 	}
 	logger.Info("serving", "addr", lis.Addr().String(), "version", version(),
-		"summarizer", summarizers.Default(), "cache", cacheKind(cfg))
+		"summarizer", summarizers.Default(), "cache", cacheKind(cfg), "tls", sec.tls, "auth", sec.mode)
 	go func() { errc <- g.Serve(lis) }()
 
 	select {
@@ -143,17 +159,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // loadSummarizers builds the named summarizers of --config (if any) plus the built-in
 // extractive one, with the default from the file or --summarizer.
-func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, error) {
-	var sc *summarize.Config
-	if cfg.ConfigFile != "" {
-		b, err := os.ReadFile(cfg.ConfigFile)
-		if err != nil {
-			return nil, fmt.Errorf("--config: %w", err)
-		}
-		if sc, err = summarize.ParseConfig(b); err != nil {
-			return nil, fmt.Errorf("--config %s: %w", cfg.ConfigFile, err)
-		}
-	}
+func loadSummarizers(cfg config, sc *summarize.Config, tp trace.TracerProvider) (*summarize.Registry, error) {
 	r, err := summarize.NewRegistry(sc, cfg.Summarizer, summarize.Options{TracerProvider: tp})
 	if err != nil {
 		return nil, fmt.Errorf("summarizers: %w", err)
@@ -162,19 +168,19 @@ func loadSummarizers(cfg config, tp trace.TracerProvider) (*summarize.Registry, 
 }
 
 // openCache returns the Redis cache of --redis-url behind an in-memory one, or the in-memory
-// one alone; and the in-memory one, whose size the metrics report.
-func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, *cache.Memory, func(), error) {
+// one alone; the in-memory one, whose size the metrics report; and the Redis client, or nil.
+func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, *cache.Memory, redis.UniversalClient, func(), error) {
 	local := cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp})
 	topo, isTopo, err := cfg.Redis.topology()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var r *cache.Redis
 	switch {
 	case isTopo:
 		rdb, err := topo.Client()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		cache.LogRedisTo(logger)
 		r = cache.NewRedisClient(rdb, cache.RedisOptions{TTL: cfg.CacheTTL, TracerProvider: tp})
@@ -182,13 +188,13 @@ func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.
 		r, err = cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
 		cache.LogRedisTo(logger)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
+			return nil, nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
 		}
 	default:
-		return local, local, func() {}, nil
+		return local, local, nil, func() {}, nil
 	}
 	// Summaries this replica has seen are served from memory, without a round trip to Redis.
-	return cache.NewTiered(local, r), local, func() { _ = r.Close() }, nil
+	return cache.NewTiered(local, r), local, r.Client(), func() { _ = r.Close() }, nil
 }
 
 func cacheKind(cfg config) string {

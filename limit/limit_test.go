@@ -1,0 +1,280 @@
+package limit
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/auth"
+	"github.com/compactord/compactord/internal/redistest"
+	"github.com/compactord/compactord/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+var compactInfo = &grpc.UnaryServerInfo{FullMethod: servicePrefix + "Compact"}
+var planInfo = &grpc.UnaryServerInfo{FullMethod: servicePrefix + "Plan"}
+
+// tenantCtx is an incoming call of tenant (with no authentication, auth.Tenant reads the
+// header).
+func tenantCtx(tenant string) context.Context {
+	return metadata.NewIncomingContext(context.Background(), metadata.Pairs(auth.TenantKey, tenant))
+}
+
+func ok(context.Context, any) (any, error) { return "ok", nil }
+
+// refusedBy checks err is RESOURCE_EXHAUSTED naming limit in a QuotaFailure, with RetryInfo.
+func refusedBy(t *testing.T, err error, limit string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted {
+		t.Fatalf("got %v, want RESOURCE_EXHAUSTED", err)
+	}
+	var quota, retry bool
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.QuotaFailure:
+			quota = len(d.Violations) == 1 && strings.HasPrefix(d.Violations[0].Description, limit+":")
+		case *errdetails.RetryInfo:
+			retry = d.RetryDelay.AsDuration() > 0
+		}
+	}
+	if !quota || !retry {
+		t.Errorf("%v: QuotaFailure naming %s %v, RetryInfo %v", err, limit, quota, retry)
+	}
+}
+
+// replicas returns two Enforcers sharing one real Redis, as two replicas would.
+func replicas(t *testing.T, cfg Config, m *metrics.Metrics) (a, b *Enforcer, rdb *redis.Client) {
+	t.Helper()
+	redistest.Need(t)
+	node := redistest.Start(t, false)
+	rdb = redis.NewClient(&redis.Options{Addr: node.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	return New(cfg, Options{Redis: rdb, Metrics: m}), New(cfg, Options{Redis: rdb, Metrics: m}), rdb
+}
+
+func TestCallsPerSecondAcrossReplicas(t *testing.T) {
+	cfg := Config{Default: Limits{CallsPerSecond: 1, Burst: 3}, Tenants: map[string]Limits{"big": {CallsPerSecond: 100, Burst: 100}}}
+	reg := prometheus.NewRegistry()
+	a, b, _ := replicas(t, cfg, metrics.New(reg))
+	ia, ib := a.UnaryServerInterceptor(), b.UnaryServerInterceptor()
+	ctx := tenantCtx("acme")
+	for i, in := range []grpc.UnaryServerInterceptor{ia, ib, ia} {
+		if _, err := in(ctx, nil, planInfo, ok); err != nil {
+			t.Fatalf("call %d within the burst: %v", i, err)
+		}
+	}
+	_, err := ib(ctx, nil, planInfo, ok)
+	refusedBy(t, err, CallsPerSecond)
+	// Another tenant has its own budget, and its own limits.
+	for range 10 {
+		if _, err := ia(tenantCtx("big"), nil, planInfo, ok); err != nil {
+			t.Fatalf("tenant big: %v", err)
+		}
+	}
+	// Health and reflection are not CompactorService calls.
+	if _, err := ia(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}, ok); err != nil {
+		t.Errorf("health: %v", err)
+	}
+	// acme is not a configured tenant: its refusals count under "other".
+	if got := counter(t, reg, "compactord_limit_refusals_total", CallsPerSecond, metrics.OtherTenant); got != 1 {
+		t.Errorf("refusals of acme counted as other: %v, want 1", got)
+	}
+}
+
+func TestConcurrentCompactsAcrossReplicas(t *testing.T) {
+	a, b, _ := replicas(t, Config{Default: Limits{ConcurrentCompacts: 1}}, nil)
+	ctx := tenantCtx("acme")
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := a.UnaryServerInterceptor()(ctx, nil, compactInfo, func(context.Context, any) (any, error) {
+			close(holding)
+			<-release
+			return "ok", nil
+		})
+		done <- err
+	}()
+	<-holding
+	_, err := b.UnaryServerInterceptor()(ctx, nil, compactInfo, ok)
+	refusedBy(t, err, ConcurrentCompacts)
+	// Plan is not a Compact; another tenant is not acme.
+	if _, err := b.UnaryServerInterceptor()(ctx, nil, planInfo, ok); err != nil {
+		t.Errorf("Plan while acme's Compact runs: %v", err)
+	}
+	if _, err := b.UnaryServerInterceptor()(tenantCtx("globex"), nil, compactInfo, ok); err != nil {
+		t.Errorf("globex while acme's Compact runs: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.UnaryServerInterceptor()(ctx, nil, compactInfo, ok); err != nil {
+		t.Errorf("after the first Compact finished: %v", err)
+	}
+}
+
+func TestSummarizerTokensAcrossReplicas(t *testing.T) {
+	a, b, _ := replicas(t, Config{Default: Limits{SummarizerTokens: 1000, TokenWindow: time.Hour}}, nil)
+	ctx := tenantCtx("acme")
+	if err := a.AdmitTokens(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	a.ChargeTokens(ctx, "acme", 600)
+	if err := b.AdmitTokens(ctx, "acme"); err != nil {
+		t.Fatalf("600 of 1000 spent: %v", err)
+	}
+	b.ChargeTokens(ctx, "acme", 400)
+	refusedBy(t, a.AdmitTokens(ctx, "acme"), SummarizerTokens)
+	if err := a.AdmitTokens(ctx, "globex"); err != nil {
+		t.Errorf("another tenant: %v", err)
+	}
+}
+
+// TestRedisDownFallsBackToLocal: with Redis gone, each replica enforces the limits alone
+// and says so in compactord_limit_fallback_total.
+func TestRedisDownFallsBackToLocal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	dead := redis.NewClient(&redis.Options{Addr: closedAddr(t), DialTimeout: 20 * time.Millisecond, MaxRetries: -1})
+	defer dead.Close()
+	e := New(Config{Default: Limits{CallsPerSecond: 1, Burst: 2, ConcurrentCompacts: 1, SummarizerTokens: 10}},
+		Options{Redis: dead, Metrics: m})
+	in := e.UnaryServerInterceptor()
+	ctx := tenantCtx("acme")
+	start := time.Now()
+	for range 2 {
+		if _, err := in(ctx, nil, planInfo, ok); err != nil {
+			t.Fatalf("within the burst: %v", err)
+		}
+	}
+	_, err := in(ctx, nil, planInfo, ok)
+	refusedBy(t, err, CallsPerSecond)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("three decisions with Redis down took %v", d)
+	}
+	e.ChargeTokens(ctx, "acme", 10)
+	refusedBy(t, e.AdmitTokens(ctx, "acme"), SummarizerTokens)
+	if got := counter(t, reg, "compactord_limit_fallback_total", CallsPerSecond); got != 3 {
+		t.Errorf("fallback decisions: %v, want 3", got)
+	}
+}
+
+func TestShedder(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := NewShedder(2, 1, metrics.New(reg))
+	in := s.UnaryServerInterceptor()
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	started := make(chan struct{}, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in(context.Background(), nil, planInfo, func(context.Context, any) (any, error) {
+				started <- struct{}{}
+				<-release
+				return nil, nil
+			})
+		}()
+	}
+	<-started
+	<-started
+	t0 := time.Now()
+	_, err := in(context.Background(), nil, planInfo, ok)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), BoundCPU) || time.Since(t0) > 100*time.Millisecond {
+		t.Errorf("third call at a bound of 2: %v after %v, want UNAVAILABLE at once", err, time.Since(t0))
+	}
+	var retry bool
+	for _, d := range status.Convert(err).Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok && r.RetryDelay.AsDuration() > 0 {
+			retry = true
+		}
+	}
+	if !retry {
+		t.Error("no RetryInfo on the refusal")
+	}
+	if _, err := in(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}, ok); err != nil {
+		t.Errorf("health at the bound: %v", err)
+	}
+	close(release)
+	wg.Wait()
+	if _, err := in(context.Background(), nil, planInfo, ok); err != nil {
+		t.Errorf("after the calls finished: %v", err)
+	}
+	if got := counter(t, reg, "compactord_shed_total", "cpu"); got != 1 {
+		t.Errorf("shed cpu: %v, want 1", got)
+	}
+
+	// A Compact waiting on a model gives its cpu slot back and holds an llm slot.
+	held := make(chan struct{})
+	go in(context.Background(), nil, compactInfo, func(ctx context.Context, _ any) (any, error) {
+		done, err := s.AdmitLLM(ctx)
+		if err != nil {
+			t.Error(err)
+			return nil, err
+		}
+		defer done()
+		held <- struct{}{}
+		<-held
+		return nil, nil
+	})
+	<-held
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := in(context.Background(), nil, planInfo, ok); err != nil {
+				t.Errorf("cpu work while a Compact waits on its model: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := s.AdmitLLM(context.Background()); status.Code(err) != codes.Unavailable {
+		t.Errorf("a second LLM call at a bound of 1: %v", err)
+	}
+	held <- struct{}{}
+}
+
+// counter returns the value of the series of name with the given label values in reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, metric := range mf.GetMetric() {
+			vals := make([]string, len(metric.GetLabel()))
+			for i, lp := range metric.GetLabel() {
+				vals[i] = lp.GetValue()
+			}
+			if strings.Join(vals, ",") == strings.Join(labels, ",") {
+				return metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func closedAddr(t *testing.T) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}

@@ -1,0 +1,282 @@
+package limit
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/compactord/compactord/auth"
+	"github.com/compactord/compactord/metrics"
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc"
+)
+
+// DefaultRedisTimeout bounds each Redis decision; past it the replica decides alone.
+const DefaultRedisTimeout = 50 * time.Millisecond
+
+// Options configure an Enforcer.
+type Options struct {
+	// Redis holds the shared counters; nil enforces every limit per replica.
+	Redis redis.UniversalClient
+	// Timeout bounds each Redis decision; zero means DefaultRedisTimeout.
+	Timeout time.Duration
+	// Metrics counts refusals and local fallbacks; nil records nothing.
+	Metrics *metrics.Metrics
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Enforcer enforces the per-tenant limits of a Config. While Redis fails, each replica
+// enforces the limits alone (so a tenant may get up to replicas × its limits); every such
+// decision is counted in compactord_limit_fallback_total.
+type Enforcer struct {
+	cfg     Config
+	rdb     redis.UniversalClient
+	gcra    *redis_rate.Limiter
+	timeout time.Duration
+	metrics *metrics.Metrics
+	now     func() time.Time
+	seq     atomic.Uint64
+	id      string // this process, in lease members
+
+	mu      sync.Mutex
+	rates   map[string]*rate.Limiter
+	running map[string]int
+	tokens  map[string]tokenWindow
+}
+
+type tokenWindow struct{ index, used int64 }
+
+// New returns an Enforcer of cfg.
+func New(cfg Config, o Options) *Enforcer {
+	e := &Enforcer{cfg: cfg, rdb: o.Redis, timeout: o.Timeout, metrics: o.Metrics, now: o.Now,
+		rates: map[string]*rate.Limiter{}, running: map[string]int{}, tokens: map[string]tokenWindow{}}
+	if e.timeout <= 0 {
+		e.timeout = DefaultRedisTimeout
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.rdb != nil {
+		e.gcra = redis_rate.NewLimiter(e.rdb)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	e.id = hex.EncodeToString(b[:])
+	o.Metrics.SetTenantLabels(cfg.TenantNames()...)
+	return e
+}
+
+// key is the Redis key of a tenant's counter; the hash tag keeps a tenant's keys in one
+// Cluster slot, and hashing keeps any tenant name a valid, bounded key.
+func key(tenant, what string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return "compactord:limit:{" + hex.EncodeToString(sum[:8]) + "}:" + what
+}
+
+// UnaryServerInterceptor enforces calls_per_second on every CompactorService call and
+// concurrent_compacts on Compact, for the tenant the call acts for (auth.Tenant).
+func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if !strings.HasPrefix(info.FullMethod, servicePrefix) {
+			return h(ctx, req)
+		}
+		tenant := auth.Tenant(ctx)
+		l := e.cfg.For(tenant)
+		if err := e.allowCall(ctx, tenant, l); err != nil {
+			return nil, err
+		}
+		if info.FullMethod == servicePrefix+"Compact" && l.ConcurrentCompacts > 0 {
+			release, err := e.acquire(ctx, tenant, l)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+		}
+		return h(ctx, req)
+	}
+}
+
+// allowCall applies calls_per_second.
+func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Limits) error {
+	if l.CallsPerSecond <= 0 {
+		return nil
+	}
+	if e.gcra != nil {
+		rctx, cancel := context.WithTimeout(ctx, e.timeout)
+		res, err := e.gcra.Allow(rctx, key(tenant, "calls"), gcraLimit(l))
+		cancel()
+		if err == nil {
+			if res.Allowed > 0 {
+				return nil
+			}
+			return e.refuse(CallsPerSecond, tenant, res.RetryAfter, fmt.Sprintf("%g calls per second (burst %d)", l.CallsPerSecond, l.Burst))
+		}
+		e.metrics.LimitFallback(CallsPerSecond)
+	}
+	e.mu.Lock()
+	lim := e.rates[tenant]
+	if lim == nil || lim.Limit() != rate.Limit(l.CallsPerSecond) || lim.Burst() != l.Burst {
+		lim = rate.NewLimiter(rate.Limit(l.CallsPerSecond), l.Burst)
+		e.rates[tenant] = lim
+	}
+	e.mu.Unlock()
+	r := lim.ReserveN(e.now(), 1)
+	if d := r.DelayFrom(e.now()); d > 0 {
+		r.CancelAt(e.now())
+		return e.refuse(CallsPerSecond, tenant, d, fmt.Sprintf("%g calls per second (burst %d)", l.CallsPerSecond, l.Burst))
+	}
+	return nil
+}
+
+// gcraLimit is l's rate as redis_rate counts it: whole calls per second, or per minute for
+// rates under one per second.
+func gcraLimit(l Limits) redis_rate.Limit {
+	if l.CallsPerSecond >= 1 {
+		return redis_rate.Limit{Rate: int(l.CallsPerSecond), Burst: l.Burst, Period: time.Second}
+	}
+	return redis_rate.Limit{Rate: max(1, int(math.Round(l.CallsPerSecond*60))), Burst: l.Burst, Period: time.Minute}
+}
+
+// leaseTTL bounds a concurrency lease whose replica died before releasing it.
+const leaseTTL = 10 * time.Minute
+
+// acquireScript takes a lease in a sorted set of leases scored by their expiry (ms), after
+// dropping expired ones: 1 when taken, 0 when the tenant is at its limit.
+var acquireScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 1`)
+
+// acquire applies concurrent_compacts: a lease held until release.
+func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (release func(), err error) {
+	desc := fmt.Sprintf("%d Compact calls in flight", l.ConcurrentCompacts)
+	if e.rdb != nil {
+		k := key(tenant, "compacts")
+		member := e.id + "-" + strconv.FormatUint(e.seq.Add(1), 10)
+		ttl := leaseTTL
+		if dl, ok := ctx.Deadline(); ok {
+			ttl = min(ttl, time.Until(dl)+time.Second)
+		}
+		rctx, cancel := context.WithTimeout(ctx, e.timeout)
+		got, err := acquireScript.Run(rctx, e.rdb, []string{k}, l.ConcurrentCompacts, ttl.Milliseconds(), member).Int()
+		cancel()
+		switch {
+		case err == nil && got == 1:
+			return func() {
+				rctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+				defer cancel()
+				e.rdb.ZRem(rctx, k, member) // on failure the lease expires
+			}, nil
+		case err == nil:
+			return nil, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
+		}
+		e.metrics.LimitFallback(ConcurrentCompacts)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[tenant] >= l.ConcurrentCompacts {
+		return nil, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
+	}
+	e.running[tenant]++
+	return sync.OnceFunc(func() {
+		e.mu.Lock()
+		e.running[tenant]--
+		e.mu.Unlock()
+	}), nil
+}
+
+// AdmitTokens applies summarizer_tokens before an LLM summarizer call for tenant: it refuses
+// once the tenant has spent its tokens for the current window.
+func (e *Enforcer) AdmitTokens(ctx context.Context, tenant string) error {
+	l := e.cfg.For(tenant)
+	if l.SummarizerTokens <= 0 {
+		return nil
+	}
+	idx, left := e.window(l)
+	used, err := int64(0), errors.New("no redis")
+	if e.rdb != nil {
+		rctx, cancel := context.WithTimeout(ctx, e.timeout)
+		used, err = e.rdb.Get(rctx, tokensKey(tenant, idx)).Int64()
+		cancel()
+		if errors.Is(err, redis.Nil) {
+			used, err = 0, nil
+		}
+		if err != nil {
+			e.metrics.LimitFallback(SummarizerTokens)
+		}
+	}
+	if err != nil {
+		e.mu.Lock()
+		if w := e.tokens[tenant]; w.index == idx {
+			used = w.used
+		}
+		e.mu.Unlock()
+	}
+	if used >= l.SummarizerTokens {
+		return e.refuse(SummarizerTokens, tenant, left, fmt.Sprintf("%d of %d summarizer tokens spent in this %s window", used, l.SummarizerTokens, l.TokenWindow))
+	}
+	return nil
+}
+
+// ChargeTokens records n summarizer tokens spent for tenant.
+func (e *Enforcer) ChargeTokens(ctx context.Context, tenant string, n int64) {
+	l := e.cfg.For(tenant)
+	if l.SummarizerTokens <= 0 || n <= 0 {
+		return
+	}
+	idx, _ := e.window(l)
+	e.mu.Lock()
+	w := e.tokens[tenant]
+	if w.index != idx {
+		w = tokenWindow{index: idx}
+	}
+	w.used += n
+	e.tokens[tenant] = w
+	e.mu.Unlock()
+	if e.rdb == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
+	defer cancel()
+	k := tokensKey(tenant, idx)
+	_, err := e.rdb.TxPipelined(rctx, func(p redis.Pipeliner) error {
+		p.IncrBy(rctx, k, n)
+		p.PExpire(rctx, k, 2*l.TokenWindow)
+		return nil
+	})
+	if err != nil {
+		e.metrics.LimitFallback(SummarizerTokens)
+	}
+}
+
+// window returns the index of the current token window and the time left in it.
+func (e *Enforcer) window(l Limits) (int64, time.Duration) {
+	now := e.now().UnixNano()
+	w := l.TokenWindow.Nanoseconds()
+	return now / w, time.Duration(w - now%w)
+}
+
+func tokensKey(tenant string, idx int64) string {
+	return key(tenant, "tokens:"+strconv.FormatInt(idx, 10))
+}
+
+func (e *Enforcer) refuse(limit, tenant string, retry time.Duration, desc string) error {
+	e.metrics.LimitRefused(limit, tenant)
+	return refusal(limit, tenant, retry, desc)
+}
