@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +15,11 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 var compactInfo = &grpc.UnaryServerInfo{FullMethod: servicePrefix + "Compact"}
@@ -169,80 +171,71 @@ func TestRedisDownFallsBackToLocal(t *testing.T) {
 	}
 }
 
+// tapped runs a call through the tap as gRPC would: a stream context that ends with the
+// stream. It returns the call's context and its end, or the refusal.
+func tapped(s *Shedder, method string) (context.Context, context.CancelFunc, error) {
+	stream, end := context.WithCancel(context.Background())
+	ctx, err := s.TapHandle()(stream, &tap.Info{FullMethodName: method})
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return ctx, end, nil
+}
+
 func TestShedder(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := NewShedder(2, 1, metrics.New(reg))
-	in := s.UnaryServerInterceptor()
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	started := make(chan struct{}, 2)
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in(context.Background(), nil, planInfo, func(context.Context, any) (any, error) {
-				started <- struct{}{}
-				<-release
-				return nil, nil
-			})
-		}()
+	_, end1, err1 := tapped(s, servicePrefix+"Plan")
+	ctx2, end2, err2 := tapped(s, servicePrefix+"Compact")
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
 	}
-	<-started
-	<-started
-	t0 := time.Now()
-	_, err := in(context.Background(), nil, planInfo, ok)
-	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), BoundCPU) || time.Since(t0) > 100*time.Millisecond {
-		t.Errorf("third call at a bound of 2: %v after %v, want UNAVAILABLE at once", err, time.Since(t0))
+	_, _, err := tapped(s, servicePrefix+"Lower")
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), BoundCPU) {
+		t.Errorf("a third call at a bound of 2: %v, want UNAVAILABLE naming %s", err, BoundCPU)
 	}
-	var retry bool
-	for _, d := range status.Convert(err).Details() {
-		if r, ok := d.(*errdetails.RetryInfo); ok && r.RetryDelay.AsDuration() > 0 {
-			retry = true
-		}
-	}
-	if !retry {
-		t.Error("no RetryInfo on the refusal")
-	}
-	if _, err := in(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}, ok); err != nil {
+	if _, _, err := tapped(s, "/grpc.health.v1.Health/Check"); err != nil {
 		t.Errorf("health at the bound: %v", err)
 	}
-	close(release)
-	wg.Wait()
-	if _, err := in(context.Background(), nil, planInfo, ok); err != nil {
-		t.Errorf("after the calls finished: %v", err)
+	end1() // a stream ends: its slot is free
+	waitFor(t, func() bool { return len(s.cpu) == 1 })
+	_, end3, err := tapped(s, servicePrefix+"Plan")
+	if err != nil {
+		t.Fatalf("after a call ended: %v", err)
 	}
-	if got := counter(t, reg, "compactord_shed_total", "cpu"); got != 1 {
-		t.Errorf("shed cpu: %v, want 1", got)
+	// The Compact waits on a model: it gives its cpu slot back and holds an llm slot.
+	done, err := s.AdmitLLM(ctx2)
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	// A Compact waiting on a model gives its cpu slot back and holds an llm slot.
-	held := make(chan struct{})
-	go in(context.Background(), nil, compactInfo, func(ctx context.Context, _ any) (any, error) {
-		done, err := s.AdmitLLM(ctx)
-		if err != nil {
-			t.Error(err)
-			return nil, err
-		}
-		defer done()
-		held <- struct{}{}
-		<-held
-		return nil, nil
-	})
-	<-held
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := in(context.Background(), nil, planInfo, ok); err != nil {
-				t.Errorf("cpu work while a Compact waits on its model: %v", err)
-			}
-		}()
+	_, end4, err := tapped(s, servicePrefix+"Plan")
+	if err != nil {
+		t.Errorf("cpu work while a Compact waits on its model: %v", err)
 	}
-	wg.Wait()
 	if _, err := s.AdmitLLM(context.Background()); status.Code(err) != codes.Unavailable {
 		t.Errorf("a second LLM call at a bound of 1: %v", err)
 	}
-	held <- struct{}{}
+	done()
+	end2() // ending the stream after the handover frees nothing twice
+	end3()
+	end4()
+	waitFor(t, func() bool { return len(s.cpu) == 0 && len(s.llm) == 0 })
+	if got := counter(t, reg, "compactord_shed_total", "cpu"); got != 1 {
+		t.Errorf("shed cpu: %v, want 1", got)
+	}
+	if got := counter(t, reg, "compactord_shed_total", "llm"); got != 1 {
+		t.Errorf("shed llm: %v, want 1", got)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+	}
 }
 
 // counter returns the value of the series of name with the given label values in reg.
@@ -277,4 +270,66 @@ func closedAddr(t *testing.T) string {
 	addr := lis.Addr().String()
 	lis.Close()
 	return addr
+}
+
+// TestShedderTapOverGRPC: at the bound, new calls are refused before their requests are
+// read, with the details intact across a real connection.
+func TestShedderTapOverGRPC(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := NewShedder(1, 0, metrics.New(reg))
+	release := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	srv := grpc.NewServer(grpc.InTapHandle(s.TapHandle()))
+	srv.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "compactor.v1.CompactorService",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{MethodName: "Plan", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var req emptypb.Empty
+			if err := dec(&req); err != nil {
+				return nil, err
+			}
+			entered <- struct{}{}
+			<-release
+			return &emptypb.Empty{}, nil
+		}}},
+	}, struct{}{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	call := func() error {
+		return conn.Invoke(context.Background(), servicePrefix+"Plan", &emptypb.Empty{}, &emptypb.Empty{})
+	}
+	first := make(chan error)
+	go func() { first <- call() }()
+	<-entered
+	err = call()
+	st := status.Convert(err)
+	var retry bool
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			retry = true
+		}
+	}
+	if st.Code() != codes.Unavailable || !retry {
+		t.Errorf("a call at the bound: %v (details %v), want UNAVAILABLE with RetryInfo", err, st.Details())
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(s.cpu) == 0 }) // the first stream's end frees its slot
+	if err := call(); err != nil {
+		t.Errorf("below the bound again: %v", err)
+	}
+	if got := counter(t, reg, "compactord_shed_total", "cpu"); got != 1 {
+		t.Errorf("shed: %v, want 1", got)
+	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/metrics"
-	"google.golang.org/grpc"
+	"google.golang.org/grpc/tap"
 )
 
 // Bounds named in the OVERLOADED errors and metrics.
@@ -19,7 +19,8 @@ const (
 // Shedder bounds the work in flight on one server: CompactorService calls doing engine work
 // (cpu) and summarizer calls to a model (llm), counted separately so that slow LLM calls do
 // not starve cheap ones. Beyond a bound a new call is refused at once with UNAVAILABLE and
-// RetryInfo, never queued: a queue only turns overload into deadlines.
+// RetryInfo, never queued: a queue only turns overload into deadlines. Install TapHandle
+// with grpc.InTapHandle.
 type Shedder struct {
 	cpu, llm chan struct{} // semaphores; nil is unbounded
 	metrics  *metrics.Metrics
@@ -46,26 +47,30 @@ const (
 
 type cpuSlotKey struct{}
 
-// UnaryServerInterceptor takes a cpu slot for every CompactorService call (health and
-// reflection pass) for as long as it runs, or until AdmitLLM hands it over.
-func (s *Shedder) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if s.cpu == nil || !strings.HasPrefix(info.FullMethod, servicePrefix) {
-			return h(ctx, req)
+// TapHandle takes a cpu slot for every CompactorService call (health and reflection pass)
+// as soon as its headers arrive, and refuses the call when there is none: before its
+// request is read and decoded, which is most of what a refused call would cost, and before
+// it waits anywhere (for its body, for a worker). The slot is held until the call's stream
+// ends, or until AdmitLLM hands it over.
+func (s *Shedder) TapHandle() tap.ServerInHandle {
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		if s.cpu == nil || !strings.HasPrefix(info.FullMethodName, servicePrefix) {
+			return ctx, nil
 		}
 		select {
 		case s.cpu <- struct{}{}:
 		default:
 			s.metrics.Shed("cpu")
-			return nil, overloaded(BoundCPU, cpuRetry)
+			return ctx, overloaded(BoundCPU, cpuRetry)
 		}
 		s.metrics.AddInflight("cpu", 1)
 		release := sync.OnceFunc(func() {
 			<-s.cpu
 			s.metrics.AddInflight("cpu", -1)
 		})
-		defer release()
-		return h(context.WithValue(ctx, cpuSlotKey{}, release), req)
+		// The stream's context ends with the stream, however it ends.
+		context.AfterFunc(ctx, release)
+		return context.WithValue(ctx, cpuSlotKey{}, release), nil
 	}
 }
 

@@ -58,6 +58,12 @@ type flags struct {
 	serverEnv   envList
 	serverArgs  argList
 	soakFill    time.Duration
+	// -shed: the load-shedding measurement instead of the scenarios (shed.go).
+	shed         bool
+	shedMax      string
+	shedDuration time.Duration
+	// shedConversation names the conversation whose Plan -shed sends.
+	shedConversation string
 }
 
 func main() {
@@ -75,7 +81,11 @@ func main() {
 		}
 	}()
 	rearmSignals()
-	ok, err := run(ctx, f)
+	measure := run
+	if f.shed {
+		measure = runShed
+	}
+	ok, err := measure(ctx, f)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
@@ -445,6 +455,10 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run the cache-miss scenarios this long so the bounded stores are full (0: no fill)")
 	fs.BoolVar(&f.floor, "floor", true, "measure every scenario with a target also against loadtest/floorserver (compactord's gRPC stack answering with compactord's response and doing no work), in the same rounds")
 	fs.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
+	fs.BoolVar(&f.shed, "shed", false, "measure load shedding instead of the scenarios: unloaded, saturated and 4× overloaded Plan calls against one replica with --max-inflight (writes results/shedding.md)")
+	fs.StringVar(&f.shedMax, "shed-max-inflight", "1,4,64", "with -shed: the replica's --max-inflight, one measurement per comma-separated bound")
+	fs.DurationVar(&f.shedDuration, "shed-duration", 10*time.Second, "with -shed: the measured duration of each phase")
+	fs.StringVar(&f.shedConversation, "shed-conversation", "fixture-swe-units.openai.json", "with -shed: the conversation whose Plan is sent: a fixture of internal/corpus/testdata, else a file of the real corpus")
 }
 
 // argList is a repeatable flag whose values are kept as given, in order.

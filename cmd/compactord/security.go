@@ -65,7 +65,7 @@ func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.Uni
 		sec.unary, sec.stream = append(sec.unary, u), append(sec.stream, s)
 	}
 	shed := limit.NewShedder(cfg.MaxInflight, cfg.MaxInflightLLM, m)
-	sec.unary = append(sec.unary, shed.UnaryServerInterceptor())
+	sec.serverOptions = append(sec.serverOptions, grpc.InTapHandle(shed.TapHandle()))
 	adm := limit.Admission{Shedder: shed}
 	if fc.Limits.Enabled() {
 		adm.Enforcer = limit.New(fc.Limits, limit.Options{Redis: rdb, Metrics: m})
