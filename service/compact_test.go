@@ -45,6 +45,7 @@ type replicaConfig struct {
 	breaker  summarize.BreakerPolicy
 	fill     cache.FillOptions
 	maxRatio float64
+	admit    service.SummaryAdmitter
 }
 
 // startReplica serves a Server with an "llm" summarizer (OpenAI protocol, pointed at
@@ -67,7 +68,7 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 	if cfg.fill == (cache.FillOptions{}) {
 		cfg.fill = cache.FillOptions{PollInterval: 20 * time.Millisecond}
 	}
-	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio})
+	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio, Admit: cfg.admit})
 	g := service.NewGRPC(srv, service.GRPCOptions{TracerProvider: cfg.tp})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

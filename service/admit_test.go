@@ -1,0 +1,61 @@
+package service_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/internal/irtest"
+	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/limit"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// TestCompactSummarizerTokenBudget: LLM summaries spend the tenant's token budget; once it is
+// spent, a Compact that needs a new LLM summary is refused with RESOURCE_EXHAUSTED naming
+// summarizer_tokens, while cache hits and the extractive summarizer (no tokens) still serve.
+func TestCompactSummarizerTokenBudget(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	enf := limit.New(limit.Config{Default: limit.Limits{SummarizerTokens: 100, TokenWindow: time.Hour}}, limit.Options{})
+	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{}), admit: limit.Admission{Enforcer: enf}})
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "x-compactor-tenant", "acme")
+
+	first := compactReq(irtest.Conversation(20))
+	if _, err := client.Compact(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if llm.Calls() == 0 {
+		t.Fatal("the first Compact made no LLM call")
+	}
+	other := compactReq(irtest.Conversation(22))
+	other.Messages[1] = irtest.User("A different task: " + strings.Repeat("port the parser ", 20))
+	_, err := client.Compact(ctx, other)
+	st := status.Convert(err)
+	var named bool
+	for _, d := range st.Details() {
+		if q, ok := d.(*errdetails.QuotaFailure); ok && strings.HasPrefix(q.Violations[0].Description, limit.SummarizerTokens) {
+			named = true
+		}
+	}
+	if st.Code() != codes.ResourceExhausted || !named {
+		t.Fatalf("a new LLM summary over the budget: %v (%v), want RESOURCE_EXHAUSTED naming %s", err, st.Details(), limit.SummarizerTokens)
+	}
+	if hit, err := client.Compact(ctx, first); err != nil || hit.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT {
+		t.Errorf("a cache hit over the budget: %v, %v", err, hit.GetCacheStatus())
+	}
+	other.Summarizer = "extractive"
+	if _, err := client.Compact(ctx, other); err != nil {
+		t.Errorf("the extractive summarizer over the budget: %v", err)
+	}
+	globex := metadata.AppendToOutgoingContext(t.Context(), "x-compactor-tenant", "globex")
+	other.Summarizer = "llm"
+	before := llm.Calls()
+	if _, err := client.Compact(globex, other); err != nil || llm.Calls() == before {
+		t.Errorf("another tenant's LLM summary: %v (LLM calls %d → %d)", err, before, llm.Calls())
+	}
+}
