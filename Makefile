@@ -17,7 +17,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build test lint generate check-generate breaking tools fuzz bench k8s-validate loadtest fidelity clean
+.PHONY: all build test test-clients lint generate check-generate breaking tools fuzz bench k8s-validate loadtest fidelity clean
 
 all: lint test build
 
@@ -34,6 +34,12 @@ test:
 	@[ -n "$$REDIS_URL" ] || echo "make test: REDIS_URL unset: the Redis tests are SKIPPED (.ci/run starts a redis-server for them)"
 	$(GO) test $(RACE) -count=1 ./...
 	cd loadtest && $(GO) test $(RACE) -count=1 ./...
+	clients/test.sh
+
+# The Python and Node client suites against the real binary; a missing toolchain is skipped
+# loudly (an error with CI=true).
+test-clients:
+	clients/test.sh
 
 lint: $(BIN)/staticcheck $(BIN)/buf
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
@@ -43,13 +49,16 @@ lint: $(BIN)/staticcheck $(BIN)/buf
 	cd loadtest && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	$(BIN)/buf lint
 
+# The Go code (buf, pinned plugins), then the Python and Node clients (clients/generate.sh;
+# versions in clients/VERSIONS and clients/node/package-lock.json).
 generate: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto
 	$(BIN)/buf generate
+	clients/generate.sh
 
 # Fails when the checked-in generated code differs from what `make generate` produces.
 check-generate: generate
-	@git add -N api >/dev/null 2>&1; \
-	  if ! git diff --exit-code --stat -- api; then \
+	@git add -N api clients >/dev/null 2>&1; \
+	  if ! git diff --exit-code --stat -- api clients; then \
 	    echo "generated code is out of date: run 'make generate' and commit"; exit 1; fi
 
 # Compares the API with the last release: the newest v* tag when the clone has one, else

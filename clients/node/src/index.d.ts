@@ -1,0 +1,91 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ChannelOptions } from "@grpc/grpc-js";
+import type {
+  CompactRequestSchema,
+  CompactResponse,
+  LiftResponse,
+  LowerRequestSchema,
+  LowerResponse,
+  PlanRequestSchema,
+  PlanResponse,
+  PolicySchema,
+  Provider,
+} from "../gen/compactor/v1/compactor_pb.js";
+
+export * from "../gen/compactor/v1/compactor_pb.js";
+export * from "../gen/compactor/v1/conversation_pb.js";
+export { create, toJson, fromJson } from "@bufbuild/protobuf";
+
+/** Provider names accepted wherever a provider is expected, as in compactctl's --to. */
+export declare const PROVIDERS: Readonly<Record<ProviderName, Provider>>;
+export type ProviderName = "anthropic" | "openai-chat" | "openai-responses" | "gemini" | "bedrock";
+
+/** The Provider value of a name or of a value; throws TypeError for an unknown name. */
+export declare function provider(p: ProviderName | Provider): Provider;
+
+/** A failed call, with the google.rpc details compactord attaches decoded. */
+export declare class CompactordError extends Error {
+  /** The gRPC status code (see @grpc/grpc-js `status`). */
+  readonly code: number;
+  /** Its name: "INVALID_ARGUMENT", "UNAVAILABLE", … */
+  readonly codeName: string;
+  /** The server's message. */
+  readonly details: string;
+  /** BadRequest: each invalid field, e.g. "messages[3].parts". */
+  readonly fieldViolations: { field: string; description: string }[];
+  /** QuotaFailure: the per-tenant limit that was hit. */
+  readonly quotaViolations: { subject: string; description: string }[];
+  /** RetryInfo: when a retry may succeed; null when retrying will not help. */
+  readonly retryDelayMs: number | null;
+  /** ErrorInfo. */
+  readonly reason: string;
+  readonly metadata: Record<string, string>;
+  /** Whether the server says a retry may succeed. */
+  readonly retryable: boolean;
+}
+
+export interface ClientOptions {
+  /** host:port. */
+  address: string;
+  /** x-compactor-tenant: with authentication, it may only repeat the identity's tenant. */
+  tenant?: string;
+  /** A JWT, sent as `authorization: Bearer <token>`. */
+  token?: string;
+  /** Sent as `x-api-key`. */
+  apiKey?: string;
+  /** true: TLS with the system roots; or PEM buffers (cert and key for mutual TLS). */
+  tls?: true | { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  /** Each call's deadline; default 60 000. */
+  timeoutMs?: number;
+  /** Retry UNAVAILABLE through the gRPC service config; default true. */
+  retries?: boolean;
+  channelOptions?: ChannelOptions;
+}
+
+export interface CallOptions {
+  timeoutMs?: number;
+}
+
+export interface CompactBodyOptions extends CallOptions {
+  /** The output's provider; default the input's. */
+  to?: ProviderName | Provider;
+  policy?: MessageInitShape<typeof PolicySchema>;
+  contextWindow?: number | bigint;
+  force?: boolean;
+  summarizer?: string;
+  instructions?: string;
+  /** The model the lowered body is for. */
+  model?: string;
+}
+
+export interface CompactordClient {
+  plan(req: MessageInitShape<typeof PlanRequestSchema>, opts?: CallOptions): Promise<PlanResponse>;
+  compact(req: MessageInitShape<typeof CompactRequestSchema>, opts?: CallOptions): Promise<CompactResponse>;
+  lower(req: MessageInitShape<typeof LowerRequestSchema>, opts?: CallOptions): Promise<LowerResponse>;
+  lift(body: string | Uint8Array | object, provider?: ProviderName | Provider, opts?: CallOptions): Promise<LiftResponse>;
+  /** Lift, compact and lower in one call; resolves to the JSON body. */
+  compactBody(body: string | Uint8Array | object, opts?: CompactBodyOptions): Promise<string>;
+  close(): void;
+}
+
+export declare function createClient(opts: ClientOptions): CompactordClient;

@@ -1,0 +1,109 @@
+// The client against the real compactord binary: lift, plan, compact (miss, then hit), lower
+// to Anthropic and Gemini, and errors read through the client's own types.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import {
+  Action,
+  CacheStatus,
+  CompactordError,
+  Provider,
+  Role,
+  createClient,
+} from "../src/index.js";
+import { ROOT, fixture, startServer } from "./server.js";
+
+const policy = { contextWindow: 2500n, summaryMaxTokens: 500n };
+let server;
+let client;
+const body = fixture("fixture-swe-units.openai.json");
+
+before(async () => {
+  server = await startServer();
+  client = createClient({ address: server.address, tenant: "node-story" });
+});
+after(async () => {
+  client?.close();
+  await server?.stop();
+});
+
+test("the story: lift, plan, compact (miss then hit), lower", async () => {
+  const lifted = await client.lift(body);
+  assert.equal(lifted.provider, Provider.OPENAI_CHAT);
+  assert.equal(JSON.parse(lifted.restBody).model, "gpt-4o");
+  assert.equal(lifted.messages[0].role, Role.SYSTEM);
+
+  const plan = await client.plan({ messages: lifted.messages, policy });
+  assert.equal(plan.action, Action.SUMMARIZE);
+  assert.ok(plan.cutIndex > 0 && plan.cutIndex < lifted.messages.length);
+
+  const req = { messages: lifted.messages, policy };
+  const miss = await client.compact(req);
+  assert.ok(miss.compacted);
+  assert.equal(miss.cacheStatus, CacheStatus.MISS);
+  assert.ok(miss.summary.requestsTotal >= 1);
+  const hit = await client.compact(req);
+  assert.equal(hit.cacheStatus, CacheStatus.HIT);
+  assert.equal(hit.summary.text, miss.summary.text);
+
+  const anthropic = JSON.parse((await client.lower({ messages: hit.messages, provider: Provider.ANTHROPIC_MESSAGES })).body);
+  assert.match(anthropic.system, /^You are an autonomous software engineer/);
+  assert.match(JSON.stringify(anthropic.messages[0]), /<summary>/);
+  const gemini = JSON.parse((await client.lower({ messages: hit.messages, provider: Provider.GEMINI })).body);
+  assert.equal(gemini.contents[0].role, "user");
+  assert.ok(gemini.systemInstruction);
+});
+
+test("compactBody keeps the rest of the body, or the conversation when nothing is due", async () => {
+  const out = JSON.parse(await client.compactBody(body, { policy }));
+  assert.equal(out.model, "gpt-4o");
+  assert.ok(out.tools.length > 0);
+  assert.ok(out.messages.length < JSON.parse(body).messages.length);
+  const same = JSON.parse(await client.compactBody(body, { contextWindow: 128000 }));
+  assert.equal(same.messages.length, JSON.parse(body).messages.length);
+  const gemini = JSON.parse(await client.compactBody(body, { to: "gemini", policy }));
+  assert.ok(gemini.contents && !gemini.model);
+  await assert.rejects(client.compactBody(body, { to: "claude", policy }), TypeError);
+});
+
+test("INVALID_ARGUMENT names the field in BadRequest", async () => {
+  const lifted = await client.lift(body);
+  const messages = [...lifted.messages, { role: Role.ASSISTANT }]; // a message needs a part
+  await assert.rejects(client.plan({ messages, policy }), (err) => {
+    assert.ok(err instanceof CompactordError);
+    assert.equal(err.codeName, "INVALID_ARGUMENT");
+    assert.deepEqual(err.fieldViolations.map((v) => v.field), [`messages[${lifted.messages.length}].parts`]);
+    assert.equal(err.retryable, false);
+    return true;
+  });
+  await assert.rejects(client.lift('{"prompt": "not a chat body"}'), (err) => {
+    assert.equal(err.codeName, "INVALID_ARGUMENT");
+    assert.deepEqual(err.fieldViolations.map((v) => v.field), ["body"]);
+    return true;
+  });
+});
+
+test("an unreachable server is UNAVAILABLE", async () => {
+  const port = await new Promise((ok) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const p = s.address().port;
+      s.close(() => ok(p));
+    });
+  });
+  const c = createClient({ address: `127.0.0.1:${port}`, timeoutMs: 2000, retries: false });
+  await assert.rejects(c.lift("{}"), (err) => ["UNAVAILABLE", "DEADLINE_EXCEEDED"].includes(err.codeName));
+  c.close();
+});
+
+test("the README example (examples/quickstart.mjs) runs", async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, "clients/node/examples/quickstart.mjs")], {
+    cwd: ROOT,
+    env: { ...process.env, COMPACTORD_ADDR: server.address },
+  });
+  const lines = stdout.trim().split("\n");
+  assert.match(lines[0], /^\{"system":/);
+  assert.match(lines[1], /^INVALID_ARGUMENT policy/);
+});

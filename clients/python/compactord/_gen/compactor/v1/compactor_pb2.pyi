@@ -1,0 +1,252 @@
+from compactord._gen.compactor.v1 import conversation_pb2 as _conversation_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+ACTION_NONE: Action
+ACTION_PRUNE: Action
+ACTION_SUMMARIZE: Action
+ACTION_UNSPECIFIED: Action
+CACHE_STATUS_BYPASS: CacheStatus
+CACHE_STATUS_HIT: CacheStatus
+CACHE_STATUS_MISS: CacheStatus
+CACHE_STATUS_UNAVAILABLE: CacheStatus
+CACHE_STATUS_UNSPECIFIED: CacheStatus
+DESCRIPTOR: _descriptor.FileDescriptor
+DISPOSITION_DROP: Disposition
+DISPOSITION_KEEP: Disposition
+DISPOSITION_PRUNE: Disposition
+DISPOSITION_SUMMARIZE: Disposition
+DISPOSITION_UNSPECIFIED: Disposition
+PROVIDER_ANTHROPIC_MESSAGES: Provider
+PROVIDER_BEDROCK_CONVERSE: Provider
+PROVIDER_GEMINI: Provider
+PROVIDER_OPENAI_CHAT: Provider
+PROVIDER_OPENAI_RESPONSES: Provider
+PROVIDER_UNSPECIFIED: Provider
+
+class CompactRequest(_message.Message):
+    __slots__ = ["emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer"]
+    EMIT_COMPACT_PROMPT_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
+    emit_compact_prompt: bool
+    force: bool
+    instructions: str
+    messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
+    policy: Policy
+    summarizer: str
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ...) -> None: ...
+
+class CompactResponse(_message.Message):
+    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "summary"]
+    CACHE_STATUS_FIELD_NUMBER: _ClassVar[int]
+    COMPACTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    cache_status: CacheStatus
+    compacted: bool
+    messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
+    plan: PlanResponse
+    reason: str
+    summary: Summary
+    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class LiftRequest(_message.Message):
+    __slots__ = ["body", "provider"]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    body: str
+    provider: Provider
+    def __init__(self, body: _Optional[str] = ..., provider: _Optional[_Union[Provider, str]] = ...) -> None: ...
+
+class LiftResponse(_message.Message):
+    __slots__ = ["messages", "provider", "rest_body", "warnings"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    REST_BODY_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
+    provider: Provider
+    rest_body: str
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., rest_body: _Optional[str] = ...) -> None: ...
+
+class LowerRequest(_message.Message):
+    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "session"]
+    BASE_BODY_FIELD_NUMBER: _ClassVar[int]
+    INLINE_DYNAMIC_SYSTEM_FIELD_NUMBER: _ClassVar[int]
+    KEEP_HISTORY_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    base_body: str
+    inline_dynamic_system: bool
+    keep_history: bool
+    messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
+    model: str
+    provider: Provider
+    session: Session
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ...) -> None: ...
+
+class LowerResponse(_message.Message):
+    __slots__ = ["body", "cursor", "warnings"]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    body: str
+    cursor: int
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, body: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., cursor: _Optional[int] = ...) -> None: ...
+
+class PlanRequest(_message.Message):
+    __slots__ = ["messages", "policy"]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
+    policy: Policy
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ...) -> None: ...
+
+class PlanResponse(_message.Message):
+    __slots__ = ["action", "cut_index", "dispositions", "message_tokens", "prefix_hash", "pruned_tokens", "reason", "summary_index", "target_tokens", "tokens_after", "tokens_before", "trigger_at_tokens", "usable_tokens"]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    CUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    DISPOSITIONS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_HASH_FIELD_NUMBER: _ClassVar[int]
+    PRUNED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TARGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_AFTER_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_AT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    USABLE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    action: Action
+    cut_index: int
+    dispositions: _containers.RepeatedScalarFieldContainer[Disposition]
+    message_tokens: _containers.RepeatedScalarFieldContainer[int]
+    prefix_hash: str
+    pruned_tokens: int
+    reason: str
+    summary_index: int
+    target_tokens: int
+    tokens_after: int
+    tokens_before: int
+    trigger_at_tokens: int
+    usable_tokens: int
+    def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ...) -> None: ...
+
+class Policy(_message.Message):
+    __slots__ = ["context_window", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
+    CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    KEEP_RECENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_RECENT_TURNS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_USER_MESSAGES_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PRUNE_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_USAGE_FIELD_NUMBER: _ClassVar[int]
+    RESERVE_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_RATIO_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_RATIO_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    context_window: int
+    keep_recent_tokens: int
+    keep_recent_turns: int
+    keep_user_messages_tokens: int
+    prune: PrunePolicy
+    reported_usage: Usage
+    reserve_output_tokens: int
+    summary_max_tokens: int
+    target_ratio: float
+    tokenizer: str
+    trigger_ratio: float
+    trigger_tokens: int
+    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ...) -> None: ...
+
+class PrunePolicy(_message.Message):
+    __slots__ = ["clear_at_least_tokens", "clear_inputs", "disabled", "exclude_tools", "keep_recent", "min_output_tokens"]
+    CLEAR_AT_LEAST_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_INPUTS_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_RECENT_FIELD_NUMBER: _ClassVar[int]
+    MIN_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    clear_at_least_tokens: int
+    clear_inputs: bool
+    disabled: bool
+    exclude_tools: _containers.RepeatedScalarFieldContainer[str]
+    keep_recent: int
+    min_output_tokens: int
+    def __init__(self, disabled: bool = ..., keep_recent: _Optional[int] = ..., min_output_tokens: _Optional[int] = ..., exclude_tools: _Optional[_Iterable[str]] = ..., clear_inputs: bool = ..., clear_at_least_tokens: _Optional[int] = ...) -> None: ...
+
+class Session(_message.Message):
+    __slots__ = ["active", "cursor"]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    active: bool
+    cursor: int
+    def __init__(self, active: bool = ..., cursor: _Optional[int] = ...) -> None: ...
+
+class Summary(_message.Message):
+    __slots__ = ["check_trimmed", "covered_messages", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
+    CHECK_TRIMMED_FIELD_NUMBER: _ClassVar[int]
+    COVERED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PATHS_APPENDED_FIELD_NUMBER: _ClassVar[int]
+    PATHS_RETAINED_FIELD_NUMBER: _ClassVar[int]
+    PATHS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_APPENDED_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_KEPT_VERBATIM_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_RETAINED_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    check_trimmed: bool
+    covered_messages: int
+    input_tokens: int
+    model: str
+    output_tokens: int
+    paths_appended: int
+    paths_retained: int
+    paths_total: int
+    prompt_version: str
+    requests_appended: int
+    requests_kept_verbatim: int
+    requests_retained: int
+    requests_total: int
+    summarizer: str
+    text: str
+    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ...) -> None: ...
+
+class Usage(_message.Message):
+    __slots__ = ["input_tokens", "message_count"]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    input_tokens: int
+    message_count: int
+    def __init__(self, input_tokens: _Optional[int] = ..., message_count: _Optional[int] = ...) -> None: ...
+
+class Provider(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Action(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Disposition(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class CacheStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -1,0 +1,94 @@
+"""The client against the real compactord binary: lift, plan, compact (miss, then hit),
+lower to Anthropic and Gemini, and errors read through the client's own types."""
+
+import json
+import os
+import subprocess
+import sys
+
+import grpc
+import pytest
+
+from compactord import Client, CompactordError, ir, pb
+
+from conftest import ROOT
+
+POLICY = pb.Policy(context_window=2500, summary_max_tokens=500)
+
+
+def test_story(server, swe_body):
+    with Client(server, tenant="py-story") as c:
+        lifted = c.lift(swe_body)
+        assert lifted.provider == pb.PROVIDER_OPENAI_CHAT
+        assert json.loads(lifted.rest_body)["model"] == "gpt-4o"
+        assert lifted.messages[0].role == ir.ROLE_SYSTEM
+
+        plan = c.plan(pb.PlanRequest(messages=lifted.messages, policy=POLICY))
+        assert plan.action == pb.ACTION_SUMMARIZE
+        assert 0 < plan.cut_index < len(lifted.messages)
+
+        req = pb.CompactRequest(messages=lifted.messages, policy=POLICY)
+        miss = c.compact(req)
+        assert miss.compacted
+        assert miss.cache_status == pb.CACHE_STATUS_MISS
+        assert miss.summary.requests_total >= 1
+        hit = c.compact(req)
+        assert hit.cache_status == pb.CACHE_STATUS_HIT
+        assert hit.summary.text == miss.summary.text
+
+        anthropic = json.loads(c.lower(pb.LowerRequest(messages=hit.messages, provider=pb.PROVIDER_ANTHROPIC_MESSAGES)).body)
+        assert anthropic["system"].startswith("You are an autonomous software engineer")
+        assert "<summary>" in json.dumps(anthropic["messages"][0])
+        gemini = json.loads(c.lower(pb.LowerRequest(messages=hit.messages, provider=pb.PROVIDER_GEMINI)).body)
+        assert gemini["contents"][0]["role"] == "user"
+        assert "systemInstruction" in gemini
+
+
+def test_compact_body_keeps_the_rest_of_the_body(server, swe_body):
+    with Client(server) as c:
+        out = json.loads(c.compact_body(swe_body, policy=POLICY))
+        assert out["model"] == "gpt-4o" and out["tools"]
+        assert len(out["messages"]) < len(json.loads(swe_body)["messages"])
+        # Nothing to do: the conversation comes back as it was.
+        same = json.loads(c.compact_body(swe_body, context_window=128000))
+        assert len(same["messages"]) == len(json.loads(swe_body)["messages"])
+
+
+def test_invalid_argument_names_the_field(server, swe_body):
+    with Client(server) as c:
+        msgs = list(c.lift(swe_body).messages)
+        bad = ir.Message(role=ir.ROLE_ASSISTANT)  # a message needs at least one part
+        with pytest.raises(CompactordError) as e:
+            c.plan(pb.PlanRequest(messages=msgs + [bad], policy=POLICY))
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert e.value.field_violations and e.value.field_violations[0][0] == f"messages[{len(msgs)}].parts"
+        assert not e.value.retryable
+        with pytest.raises(CompactordError) as e:
+            c.lift('{"prompt": "not a chat body"}')
+        assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert [f for f, _ in e.value.field_violations] == ["body"]
+        with pytest.raises(ValueError):
+            c.compact_body(swe_body, to="claude", context_window=2500)
+
+
+def test_unreachable_server_is_unavailable():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with Client(f"127.0.0.1:{port}", timeout=2, retries=False) as c:
+        with pytest.raises(CompactordError) as e:
+            c.lift("{}")
+        assert e.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_quickstart_example_runs(server):
+    """The README's Python example is clients/python/examples/quickstart.py: run it."""
+    env = dict(os.environ, COMPACTORD_ADDR=server, PYTHONPATH=str(ROOT / "clients" / "python"))
+    out = subprocess.run([sys.executable, str(ROOT / "clients" / "python" / "examples" / "quickstart.py")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith('{"system":'), out.stdout
+    assert lines[1].startswith("INVALID_ARGUMENT [('policy"), out.stdout
