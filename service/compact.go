@@ -58,6 +58,7 @@ const (
 	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
 	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
 	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
+	attrFallbackFrom          = attribute.Key("compactor.summary.fallback_from")
 )
 
 // tenant returns the tenant the call acts for (see auth.Tenant), or "" (the anonymous tenant).
@@ -98,6 +99,17 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	entry, cacheStatus, err := c.summary(ctx)
+	fallbackFrom := ""
+	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && errors.Is(err, summarize.ErrUnavailable) && ctx.Err() == nil {
+		// The summarizer is down: its fallback writes the summary, uncached, and says so.
+		fallbackFrom = sum.Fingerprint().Name
+		span.SetAttributes(attrFallbackFrom.String(fallbackFrom))
+		fc := c
+		fc.sum = fb
+		from, anchor := fc.start()
+		entry, err = fc.summarize(ctx, from, anchor)
+		cacheStatus = compactorv1.CacheStatus_CACHE_STATUS_MISS
+	}
 	if errors.Is(err, errUnpaid) {
 		s.metrics.AddUnpaid()
 		span.SetAttributes(attrAction.String("unpaid"))
@@ -145,6 +157,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		PathsAppended:        entry.Check.PathsAppended,
 		CheckTrimmed:         entry.Check.Trimmed,
 		RequestsKeptVerbatim: int32(len(verbatim)),
+		FallbackFrom:         fallbackFrom,
 	}
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return resp, nil
@@ -173,10 +186,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 	keys := scope.KeysOf(c.chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
-	from, anchor := int(c.plan.GetSummaryIndex())+1, ""
-	if si := c.plan.GetSummaryIndex(); si >= 0 {
-		anchor = engine.SummaryText(c.msgs[si])
-	}
+	from, anchor := c.start()
 	idx, found, err := c.s.cache.Longest(ctx, keys)
 	switch {
 	case err == nil && idx == len(keys)-1:
@@ -236,6 +246,15 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 	}
 }
 
+// start is where a summary with no cached prefix starts: after the conversation's latest
+// summary, on top of its text.
+func (c *compaction) start() (from int, anchor string) {
+	if si := c.plan.GetSummaryIndex(); si >= 0 {
+		return int(si) + 1, engine.SummaryText(c.msgs[si])
+	}
+	return 0, ""
+}
+
 type filled struct {
 	entry  *cache.Entry
 	status cache.Status
@@ -268,7 +287,7 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 		return nil, fmt.Errorf("compact: %w: the summarized range has %d tokens; a summary may have at most %.2f × that (%d tokens), less than the %d a summary needs",
 			errUnpaid, inTokens, c.s.maxSummaryRatio, budget, minSummaryTokens)
 	}
-	name := c.s.summarizerName(c.req.GetSummarizer())
+	name := c.sum.Fingerprint().Name
 	spent := func(int64) {}
 	if c.s.admit != nil && c.sum.Fingerprint().Model != summarize.ExtractiveModel {
 		var err error

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,6 +47,7 @@ type replicaConfig struct {
 	fill     cache.FillOptions
 	maxRatio float64
 	admit    service.SummaryAdmitter
+	fallback string // the llm summarizer's fallback
 }
 
 // startReplica serves a Server with an "llm" summarizer (OpenAI protocol, pointed at
@@ -59,6 +61,7 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 	if cfg.llm != nil {
 		sc = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
 			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: "gpt-test", Timeout: 10 * time.Second,
+			Fallback: cfg.fallback,
 		}}}
 	}
 	reg, err := summarize.NewRegistry(sc, "", summarize.Options{TracerProvider: cfg.tp, Retry: cfg.retry, Breaker: cfg.breaker})
@@ -422,6 +425,56 @@ func TestCompactCircuitBreakerOpens(t *testing.T) {
 	}
 	if llm.Calls() != before {
 		t.Errorf("the open breaker let %d calls through", llm.Calls()-before)
+	}
+	// A transient failure invites a retry, and says when: the breaker's cooldown.
+	var retry *errdetails.RetryInfo
+	for _, d := range status.Convert(err).Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			retry = r
+		}
+	}
+	if retry == nil || retry.RetryDelay.AsDuration() < 59*time.Minute {
+		t.Errorf("RetryInfo %v, want the breaker's remaining cooldown (about an hour)", retry)
+	}
+}
+
+// TestCompactFallsBackToExtractive: with fallback: extractive, a summarizer outage writes an
+// extractive summary that says so (response and span), is not cached, and leaves the next
+// call to the LLM once it is back.
+func TestCompactFallsBackToExtractive(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	llm := llmtest.NewOpenAI(t)
+	llm.Script(func(int64) (int, string) { return http.StatusInternalServerError, "" }, 0)
+	client := startReplica(t, replicaConfig{llm: llm, tp: tp, fallback: "extractive", cache: cache.NewMemory(cache.MemoryOptions{}),
+		retry: summarize.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	req := compactReq(irtest.Conversation(20))
+	resp, err := client.Compact(t.Context(), req)
+	if err != nil {
+		t.Fatalf("with a fallback, an LLM outage: %v", err)
+	}
+	checkCompacted(t, req.Messages, resp)
+	if s := resp.GetSummary(); s.GetSummarizer() != "extractive" || s.GetFallbackFrom() != "llm" || s.GetModel() != summarize.ExtractiveModel {
+		t.Errorf("summary by %q (model %q), fallback_from %q; want extractive standing in for llm", s.GetSummarizer(), s.GetModel(), s.GetFallbackFrom())
+	}
+	var saw bool
+	for deadline := time.Now().Add(5 * time.Second); !saw && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, sp := range exp.GetSpans() {
+			for _, kv := range sp.Attributes {
+				saw = saw || (kv.Key == "compactor.summary.fallback_from" && kv.Value.AsString() == "llm")
+			}
+		}
+	}
+	if !saw {
+		t.Error("no span says the summary fell back")
+	}
+	llm.Script(func(int64) (int, string) { return 0, "The user asked for fixes; the agent made them." }, 0)
+	before := llm.Calls()
+	again, err := client.Compact(t.Context(), req)
+	if err != nil || again.GetSummary().GetSummarizer() != "llm" || again.GetSummary().GetFallbackFrom() != "" || llm.Calls() == before {
+		t.Errorf("once the LLM is back: %v, summary by %q (fallback_from %q), %d LLM calls; want a fresh LLM summary, the fallback not cached",
+			err, again.GetSummary().GetSummarizer(), again.GetSummary().GetFallbackFrom(), llm.Calls()-before)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // errorDomain is the ErrorInfo domain of compactord's errors.
@@ -50,7 +51,8 @@ func toStatus(err error) error {
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, summarize.ErrUnavailable), errors.Is(err, summarize.ErrEmptySummary):
 		return withDetails(status.New(codes.Unavailable, err.Error()),
-			&errdetails.ErrorInfo{Reason: "SUMMARIZER_FAILED", Domain: errorDomain})
+			&errdetails.ErrorInfo{Reason: "SUMMARIZER_FAILED", Domain: errorDomain},
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(summarize.RetryDelay(err))})
 	}
 	return status.Error(codes.Internal, err.Error())
 }

@@ -111,3 +111,13 @@ func (b *breaker) isOpen() bool {
 	defer b.mu.Unlock()
 	return b.state == breakerOpen && b.policy.Now().Sub(b.openedAt) < b.policy.Cooldown
 }
+
+// cooldownLeft is how long an open breaker stays open; 0 when it is not open.
+func (b *breaker) cooldownLeft() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != breakerOpen {
+		return 0
+	}
+	return max(0, b.policy.Cooldown-b.policy.Now().Sub(b.openedAt))
+}

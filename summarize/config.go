@@ -69,6 +69,11 @@ type SummarizerConfig struct {
 	// MaxInputTokens bounds the prompt for the model's context window; a longer transcript
 	// is shortened (engine.FitSummaryPrompt, at 3 bytes per token). Default 100000.
 	MaxInputTokens int64 `yaml:"max_input_tokens"`
+	// Fallback names the summarizer (e.g. "extractive") that writes the summary when this
+	// one fails transiently (its retries ran out, its breaker is open). A fallback summary
+	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
+	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
+	Fallback string `yaml:"fallback"`
 }
 
 // ParseConfig parses and validates a --config YAML document. Unknown fields are errors, so
@@ -99,6 +104,15 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("summarizers[%d]: duplicate name %q", i, s.Name))
 		}
 		seen[s.Name] = true
+	}
+	for i, s := range c.Summarizers {
+		switch f := s.Fallback; {
+		case f == "":
+		case f == s.Name:
+			errs = append(errs, fmt.Errorf("summarizers[%d]: %s falls back to itself", i, s.Name))
+		case !seen[f] && f != DefaultName:
+			errs = append(errs, fmt.Errorf("summarizers[%d]: fallback %q is not defined", i, f))
+		}
 	}
 	if d := c.DefaultSummarizer; d != "" && !seen[d] && d != DefaultName {
 		errs = append(errs, fmt.Errorf("default_summarizer: %q is not defined", d))
@@ -247,8 +261,9 @@ func New(cfg SummarizerConfig, opt Options) (Summarizer, error) {
 
 // Registry holds the configured summarizers by name, with a default.
 type Registry struct {
-	byName map[string]Summarizer
-	def    string
+	byName   map[string]Summarizer
+	fallback map[string]string
+	def      string
 }
 
 // NewRegistry builds every summarizer of cfg (nil: none) plus the built-in "extractive"
@@ -261,13 +276,16 @@ func NewRegistry(cfg *Config, defaultName string, opt Options) (*Registry, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Registry{byName: make(map[string]Summarizer)}
+	r := &Registry{byName: make(map[string]Summarizer), fallback: make(map[string]string)}
 	for _, sc := range cfg.Summarizers {
 		s, err := New(sc, opt)
 		if err != nil {
 			return nil, err
 		}
 		r.byName[sc.Name] = s
+		if sc.Fallback != "" {
+			r.fallback[sc.Name] = sc.Fallback
+		}
 	}
 	if _, ok := r.byName[DefaultName]; !ok {
 		r.byName[DefaultName] = NewExtractive(DefaultName, 0, opt)
@@ -297,6 +315,20 @@ func (r *Registry) Get(name string) (Summarizer, error) {
 	}
 	return nil, fmt.Errorf("%w: %w", ErrUnknown, engine.Invalid("summarizer",
 		fmt.Sprintf("unknown summarizer %q (configured: %s)", name, strings.Join(r.Names(), ", "))))
+}
+
+// Fallback returns the summarizer configured to stand in for the one named name when it fails
+// transiently, if any.
+func (r *Registry) Fallback(name string) (Summarizer, bool) {
+	if name == "" {
+		name = r.def
+	}
+	f, ok := r.fallback[name]
+	if !ok {
+		return nil, false
+	}
+	s, ok := r.byName[f]
+	return s, ok
 }
 
 // Default returns the default summarizer's name.

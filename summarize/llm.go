@@ -193,10 +193,11 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 			return res, l.ctxError(err, lastErr)
 		}
 		if !l.breaker.allow() {
+			err := fmt.Errorf("summarizer %s: %w", l.name, ErrCircuitOpen)
 			if lastErr != nil {
-				return res, fmt.Errorf("summarizer %s: %w (last error: %v)", l.name, ErrCircuitOpen, lastErr)
+				err = fmt.Errorf("summarizer %s: %w (last error: %v)", l.name, ErrCircuitOpen, lastErr)
 			}
-			return res, fmt.Errorf("summarizer %s: %w", l.name, ErrCircuitOpen)
+			return res, &retryLater{err, l.breaker.cooldownLeft()}
 		}
 		res.Attempts = attempt
 		actx, cancel := context.WithTimeout(ctx, l.timeout)

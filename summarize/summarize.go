@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,6 +34,30 @@ var (
 	// engine.ErrInvalid (a *engine.ValidationError on field "summarizer").
 	ErrUnknown = errors.New("unknown summarizer")
 )
+
+// DefaultRetryDelay is RetryDelay's answer for a transient failure that names no delay.
+const DefaultRetryDelay = time.Second
+
+// retryLater is a transient failure that knows when a retry may succeed: the time left in
+// an open breaker's cooldown, or the provider's Retry-After.
+type retryLater struct {
+	err   error
+	delay time.Duration
+}
+
+func (e *retryLater) Error() string             { return e.err.Error() }
+func (e *retryLater) Unwrap() error             { return e.err }
+func (e *retryLater) RetryDelay() time.Duration { return e.delay }
+
+// RetryDelay is how long a caller should wait before retrying after err: the delay the
+// failure names (breaker cooldown, Retry-After), else DefaultRetryDelay.
+func RetryDelay(err error) time.Duration {
+	var r *retryLater
+	if errors.As(err, &r) && r.delay > 0 {
+		return r.delay
+	}
+	return DefaultRetryDelay
+}
 
 // Errors from the caller's context are returned wrapping ctx.Err(), so
 // errors.Is(err, context.DeadlineExceeded) detects a deadline that ran out (including "the

@@ -998,8 +998,12 @@ type Summary struct {
 	// Requests that did not fit the summary and were kept as verbatim user messages after it
 	// (see Policy.keep_user_messages_tokens).
 	RequestsKeptVerbatim int32 `protobuf:"varint,15,opt,name=requests_kept_verbatim,json=requestsKeptVerbatim,proto3" json:"requests_kept_verbatim,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Set when the requested summarizer failed transiently and its configured fallback (see
+	// the summarizer's `fallback`) wrote this summary instead: the name of the one that
+	// failed. A fallback summary is not cached, so the next call tries that summarizer again.
+	FallbackFrom  string `protobuf:"bytes,16,opt,name=fallback_from,json=fallbackFrom,proto3" json:"fallback_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Summary) Reset() {
@@ -1135,6 +1139,13 @@ func (x *Summary) GetRequestsKeptVerbatim() int32 {
 		return x.RequestsKeptVerbatim
 	}
 	return 0
+}
+
+func (x *Summary) GetFallbackFrom() string {
+	if x != nil {
+		return x.FallbackFrom
+	}
+	return ""
 }
 
 // Session describes a session-stateful back end that already holds the earlier turns.
@@ -1555,7 +1566,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x04plan\x18\x03 \x01(\v2\x1a.compactor.v1.PlanResponseR\x04plan\x12/\n" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
 	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
-	"\x06reason\x18\x14 \x01(\tR\x06reason\"\xb8\x04\n" +
+	"\x06reason\x18\x14 \x01(\tR\x06reason\"\xdd\x04\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -1575,7 +1586,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0epaths_retained\x18\f \x01(\x05R\rpathsRetained\x12%\n" +
 	"\x0epaths_appended\x18\r \x01(\x05R\rpathsAppended\x12#\n" +
 	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\x124\n" +
-	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\"9\n" +
+	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\x12#\n" +
+	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xb0\x02\n" +

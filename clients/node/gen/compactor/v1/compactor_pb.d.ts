@@ -401,6 +401,11 @@ export declare type Summary = Message<"compactor.v1.Summary"> & {
    * @generated from field: int32 requests_kept_verbatim = 15;
    */
   requestsKeptVerbatim: number;
+
+  /**
+   * @generated from field: string fallback_from = 16;
+   */
+  fallbackFrom: string;
 };
 
 /**

@@ -198,9 +198,10 @@ class Session(_message.Message):
     def __init__(self, active: bool = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class Summary(_message.Message):
-    __slots__ = ["check_trimmed", "covered_messages", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
+    __slots__ = ["check_trimmed", "covered_messages", "fallback_from", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
     CHECK_TRIMMED_FIELD_NUMBER: _ClassVar[int]
     COVERED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_FROM_FIELD_NUMBER: _ClassVar[int]
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -216,6 +217,7 @@ class Summary(_message.Message):
     TEXT_FIELD_NUMBER: _ClassVar[int]
     check_trimmed: bool
     covered_messages: int
+    fallback_from: str
     input_tokens: int
     model: str
     output_tokens: int
@@ -229,7 +231,7 @@ class Summary(_message.Message):
     requests_total: int
     summarizer: str
     text: str
-    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ...) -> None: ...
+    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ..., fallback_from: _Optional[str] = ...) -> None: ...
 
 class Usage(_message.Message):
     __slots__ = ["input_tokens", "message_count"]
