@@ -27,6 +27,7 @@ summarizers:
     api_key_env: OPENAI_API_KEY   # read from the environment, never from the file
     timeout: 30s
     max_output_tokens: 2048
+    fallback: extractive          # writes the summary (uncached) while this one is down
 `
 
 func TestParseConfig(t *testing.T) {
@@ -42,7 +43,7 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := SummarizerConfig{Name: "mini", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "gpt-4o-mini",
-		APIKeyEnv: "OPENAI_API_KEY", Timeout: 30 * time.Second, MaxOutputTokens: 2048}
+		APIKeyEnv: "OPENAI_API_KEY", Timeout: 30 * time.Second, MaxOutputTokens: 2048, Fallback: "extractive"}
 	if c.DefaultSummarizer != "mini" || len(c.Summarizers) != 1 || c.Summarizers[0] != want {
 		t.Errorf("ParseConfig = %+v", c)
 	}
@@ -208,4 +209,29 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("ParseConfig accepted a config that does not validate: %v", err)
 		}
 	})
+}
+
+func TestFallbackConfig(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"summarizers:\n  - {name: a, kind: openai, model: m, fallback: a}\n", "falls back to itself"},
+		{"summarizers:\n  - {name: a, kind: openai, model: m, fallback: nope}\n", `fallback "nope" is not defined`},
+	} {
+		if _, err := ParseConfig([]byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want an error saying %q", tt.yaml, err, tt.want)
+		}
+	}
+	c, err := ParseConfig([]byte("summarizers:\n  - {name: a, kind: openai, model: m, base_url: 'http://127.0.0.1:1/v1', fallback: extractive}\n  - {name: b, kind: openai, model: m, base_url: 'http://127.0.0.1:1/v1'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRegistry(c, "a", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb, ok := r.Fallback(""); !ok || fb.Fingerprint().Name != "extractive" {
+		t.Errorf("Fallback of the default a: %v, %v", fb, ok)
+	}
+	if _, ok := r.Fallback("b"); ok {
+		t.Error("b has no fallback")
+	}
 }
