@@ -34,7 +34,7 @@ func BenchmarkMemoryLongest(b *testing.B) { benchLongest(b, NewMemory(MemoryOpti
 func BenchmarkRedisLongest(b *testing.B) {
 	u := redisURLFor(b)
 	p := testPrefixFor(b, u)
-	r, err := NewRedis(RedisOptions{URL: u, KeyPrefix: p})
+	r, err := NewRedis(RedisOptions{URL: u, KeyPrefix: p, Budget: testBudget})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -36,7 +37,24 @@ type RedisOptions struct {
 	Configure func(*redis.Options)
 	// TracerProvider receives the cache spans; default otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
+	// Budget bounds every Redis command: past it the command gives up and the call goes on
+	// without the cache (a stalled Redis costs a call at most this). Default
+	// DefaultRedisBudget.
+	Budget time.Duration
+	// Breaker opens after this many consecutive failed commands: while open, commands fail
+	// at once for BreakerCooldown, then one probe decides. Default 5 and 1s; Breaker < 0
+	// disables it.
+	Breaker         int
+	BreakerCooldown time.Duration
+	// OnBreaker, when set, is told of every change of the breaker's state ("closed", "open",
+	// "half-open").
+	OnBreaker func(from, to string)
 }
+
+// DefaultRedisBudget is RedisOptions.Budget's default: a cache round trip on a healthy
+// network takes well under a millisecond; a Compact that has to give up on Redis should lose
+// little more than that.
+const DefaultRedisBudget = 50 * time.Millisecond
 
 // Redis is a Cache shared by replicas: entries are JSON values with their metadata under
 // KeyPrefix + Key, locks are SET NX PX keys released by a compare-and-delete script.
@@ -46,6 +64,8 @@ type Redis struct {
 	prefix string
 	tr     tracer
 	notes  *notifications
+	budget time.Duration
+	cb     *gobreaker.CircuitBreaker[struct{}] // nil: no breaker
 }
 
 var _ Cache = (*Redis)(nil)
@@ -70,6 +90,8 @@ func NewRedis(opt RedisOptions) (*Redis, error) {
 	// request one quick retry, not half a second per command.
 	o.DialerRetries = 2
 	o.DialerRetryTimeout = 50 * time.Millisecond
+	// The budget is a context deadline; without this a stalled socket waits ReadTimeout.
+	o.ContextTimeoutEnabled = true
 	if opt.Configure != nil {
 		opt.Configure(o)
 	}
@@ -85,14 +107,77 @@ func NewRedisClient(rdb redis.UniversalClient, opt RedisOptions) *Redis {
 	if opt.KeyPrefix == "" {
 		opt.KeyPrefix = DefaultKeyPrefix
 	}
-	return &Redis{
+	if opt.Budget <= 0 {
+		opt.Budget = DefaultRedisBudget
+	}
+	r := &Redis{
 		rdb:    rdb,
 		ttl:    opt.TTL,
 		prefix: opt.KeyPrefix,
 		notes:  newNotifications(rdb, opt.KeyPrefix),
 		tr: newTracer(opt.TracerProvider, AttrBackend.String("redis"),
 			attribute.String("db.system.name", "redis")),
+		budget: opt.Budget,
 	}
+	if opt.Breaker >= 0 {
+		r.cb = newBreaker(opt)
+	}
+	return r
+}
+
+// newBreaker is the circuit breaker around Redis (sony/gobreaker): consecutive failures
+// open it; answers such as "not found" and "locked" are successes, and so is a command the
+// caller itself abandoned.
+func newBreaker(opt RedisOptions) *gobreaker.CircuitBreaker[struct{}] {
+	failures := opt.Breaker
+	if failures == 0 {
+		failures = 5
+	}
+	cooldown := opt.BreakerCooldown
+	if cooldown <= 0 {
+		cooldown = time.Second
+	}
+	return gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        "redis",
+		MaxRequests: 1,
+		Timeout:     cooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
+		IsSuccessful: func(err error) bool {
+			return err == nil || errors.Is(err, redis.Nil) || errors.Is(err, errCallerGone)
+		},
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if opt.OnBreaker != nil {
+				opt.OnBreaker(from.String(), to.String())
+			}
+		},
+	})
+}
+
+// errCallerGone marks a command abandoned because the caller's context ended: not a Redis
+// failure.
+var errCallerGone = errors.New("caller gone")
+
+// guard runs one Redis command within the budget and behind the breaker. fn's error is
+// returned as it is (redis.Nil included); an open breaker returns an error wrapping
+// ErrUnavailable at once.
+func (r *Redis) guard(ctx context.Context, fn func(ctx context.Context) error) error {
+	run := func() error {
+		bctx, cancel := context.WithTimeout(ctx, r.budget)
+		defer cancel()
+		err := fn(bctx)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", errCallerGone, err)
+		}
+		return err
+	}
+	if r.cb == nil {
+		return run()
+	}
+	_, err := r.cb.Execute(func() (struct{}, error) { return struct{}{}, run() })
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
+	}
+	return err
 }
 
 // Client returns the Redis client, for other users of the same Redis (per-tenant limits).
@@ -156,7 +241,11 @@ func decode(raw string) (*Entry, bool) {
 func (r *Redis) Get(ctx context.Context, key Key) (e *Entry, err error) {
 	ctx, span := r.start(ctx, "cache.get", "GET")
 	defer func() { span.SetAttributes(AttrHit.Bool(err == nil)); end(span, err) }()
-	raw, err := r.rdb.Get(ctx, r.entryKey(key)).Result()
+	var raw string
+	err = r.guard(ctx, func(ctx context.Context) (err error) {
+		raw, err = r.rdb.Get(ctx, r.entryKey(key)).Result()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
@@ -186,7 +275,11 @@ func (r *Redis) Longest(ctx context.Context, keys []Key) (idx int, e *Entry, err
 	for i, k := range keys {
 		ks[i] = r.entryKey(k)
 	}
-	vals, err := r.rdb.MGet(ctx, ks...).Result()
+	var vals []any
+	err = r.guard(ctx, func(ctx context.Context) (err error) {
+		vals, err = r.rdb.MGet(ctx, ks...).Result()
+		return err
+	})
 	if err != nil {
 		return -1, nil, unavailable(ctx, "mget", err)
 	}
@@ -222,7 +315,7 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 	if ttl < 0 {
 		ttl = 0 // KEEPTTL is not wanted; 0 means no expiry in go-redis
 	}
-	if err := r.rdb.Set(ctx, r.entryKey(key), b, ttl).Err(); err != nil {
+	if err := r.guard(ctx, func(ctx context.Context) error { return r.rdb.Set(ctx, r.entryKey(key), b, ttl).Err() }); err != nil {
 		return unavailable(ctx, "set", err)
 	}
 	r.notes.publish(ctx, key)
@@ -251,7 +344,11 @@ func (r *Redis) Lock(ctx context.Context, key Key, ttl time.Duration) (_ Lease, 
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	token := hex.EncodeToString(b[:])
 	lk := r.lockKey(key)
-	res, err := r.rdb.SetArgs(ctx, lk, token, redis.SetArgs{Mode: "NX", TTL: lockTTL(ttl)}).Result()
+	var res string
+	err = r.guard(ctx, func(ctx context.Context) (err error) {
+		res, err = r.rdb.SetArgs(ctx, lk, token, redis.SetArgs{Mode: "NX", TTL: lockTTL(ttl)}).Result()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrLocked
 	}
@@ -279,7 +376,9 @@ type redisLease struct {
 func (l *redisLease) Unlock(ctx context.Context) (err error) {
 	ctx, span := l.r.start(ctx, "cache.unlock", "EVALSHA")
 	defer func() { end(span, err) }()
-	if err := unlockScript.Run(ctx, l.r.rdb, []string{l.key}, l.token).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := l.r.guard(ctx, func(ctx context.Context) error {
+		return unlockScript.Run(ctx, l.r.rdb, []string{l.key}, l.token).Err()
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable(ctx, "unlock", err)
 	}
 	// Waiters take the lock over when its holder gave up without a result.

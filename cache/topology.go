@@ -54,6 +54,8 @@ func (t Topology) Client() (redis.UniversalClient, error) {
 		// See NewRedis: a dead node should cost one quick retry, not half a second per command.
 		DialerRetries:      2,
 		DialerRetryTimeout: 50 * time.Millisecond,
+		// The cache's per-command budget is a context deadline (RedisOptions.Budget).
+		ContextTimeoutEnabled: true,
 	}
 	switch t.Mode {
 	case ModeSentinel:

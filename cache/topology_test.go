@@ -21,7 +21,7 @@ func replicasOn(t *testing.T, topo Topology) (*Redis, *Redis) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs[i] = NewRedisClient(rdb, RedisOptions{TTL: time.Minute})
+		rs[i] = NewRedisClient(rdb, RedisOptions{TTL: time.Minute, Budget: testBudget})
 		t.Cleanup(func() { rs[i].Close() })
 	}
 	return rs[0], rs[1]

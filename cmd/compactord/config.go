@@ -53,6 +53,8 @@ type redisConfig struct {
 	TLS                  bool
 	TLSCA                string
 	TLSServerName        string
+	// Budget bounds every cache command (cache.RedisOptions.Budget).
+	Budget time.Duration
 	// Password and SentinelPassword are read from the files or the environment by parseConfig.
 	Password, SentinelPassword string
 }
@@ -92,6 +94,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.BoolVar(&c.Redis.TLS, "redis-tls", false, "connect to Sentinel- or Cluster-mode Redis over TLS (with --redis-url, use rediss://)")
 	fs.StringVar(&c.Redis.TLSCA, "redis-tls-ca", "", "PEM file of the CAs that sign the Redis servers' certificates (default: the system roots)")
 	fs.StringVar(&c.Redis.TLSServerName, "redis-tls-server-name", "", "server name to verify in the Redis certificates (default: the dialed host)")
+	fs.DurationVar(&c.Redis.Budget, "redis-budget", cache.DefaultRedisBudget, "longest a cache command may take before the call goes on without the cache; 5 failures in a row open a breaker that skips Redis for 1s")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate chain of the gRPC listener (with --tls-key; re-read when the files change)")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CAs that sign client certificates: clients must present one (mutual TLS)")

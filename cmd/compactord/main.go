@@ -183,9 +183,9 @@ func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.
 			return nil, nil, nil, nil, err
 		}
 		cache.LogRedisTo(logger)
-		r = cache.NewRedisClient(rdb, cache.RedisOptions{TTL: cfg.CacheTTL, TracerProvider: tp})
+		r = cache.NewRedisClient(rdb, cache.RedisOptions{TTL: cfg.CacheTTL, TracerProvider: tp, Budget: cfg.Redis.Budget, OnBreaker: breakerLog(logger)})
 	case cfg.RedisURL != "":
-		r, err = cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp})
+		r, err = cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp, Budget: cfg.Redis.Budget, OnBreaker: breakerLog(logger)})
 		cache.LogRedisTo(logger)
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
@@ -195,6 +195,13 @@ func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.
 	}
 	// Summaries this replica has seen are served from memory, without a round trip to Redis.
 	return cache.NewTiered(local, r), local, r.Client(), func() { _ = r.Close() }, nil
+}
+
+// breakerLog logs the state changes of the breaker around Redis.
+func breakerLog(logger *slog.Logger) func(from, to string) {
+	return func(from, to string) {
+		logger.Warn("redis circuit breaker", "from", from, "to", to)
+	}
 }
 
 func cacheKind(cfg config) string {
