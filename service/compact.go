@@ -422,15 +422,6 @@ func (s *Server) textTokens(text, tokenizer string) int64 {
 	return n
 }
 
-// summarizerName resolves "" to the default summarizer's name. The result is kept in the
-// cache and in metric labels, so it never shares memory with the request (see codec).
-func (s *Server) summarizerName(name string) string {
-	if name == "" {
-		return s.summarizers.Default()
-	}
-	return strings.Clone(name)
-}
-
 // compactPromptMessage is the COMPACT_PROMPT message that records what was asked of the
 // summarizer. It is persisted for the record and never sent to a model.
 func compactPromptMessage(instructions string) *compactorv1.Message {
