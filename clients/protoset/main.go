@@ -4,13 +4,19 @@
 // Taking the google.rpc descriptors from the Go module that compactord itself links keeps
 // the clients' error types identical to the server's, with no .proto files to vendor.
 //
-//	go run ./clients/protoset -o descriptors.binpb
+// With -private-rpc, the google.rpc files become compactord/rpc/*.proto in package
+// compactord.rpc: for Python, whose generated modules register their files in one
+// process-wide pool, where a second google/rpc/status.proto (googleapis-common-protos is often
+// installed) would fail to import. The messages keep their fields, so their bytes are the same.
+//
+//	go run ./clients/protoset -o descriptors.binpb [-private-rpc]
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -23,6 +29,7 @@ import (
 
 func main() {
 	out := flag.String("o", "", "output file (required)")
+	private := flag.Bool("private-rpc", false, "rename the google.rpc files and package to compactord/rpc and compactord.rpc")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "protoset: -o is required")
@@ -49,6 +56,9 @@ func main() {
 	} {
 		add(fd)
 	}
+	if *private {
+		privatize(set)
+	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(set)
 	if err == nil {
 		err = os.WriteFile(*out, b, 0o644)
@@ -56,5 +66,31 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "protoset:", err)
 		os.Exit(1)
+	}
+}
+
+// privatize moves the google.rpc files to compactord/rpc/ and package compactord.rpc,
+// renaming every reference to their types.
+func privatize(set *descriptorpb.FileDescriptorSet) {
+	const from, to = "google.rpc", "compactord.rpc"
+	for _, f := range set.File {
+		if f.GetPackage() != from {
+			continue
+		}
+		f.Name = proto.String(strings.Replace(f.GetName(), "google/rpc/", "compactord/rpc/", 1))
+		f.Package = proto.String(to)
+		f.Options = nil // go_package and the like name the original
+		var rename func(ms []*descriptorpb.DescriptorProto)
+		rename = func(ms []*descriptorpb.DescriptorProto) {
+			for _, m := range ms {
+				for _, fld := range m.Field {
+					if strings.HasPrefix(fld.GetTypeName(), "."+from+".") {
+						fld.TypeName = proto.String("." + to + strings.TrimPrefix(fld.GetTypeName(), "."+from))
+					}
+				}
+				rename(m.NestedType)
+			}
+		}
+		rename(f.MessageType)
 	}
 }

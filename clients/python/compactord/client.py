@@ -9,7 +9,7 @@ import grpc
 
 from ._gen.compactor.v1 import compactor_pb2 as pb
 from ._gen.compactor.v1 import compactor_pb2_grpc as pb_grpc
-from ._gen.google.rpc import error_details_pb2, status_pb2
+from ._gen.rpc import error_details_pb2, status_pb2
 
 # Metadata keys of compactord's tenant and credentials (SECURITY.md).
 TENANT_KEY = "x-compactor-tenant"
@@ -44,6 +44,12 @@ _SERVICE_CONFIG = json.dumps(
 )
 
 _MAX_MESSAGE_BYTES = 64 << 20
+
+_DETAIL_TYPES = {
+    "google.rpc." + t.DESCRIPTOR.name: t
+    for t in (error_details_pb2.BadRequest, error_details_pb2.QuotaFailure,
+              error_details_pb2.RetryInfo, error_details_pb2.ErrorInfo)
+}
 
 
 class CompactordError(Exception):
@@ -85,12 +91,11 @@ class CompactordError(Exception):
                 continue
             st = status_pb2.Status.FromString(value)
             for any_ in st.details:
-                for t in (error_details_pb2.BadRequest, error_details_pb2.QuotaFailure,
-                          error_details_pb2.RetryInfo, error_details_pb2.ErrorInfo):
-                    if any_.Is(t.DESCRIPTOR):
-                        m = t()
-                        any_.Unpack(m)
-                        details.append(m)
+                # The package's copies of google.rpc live in compactord.rpc (same fields, so
+                # the same bytes): match the type by its google.rpc name.
+                t = _DETAIL_TYPES.get(any_.type_url.rsplit("/", 1)[-1])
+                if t is not None:
+                    details.append(t.FromString(any_.value))
         return cls(err.code(), err.details() or "", details)
 
 

@@ -92,3 +92,27 @@ def test_quickstart_example_runs(server):
     lines = out.stdout.splitlines()
     assert lines[0].startswith('{"system":'), out.stdout
     assert lines[1].startswith("INVALID_ARGUMENT [('policy"), out.stdout
+
+
+def test_coexists_with_googleapis_common_protos():
+    """googleapis-common-protos registers google/rpc/status.proto in the default pool; the
+    package's own copies live in compactord.rpc, so both import in either order."""
+    script = """
+import sys
+from google.protobuf import descriptor_pb2, descriptor_pool
+def register_google_rpc():
+    f = descriptor_pb2.FileDescriptorProto(name="google/rpc/status.proto", package="google.rpc", syntax="proto3")
+    m = f.message_type.add(name="Status")
+    m.field.add(name="code", number=1, type=5, label=1)
+    descriptor_pool.Default().Add(f)
+if sys.argv[1] == "first":
+    register_google_rpc()
+import compactord
+if sys.argv[1] == "after":
+    register_google_rpc()
+print("ok")
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "clients" / "python"))
+    for order in ("first", "after"):
+        out = subprocess.run([sys.executable, "-c", script, order], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == "ok", (order, out.stderr)
