@@ -17,7 +17,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build test test-clients lint generate check-generate breaking tools fuzz bench k8s-validate loadtest fidelity clean
+.PHONY: all build test test-clients lint generate check-generate breaking tools fuzz bench k8s-validate loadtest chaos fidelity clean
 
 all: lint test build
 
@@ -92,6 +92,12 @@ LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB \
 	-server-arg=--cache-max-bytes=2MiB -server-arg=--token-memo-bytes=4MiB
 loadtest:
 	cd loadtest && $(GO) run . -soak 5m $(LOADTEST_ENV)
+
+# Faults under load against three replicas sharing a Redis: Redis killed and restarted,
+# Redis stalled behind a proxy, a replica sent SIGTERM, the LLM misbehaving, and all of it at
+# once for a minute; writes loadtest/results/chaos.md (needs redis-server). About 3 minutes.
+chaos:
+	cd loadtest && $(GO) run . -chaos
 
 # The fidelity measure of issue 16 (cmd/fidelity) over the corpus: forced compaction at 60%
 # of each conversation's tokens with the extractive summarizer and a one-line fake LLM.

@@ -27,6 +27,73 @@ type FakeLLM struct {
 	failed atomic.Int64
 	srv    *http.Server
 	lis    net.Listener
+	// faults, when set, are answered in turn instead of summaries (SetFaults).
+	faults atomic.Pointer[[]string]
+	fseq   atomic.Int64
+}
+
+// Fault modes of the fake LLM, for the chaos scenarios.
+const (
+	FaultRateLimit = "429"       // 429 with Retry-After: 1
+	FaultServer    = "500"       // 500
+	FaultTimeout   = "timeout"   // no answer until the client gives up
+	FaultSlowBody  = "slow"      // headers at once, then the body a byte per 100 ms
+	FaultMalformed = "malformed" // 200 with a body that is not JSON
+	FaultEmpty     = "empty"     // 200 with an empty summary
+)
+
+// AllFaults are every fault mode.
+var AllFaults = []string{FaultRateLimit, FaultServer, FaultTimeout, FaultSlowBody, FaultMalformed, FaultEmpty}
+
+// SetFaults makes the fake answer each request with the next of modes, in turn; none
+// restores summaries.
+func (f *FakeLLM) SetFaults(modes ...string) {
+	if len(modes) == 0 {
+		f.faults.Store(nil)
+		return
+	}
+	f.faults.Store(&modes)
+}
+
+// fault answers r with the next fault mode; it reports false when none is set.
+func (f *FakeLLM) fault(w http.ResponseWriter, r *http.Request) bool {
+	modes := f.faults.Load()
+	if modes == nil {
+		return false
+	}
+	f.calls.Add(1)
+	switch mode := (*modes)[int(f.fseq.Add(1)-1)%len(*modes)]; mode {
+	case FaultRateLimit:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, `{"error":{"message":"rate limited","type":"rate_limit_error"}}`, http.StatusTooManyRequests)
+	case FaultServer:
+		http.Error(w, `{"error":{"message":"internal error","type":"server_error"}}`, http.StatusInternalServerError)
+	case FaultTimeout:
+		<-r.Context().Done()
+	case FaultSlowBody:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		for _, c := range []byte(`{"id":"x","object":"chat.completion","choices":[`) {
+			if _, err := w.Write([]byte{c}); err != nil {
+				return true
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return true
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	case FaultMalformed:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"x","choices":[{"message":{"content":`))
+	case FaultEmpty:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": ""}, "finish_reason": "stop"}},
+			"usage":   map[string]any{"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}})
+	}
+	return true
 }
 
 // Start listens on a free loopback port and serves until Close.
@@ -60,6 +127,9 @@ func (f *FakeLLM) Failed() int64 { return f.failed.Load() }
 func (f *FakeLLM) Close() error { return f.srv.Close() }
 
 func (f *FakeLLM) chat(w http.ResponseWriter, r *http.Request) {
+	if f.fault(w, r) {
+		return
+	}
 	var req struct {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`

@@ -62,6 +62,8 @@ type flags struct {
 	shed         bool
 	shedMax      string
 	shedDuration time.Duration
+	// -chaos: the chaos scenarios instead (chaos.go).
+	chaos bool
 	// shedConversation names the conversation whose Plan -shed sends.
 	shedConversation string
 }
@@ -82,8 +84,11 @@ func main() {
 	}()
 	rearmSignals()
 	measure := run
-	if f.shed {
+	switch {
+	case f.shed:
 		measure = runShed
+	case f.chaos:
+		measure = runChaos
 	}
 	ok, err := measure(ctx, f)
 	if err != nil {
@@ -455,6 +460,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.soakFill, "soak-fill", 15*time.Second, "before the soak, run the cache-miss scenarios this long so the bounded stores are full (0: no fill)")
 	fs.BoolVar(&f.floor, "floor", true, "measure every scenario with a target also against loadtest/floorserver (compactord's gRPC stack answering with compactord's response and doing no work), in the same rounds")
 	fs.BoolVar(&f.keep, "keep", false, "keep the temp dir (payload JSON, server logs, config)")
+	fs.BoolVar(&f.chaos, "chaos", false, "run the chaos scenarios instead of the load test: faults in Redis, a replica and the LLM under load against three replicas (writes results/chaos.md; -only picks scenarios by name)")
 	fs.BoolVar(&f.shed, "shed", false, "measure load shedding instead of the scenarios: unloaded, saturated and 4× overloaded Plan calls against one replica with --max-inflight (writes results/shedding.md)")
 	fs.StringVar(&f.shedMax, "shed-max-inflight", "1,4,64", "with -shed: the replica's --max-inflight, one measurement per comma-separated bound")
 	fs.DurationVar(&f.shedDuration, "shed-duration", 10*time.Second, "with -shed: the measured duration of each phase")

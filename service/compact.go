@@ -100,7 +100,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	entry, cacheStatus, err := c.summary(ctx)
 	fallbackFrom := ""
-	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && errors.Is(err, summarize.ErrUnavailable) && ctx.Err() == nil {
+	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && (errors.Is(err, summarize.ErrUnavailable) || errors.Is(err, summarize.ErrEmptySummary)) && ctx.Err() == nil {
 		// The summarizer is down: its fallback writes the summary, uncached, and says so.
 		fallbackFrom = sum.Fingerprint().Name
 		span.SetAttributes(attrFallbackFrom.String(fallbackFrom))

@@ -70,7 +70,8 @@ type SummarizerConfig struct {
 	// is shortened (engine.FitSummaryPrompt, at 3 bytes per token). Default 100000.
 	MaxInputTokens int64 `yaml:"max_input_tokens"`
 	// Fallback names the summarizer (e.g. "extractive") that writes the summary when this
-	// one fails transiently (its retries ran out, its breaker is open). A fallback summary
+	// one fails transiently (its retries ran out, its breaker is open, it answered an empty
+	// summary). A fallback summary
 	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
 	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
 	Fallback string `yaml:"fallback"`
