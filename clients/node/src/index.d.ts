@@ -89,3 +89,6 @@ export interface CompactordClient {
 }
 
 export declare function createClient(opts: ClientOptions): CompactordClient;
+
+/** The grpc-js service definition of CompactorService (for servers, e.g. test doubles). */
+export declare const CompactorServiceDefinition: import("@grpc/grpc-js").ServiceDefinition;

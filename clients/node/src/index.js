@@ -136,7 +136,10 @@ function serviceDefinition(service) {
   return def;
 }
 
-const ServiceClient = grpc.makeGenericClientConstructor(serviceDefinition(CompactorService), "CompactorService");
+/** The grpc-js service definition of CompactorService (for servers, e.g. test doubles). */
+export const CompactorServiceDefinition = serviceDefinition(CompactorService);
+
+const ServiceClient = grpc.makeGenericClientConstructor(CompactorServiceDefinition, "CompactorService");
 
 function credentials(tls) {
   if (!tls) return grpc.credentials.createInsecure();
