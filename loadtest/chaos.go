@@ -181,9 +181,18 @@ func chaosScenarios() []chaosScenario {
 			d:    20 * time.Second,
 			events: []chaosEvent{
 				{5 * time.Second, "SIGTERM replica-3", func(e *chaosEnv) error { return e.stopReplica(2) }, nil},
+				{11 * time.Second, "check that replica-3 drained", nil, func(e *chaosEnv) []string { return e.drained(2) }},
 				{12 * time.Second, "start replica-3 again on its port", func(e *chaosEnv) error { return e.startReplica(2) }, nil},
 			},
-			check: noFailures,
+			check: func(e *chaosEnv, r *chaosResult) []string {
+				p := noFailures(e, r)
+				for _, n := range r.notes {
+					if strings.HasPrefix(n, "NOT") {
+						p = append(p, n)
+					}
+				}
+				return p
+			},
 		},
 		{
 			name: "llm-faults",
@@ -631,6 +640,25 @@ func (e *chaosEnv) wakeUps() []string {
 		note = "NOT within 10 ms: " + note
 	}
 	return []string{note}
+}
+
+// drained reports whether replica i, sent SIGTERM, finished every in-flight call before it
+// exited: its log says "stopped", not "drain timeout".
+func (e *chaosEnv) drained(i int) []string {
+	p := e.replicas[i].proc
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		return []string{"NOT drained: " + e.replicas[i].name + " still running 10 s after SIGTERM"}
+	}
+	b, err := os.ReadFile(p.log)
+	switch {
+	case err != nil:
+		return []string{"NOT checked: " + err.Error()}
+	case strings.Contains(string(b), `"msg":"stopped"`):
+		return []string{e.replicas[i].name + " drained: every call in flight at SIGTERM finished before it exited (its log says \"stopped\")"}
+	}
+	return []string{"NOT drained: " + e.replicas[i].name + " exited without finishing its calls (drain timeout)"}
 }
 
 // sharedAgain measures how long after now a summary computed on one replica is a cache hit
