@@ -16,6 +16,7 @@ import (
 
 	"github.com/bojand/ghz/runner"
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/tcpproxy"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -40,7 +41,7 @@ type chaosEnv struct {
 	args, env []string
 	redis     *proc
 	redisPort int
-	proxy     *stallProxy
+	proxy     *tcpproxy.Proxy
 	llm       *FakeLLM
 	replicas  []*chaosReplica
 	protoset  []byte
@@ -160,8 +161,8 @@ func chaosScenarios() []chaosScenario {
 			goal: "0 failed calls while a TCP proxy stops forwarding to Redis for 7 s (a partition, not a refusal); each cache command gives up within its 50 ms budget; the breaker opens and closes",
 			d:    20 * time.Second,
 			events: []chaosEvent{
-				{5 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.stalled.Store(true); return nil }, nil},
-				{12 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.stalled.Store(false); return nil }, nil},
+				{5 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.Stall(true); return nil }, nil},
+				{12 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.Stall(false); return nil }, nil},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
 				p := noFailures(e, r)
@@ -213,8 +214,8 @@ func chaosScenarios() []chaosScenario {
 			d:    60 * time.Second,
 			events: []chaosEvent{
 				{5 * time.Second, "LLM faults on", func(e *chaosEnv) error { e.llm.SetFaults(AllFaults...); return nil }, nil},
-				{10 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.stalled.Store(true); return nil }, nil},
-				{17 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.stalled.Store(false); return nil }, nil},
+				{10 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.Stall(true); return nil }, nil},
+				{17 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.Stall(false); return nil }, nil},
 				{22 * time.Second, "SIGTERM replica-2", func(e *chaosEnv) error { return e.stopReplica(1) }, nil},
 				{25 * time.Second, "SIGKILL redis-server", (*chaosEnv).killRedis, nil},
 				{30 * time.Second, "start replica-2 again", func(e *chaosEnv) error { return e.startReplica(1) }, nil},
@@ -238,11 +239,10 @@ func chaosScenarios() []chaosScenario {
 // runChaos runs every chaos scenario and writes results/chaos.md; it reports whether every
 // goal held.
 func runChaos(ctx context.Context, f flags) (bool, error) {
-	wd, err := os.Getwd()
+	repoRoot, err := findRepoRoot()
 	if err != nil {
 		return false, err
 	}
-	repoRoot := filepath.Dir(wd)
 	dir, err := os.MkdirTemp("", "compactord-chaos")
 	if err != nil {
 		return false, err
@@ -294,23 +294,17 @@ func verdict(problems []string) string {
 // setup builds compactord, starts Redis behind the stall proxy, the fake LLM and three
 // replicas, and builds the requests.
 func (e *chaosEnv) setup(repoRoot string) error {
-	if e.bin == "" {
-		e.bin = filepath.Join(e.dir, "compactord")
-		logf("building compactord")
-		cmd := exec.CommandContext(e.ctx, "go", "build", "-o", e.bin, "./cmd/compactord")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building compactord: %w\n%s", err, out)
-		}
-	}
 	var err error
+	if e.bin, err = serverBinary(e.ctx, e.bin, repoRoot, e.dir); err != nil {
+		return err
+	}
 	if e.redisPort, err = freePort(); err != nil {
 		return err
 	}
 	if err := e.startRedis(); err != nil {
 		return err
 	}
-	if e.proxy, err = newStallProxy("127.0.0.1:" + strconv.Itoa(e.redisPort)); err != nil {
+	if e.proxy, err = tcpproxy.New("127.0.0.1:" + strconv.Itoa(e.redisPort)); err != nil {
 		return err
 	}
 	e.llm = &FakeLLM{Latency: 20 * time.Millisecond}
@@ -322,7 +316,7 @@ func (e *chaosEnv) setup(repoRoot string) error {
 		return err
 	}
 	e.args = []string{"--metrics-listen", "127.0.0.1:0", "--drain-timeout", "10s", "--config", cfg,
-		"--redis-url", "redis://" + e.proxy.addr() + "/0"}
+		"--redis-url", "redis://" + e.proxy.Addr() + "/0"}
 	e.env = []string{"LOADTEST_FAKE_LLM_KEY=fake-key", "OTEL_TRACES_EXPORTER=none", "GOGC=400", "GOMEMLIMIT=400MiB"}
 	addrs := make([]resolver.Address, 3)
 	for i := range 3 {
@@ -418,7 +412,7 @@ func (e *chaosEnv) close() {
 		}
 	}
 	if e.proxy != nil {
-		e.proxy.close()
+		e.proxy.Stop()
 	}
 	if e.llm != nil {
 		e.llm.Close()

@@ -138,13 +138,9 @@ func run(ctx context.Context, f flags) (bool, error) {
 	if err := applyOverrides(suite, f); err != nil {
 		return false, err
 	}
-	wd, err := os.Getwd()
+	repoRoot, err := findRepoRoot()
 	if err != nil {
 		return false, err
-	}
-	repoRoot := filepath.Dir(wd)
-	if _, err := os.Stat(filepath.Join(repoRoot, "cmd", "compactord")); err != nil {
-		return false, fmt.Errorf("run from loadtest/ inside the repository: %w", err)
 	}
 	corpus, err := corpusDir(repoRoot)
 	if err != nil {
@@ -160,19 +156,9 @@ func run(ctx context.Context, f flags) (bool, error) {
 		defer os.RemoveAll(tmp)
 	}
 
-	bin := f.bin
-	if bin == "" {
-		bin = filepath.Join(tmp, "compactord")
-		logf("building compactord")
-		// Built with the go command's defaults, not the release flags (-trimpath,
-		// CGO_ENABLED=0, which change nothing on the paths measured here), so that the build
-		// shares compiled packages with the driver's own (gRPC, protobuf): on a new machine
-		// it takes 1m48s instead of 2m11s.
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/compactord")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return false, fmt.Errorf("building compactord: %w\n%s", err, out)
-		}
+	bin, err := serverBinary(ctx, f.bin, repoRoot, tmp)
+	if err != nil {
+		return false, err
 	}
 
 	var floorBin, floorModules string
@@ -588,4 +574,36 @@ func redisVersion() string {
 // results directory holds the latest report of each kind.
 func defaultReport(n int) string {
 	return filepath.Join("results", fmt.Sprintf("loadtest-%d-replicas.md", n))
+}
+
+// findRepoRoot is the repository the driver runs in: the parent of loadtest/.
+func findRepoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(wd)
+	if _, err := os.Stat(filepath.Join(root, "cmd", "compactord")); err != nil {
+		return "", fmt.Errorf("run from loadtest/ inside the repository: %w", err)
+	}
+	return root, nil
+}
+
+// serverBinary is bin when given, else compactord built from repoRoot into dir.
+func serverBinary(ctx context.Context, bin, repoRoot, dir string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(dir, "compactord")
+	logf("building compactord")
+	// Built with the go command's defaults, not the release flags (-trimpath,
+	// CGO_ENABLED=0, which change nothing on the paths measured here), so that the build
+	// shares compiled packages with the driver's own (gRPC, protobuf): on a new machine
+	// it takes 1m48s instead of 2m11s.
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/compactord")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building compactord: %w\n%s", err, out)
+	}
+	return bin, nil
 }

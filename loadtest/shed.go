@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -65,6 +64,18 @@ type shedRun struct {
 // runShed measures load shedding at every bound of -shed-max-inflight and writes
 // results/shedding.md. It reports whether the goal held at every bound.
 func runShed(ctx context.Context, f flags) (bool, error) {
+	repoRoot, err := findRepoRoot()
+	if err != nil {
+		return false, err
+	}
+	tmp, err := os.MkdirTemp("", "compactord-shed")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	if f.bin, err = serverBinary(ctx, f.bin, repoRoot, tmp); err != nil { // once for every bound
+		return false, err
+	}
 	var runs []*shedRun
 	all := true
 	for _, field := range strings.Split(f.shedMax, ",") {
@@ -79,15 +90,11 @@ func runShed(ctx context.Context, f flags) (bool, error) {
 		runs = append(runs, r)
 		all = all && r.held
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return false, err
-	}
 	out := f.out
 	if out == "" {
 		out = filepath.Join("results", "shedding.md")
 	}
-	if err := os.WriteFile(out, []byte(shedReport(f, runs, gitDescribe(filepath.Dir(wd)))), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(shedReport(f, runs, gitDescribe(repoRoot))), 0o644); err != nil {
 		return false, err
 	}
 	logf("wrote %s", out)
@@ -96,29 +103,18 @@ func runShed(ctx context.Context, f flags) (bool, error) {
 
 // shedBound measures one replica with --max-inflight bound.
 func shedBound(ctx context.Context, f flags, bound int) (*shedRun, error) {
-	wd, err := os.Getwd()
+	repoRoot, err := findRepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	repoRoot := filepath.Dir(wd)
 	tmp, err := os.MkdirTemp("", "compactord-shed")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	bin := f.bin
-	if bin == "" {
-		bin = filepath.Join(tmp, "compactord")
-		logf("building compactord")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/compactord")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building compactord: %w\n%s", err, out)
-		}
-	}
 	args := append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--drain-timeout", "2s",
 		"--max-inflight", strconv.Itoa(bound)}, f.serverArgs...)
-	p, addr, err := startProc(ctx, tmp, "compactord", "serving", bin, args, f.serverEnv)
+	p, addr, err := startProc(ctx, tmp, "compactord", "serving", f.bin, args, f.serverEnv)
 	if err != nil {
 		return nil, err
 	}

@@ -289,7 +289,7 @@ func TestCompactSurvivesRedisOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.addr
+	u.Host = proxy.Addr()
 	llm := llmtest.NewOpenAI(t)
 	client := startReplica(t, replicaConfig{llm: llm, cache: newRedisCache(t, u.String(), nil)})
 
@@ -298,7 +298,7 @@ func TestCompactSurvivesRedisOutage(t *testing.T) {
 		t.Fatalf("with Redis: %v, %v", resp.GetCacheStatus(), err)
 	}
 
-	proxy.stop()
+	proxy.Stop()
 	down := irtest.Conversation(21)
 	resp, err = client.Compact(t.Context(), compactReq(down))
 	if err != nil {
@@ -309,7 +309,9 @@ func TestCompactSurvivesRedisOutage(t *testing.T) {
 		t.Errorf("Redis down: cache status %v, want UNAVAILABLE", resp.GetCacheStatus())
 	}
 
-	proxy.start()
+	if err := proxy.Start(); err != nil {
+		t.Fatalf("proxy restart: %v", err)
+	}
 	back := irtest.Conversation(23)
 	if resp, err = client.Compact(t.Context(), compactReq(back)); err != nil {
 		t.Fatal(err)

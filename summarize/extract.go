@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -615,7 +616,7 @@ func (x *extractor) callLine(tc *compactorv1.ToolCallPart) (line, key, short str
 	args := make([]string, 0, 3)
 	var path, command, firstArg string
 	defer func() {
-		primary := firstOf(path, command, firstArg)
+		primary := cmp.Or(path, command, firstArg)
 		short = name + "(" + extOneLine(engine.Truncate(primary, extShortBytes)) + ")"
 	}()
 	var keyArgs []string
@@ -987,16 +988,6 @@ func (x *extractor) write(chosen []bool) string {
 		}
 	}
 	return b.String()
-}
-
-// firstOf returns the first of s that is not empty.
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // withoutFences is text without its ``` fenced blocks; text itself when it is all code.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -80,7 +81,7 @@ func (c *command) connect(ctx context.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	addr := firstOf(f.addr, c.getenv("COMPACTORD_ADDR"), "localhost:50051")
+	addr := cmp.Or(f.addr, c.getenv("COMPACTORD_ADDR"), "localhost:50051")
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultServiceConfig(serviceConfig),
@@ -136,7 +137,7 @@ func (f *connFlags) credentials() (credentials.TransportCredentials, error) {
 // callMetadata is the metadata every call carries: tenant and credentials.
 func (c *command) callMetadata() (metadata.MD, error) {
 	md := metadata.MD{}
-	if t := firstOf(c.conn.tenant, c.getenv("COMPACTORD_TENANT")); t != "" {
+	if t := cmp.Or(c.conn.tenant, c.getenv("COMPACTORD_TENANT")); t != "" {
 		md.Set(service.TenantMetadataKey, t)
 	}
 	token, err := secret(c.conn.tokenFile, c.getenv("COMPACTORD_TOKEN"), "--token-file")
@@ -166,15 +167,6 @@ func secret(file, env, flagName string) (string, error) {
 		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
 	return strings.TrimSpace(string(b)), nil
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // remote is a backend over a gRPC connection; every call carries md.

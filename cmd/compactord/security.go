@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,7 @@ type security struct {
 }
 
 func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.UniversalClient, m *metrics.Metrics, logger *slog.Logger) (security, error) {
-	sec := security{mode: firstOf(cfg.Auth, fc.Auth.Mode, auth.ModeNone), tls: "off"}
+	sec := security{mode: cmp.Or(cfg.Auth, fc.Auth.Mode, auth.ModeNone), tls: "off"}
 	if cfg.TLSCert != "" {
 		files, err := tlsfiles.New(tlsfiles.Files{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ClientCAFile: cfg.TLSClientCA,
 			OnReload: func(err error) {
@@ -76,15 +77,6 @@ func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.Uni
 	}
 	sec.admit = adm
 	return sec, nil
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // healthz is the liveness probe: the process answers HTTP.
