@@ -333,3 +333,22 @@ func TestShedderTapOverGRPC(t *testing.T) {
 		t.Errorf("shed: %v, want 1", got)
 	}
 }
+
+// TestLocalStateBounded: the local fallback remembers a bounded number of tenants, and a
+// finished Compact leaves no entry behind.
+func TestLocalStateBounded(t *testing.T) {
+	e := New(Config{Default: Limits{CallsPerSecond: 1, ConcurrentCompacts: 1, SummarizerTokens: 10}}, Options{})
+	in := e.UnaryServerInterceptor()
+	for i := range maxLocalTenants + 10 {
+		ctx := tenantCtx("t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String())
+		if _, err := in(ctx, nil, compactInfo, ok); err != nil {
+			t.Fatal(err)
+		}
+		e.ChargeTokens(ctx, auth.Tenant(ctx), 1)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.rates) > maxLocalTenants || len(e.tokens) > maxLocalTenants || len(e.running) != 0 {
+		t.Errorf("local state: %d rate limiters, %d token windows, %d running entries", len(e.rates), len(e.tokens), len(e.running))
+	}
+}

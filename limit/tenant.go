@@ -58,6 +58,18 @@ type Enforcer struct {
 
 type tokenWindow struct{ index, used int64 }
 
+// maxLocalTenants bounds the tenants the local fallback remembers: without authentication a
+// caller names any tenant, and each would otherwise keep a limiter for the process's life.
+const maxLocalTenants = 10000
+
+// boundTenants forgets every tenant of m when it is full: the local fallback then starts
+// their budgets afresh, as after a restart.
+func boundTenants[V any](m map[string]V) {
+	if len(m) >= maxLocalTenants {
+		clear(m)
+	}
+}
+
 // New returns an Enforcer of cfg.
 func New(cfg Config, o Options) *Enforcer {
 	e := &Enforcer{cfg: cfg, rdb: o.Redis, timeout: o.Timeout, metrics: o.Metrics, now: o.Now,
@@ -129,6 +141,7 @@ func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Limits) error
 	lim := e.rates[tenant]
 	if lim == nil || lim.Limit() != rate.Limit(l.CallsPerSecond) || lim.Burst() != l.Burst {
 		lim = rate.NewLimiter(rate.Limit(l.CallsPerSecond), l.Burst)
+		boundTenants(e.rates)
 		e.rates[tenant] = lim
 	}
 	e.mu.Unlock()
@@ -196,7 +209,9 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (releas
 	e.running[tenant]++
 	return sync.OnceFunc(func() {
 		e.mu.Lock()
-		e.running[tenant]--
+		if e.running[tenant]--; e.running[tenant] == 0 {
+			delete(e.running, tenant)
+		}
 		e.mu.Unlock()
 	}), nil
 }
@@ -247,6 +262,9 @@ func (e *Enforcer) ChargeTokens(ctx context.Context, tenant string, n int64) {
 		w = tokenWindow{index: idx}
 	}
 	w.used += n
+	if _, ok := e.tokens[tenant]; !ok {
+		boundTenants(e.tokens)
+	}
 	e.tokens[tenant] = w
 	e.mu.Unlock()
 	if e.rdb == nil {
