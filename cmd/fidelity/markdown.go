@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 )
 
 // means are a report's figures over its conversations.
@@ -47,7 +48,8 @@ func (r report) means() means {
 // writeMarkdown writes the reports: the means first, then one table per summarizer.
 func writeMarkdown(w io.Writer, dir string, reports []report) {
 	fmt.Fprintf(w, "## Fidelity of forced compaction\n\n")
-	fmt.Fprintf(w, "Corpus: `%s`. Method: issue 16 (Lift; Compact with force, context window 60%% of the conversation's tokens, 4,000 at least; requests = share of each request's lines of 15+ characters found verbatim, whitespace-normalised, mean over requests then files; paths = share of agent-named `dir/…/name.ext` paths found; compression = summary tokens / replaced tokens). A conversation not compacted (the range could not pay for a summary) counts 1.0 and is listed with its reason.\n\n", dir)
+	// The directory's name only: a path on the measuring machine means nothing to a reader.
+	fmt.Fprintf(w, "Corpus: the directory `%s` (`-corpus`, default `$COMPACTORD_CORPUS`). Method: issue 16 (Lift; Compact with force, context window 60%% of the conversation's tokens, 4,000 at least; requests = share of each request's lines of 15+ characters found verbatim, whitespace-normalised, mean over requests then files; paths = share of agent-named `dir/…/name.ext` paths found; compression = summary tokens / replaced tokens). A conversation not compacted (the range could not pay for a summary) counts 1.0 and is listed with its reason.\n\n", filepath.Base(dir))
 	fmt.Fprintf(w, "| summarizer | conversations | compacted | requests | paths | compression | over budget | errors |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reports {
 		m := r.means()
