@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactord/compactord/internal/filewatch"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -66,13 +68,13 @@ func ParseAPIKeys(b []byte) ([]APIKey, error) {
 }
 
 // apiKeys authenticates the x-api-key header against the keys file.
-type apiKeys struct{ file *watched[[]APIKey] }
+type apiKeys struct{ file *filewatch.Value[[]APIKey] }
 
 func newAPIKeys(path string, now func() time.Time) (apiKeys, error) {
 	if path == "" {
 		return apiKeys{}, errors.New("auth: api-key mode needs api_keys_file")
 	}
-	w, err := newWatched(path, now, ParseAPIKeys)
+	w, err := watchFile(path, now, ParseAPIKeys)
 	if err != nil {
 		return apiKeys{}, fmt.Errorf("auth: api keys: %w", err)
 	}
@@ -88,7 +90,7 @@ func (a apiKeys) Authenticate(ctx context.Context) (Identity, error) {
 	// Every entry is compared, in constant time, so timing tells nothing about which
 	// prefix of which hash matched.
 	var found *APIKey
-	keys := a.file.get()
+	keys := a.file.Get()
 	for i := range keys {
 		if subtle.ConstantTimeCompare(sum[:], keys[i].Hash[:]) == 1 {
 			found = &keys[i]

@@ -70,13 +70,13 @@ func newJWT(ctx context.Context, c JWTConfig, o Options) (*jwtAuth, error) {
 		jwt.WithValidMethods(c.Algorithms), jwt.WithIssuer(c.Issuer), jwt.WithAudience(c.Audience),
 		jwt.WithLeeway(c.Leeway), jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(o.Now))}
 	if c.JWKSFile != "" {
-		w, err := newWatched(c.JWKSFile, o.Now, func(b []byte) (keyfunc.Keyfunc, error) {
+		w, err := watchFile(c.JWKSFile, o.Now, func(b []byte) (keyfunc.Keyfunc, error) {
 			return keyfunc.NewJWKSetJSON(json.RawMessage(b))
 		})
 		if err != nil {
 			return nil, fmt.Errorf("auth: jwt.jwks_file: %w", err)
 		}
-		a.keys = func() jwt.Keyfunc { return w.get().Keyfunc }
+		a.keys = func() jwt.Keyfunc { return w.Get().Keyfunc }
 		return a, nil
 	}
 	client := o.HTTPClient

@@ -3,11 +3,7 @@
 // CAs that sign client certificates. Every handshake uses the files' current content; a
 // change is picked up on the next handshake after the files' modification time or size
 // changes, at most once per PollInterval, without a restart and without touching open
-// connections.
-//
-// Why not a library: the maintained watchers (controller-runtime's certwatcher) bring
-// fsnotify and a Kubernetes dependency tree for what is a stat call per interval; a
-// Kubernetes secret update swaps a symlink, which a stat sees as well as an inotify watch.
+// connections (package internal/filewatch).
 package tlsfiles
 
 import (
@@ -16,8 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/compactord/compactord/internal/filewatch"
 )
 
 // DefaultPollInterval is how often a handshake may look at the files.
@@ -39,13 +36,8 @@ type Files struct {
 
 // Server serves a tls.Config backed by Files.
 type Server struct {
-	f   Files
-	now func() time.Time
-
-	mu      sync.Mutex
-	checked time.Time // when the files were last stat'ed
-	stamp   string    // their modification times and sizes then
-	current *tls.Config
+	f       Files
+	current *filewatch.Value[*tls.Config]
 }
 
 // New loads the files once and returns a Server; it fails when they cannot be loaded.
@@ -56,15 +48,15 @@ func New(f Files) (*Server, error) {
 	if f.PollInterval <= 0 {
 		f.PollInterval = DefaultPollInterval
 	}
-	s := &Server{f: f, now: time.Now}
-	stamp, err := s.readStamp()
+	s := &Server{f: f}
+	// A rotation writes the files one after the other: a pair that does not match yet fails
+	// to load and is tried again at the next poll, with the old material in use meanwhile.
+	v, err := filewatch.New([]string{f.CertFile, f.KeyFile, f.ClientCAFile},
+		filewatch.Options{Interval: f.PollInterval, OnReload: f.OnReload}, s.load)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tlsfiles: %w", err)
 	}
-	if s.current, err = s.load(); err != nil {
-		return nil, err
-	}
-	s.stamp, s.checked = stamp, s.now()
+	s.current = v
 	return s, nil
 }
 
@@ -74,52 +66,9 @@ func (s *Server) Config() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return s.config(), nil
+			return s.current.Get(), nil
 		},
 	}
-}
-
-// config returns the current material, reloading it first when the files changed.
-func (s *Server) config() *tls.Config {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.now().Sub(s.checked) < s.f.PollInterval {
-		return s.current
-	}
-	s.checked = s.now()
-	stamp, err := s.readStamp()
-	if err != nil || stamp == s.stamp {
-		if err != nil && s.f.OnReload != nil {
-			s.f.OnReload(err)
-		}
-		return s.current
-	}
-	// A rotation writes the files one after the other: a pair that does not match yet is
-	// retried at the next poll, with the old material in use meanwhile.
-	cfg, err := s.load()
-	if s.f.OnReload != nil {
-		s.f.OnReload(err)
-	}
-	if err == nil {
-		s.current, s.stamp = cfg, stamp
-	}
-	return s.current
-}
-
-// Reload re-reads the files now, whatever their stamps say.
-func (s *Server) Reload() error {
-	cfg, err := s.load()
-	if err != nil {
-		return err
-	}
-	stamp, err := s.readStamp()
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.current, s.stamp, s.checked = cfg, stamp, s.now()
-	s.mu.Unlock()
-	return nil
 }
 
 func (s *Server) load() (*tls.Config, error) {
@@ -140,20 +89,4 @@ func (s *Server) load() (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
-}
-
-// readStamp identifies the files' current versions by modification time and size.
-func (s *Server) readStamp() (string, error) {
-	var out string
-	for _, name := range []string{s.f.CertFile, s.f.KeyFile, s.f.ClientCAFile} {
-		if name == "" {
-			continue
-		}
-		st, err := os.Stat(name)
-		if err != nil {
-			return "", fmt.Errorf("tlsfiles: %w", err)
-		}
-		out += fmt.Sprintf("%s:%d:%d;", name, st.ModTime().UnixNano(), st.Size())
-	}
-	return out, nil
 }
