@@ -100,14 +100,10 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	entry, cacheStatus, err := c.summary(ctx)
 	fallbackFrom := ""
-	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && (errors.Is(err, summarize.ErrUnavailable) || errors.Is(err, summarize.ErrEmptySummary)) && ctx.Err() == nil {
-		// The summarizer is down: its fallback writes the summary, uncached, and says so.
+	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && transient(ctx, err) {
 		fallbackFrom = sum.Fingerprint().Name
 		span.SetAttributes(attrFallbackFrom.String(fallbackFrom))
-		fc := c
-		fc.sum = fb
-		from, anchor := fc.start()
-		entry, err = fc.summarize(ctx, from, anchor)
+		entry, err = c.fallback(ctx, fb)
 		cacheStatus = compactorv1.CacheStatus_CACHE_STATUS_MISS
 	}
 	if errors.Is(err, errUnpaid) {
@@ -244,6 +240,20 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 		}
 		return f.entry, st, nil
 	}
+}
+
+// transient reports whether err is a summarizer failure a fallback summarizer may stand in
+// for: not the caller's deadline or cancellation, not bad input.
+func transient(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, summarize.ErrUnavailable) || errors.Is(err, summarize.ErrEmptySummary))
+}
+
+// fallback has fb write the summary the compaction's summarizer failed to write. It is not
+// cached: the next call tries that summarizer again.
+func (c compaction) fallback(ctx context.Context, fb summarize.Summarizer) (*cache.Entry, error) {
+	c.sum = fb
+	from, anchor := c.start()
+	return c.summarize(ctx, from, anchor)
 }
 
 // start is where a summary with no cached prefix starts: after the conversation's latest

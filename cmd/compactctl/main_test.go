@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"flag"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,13 +83,11 @@ func TestGolden(t *testing.T) {
 			r := ctl(t, nil, "", append([]string{"--local"}, tt.args...)...)
 			// Paths differ between machines; the fixtures' names do not.
 			stderr := strings.ReplaceAll(r.stderr, filepath.Dir(fixture(t, swe))+"/", "")
-			got := "exit " + itoa(r.code) + "\n--- stderr\n" + stderr + "--- stdout\n" + r.stdout
+			got := "exit " + strconv.Itoa(r.code) + "\n--- stderr\n" + stderr + "--- stdout\n" + r.stdout
 			golden.Check(t, filepath.Join("testdata", tt.name+".golden"), got, *update)
 		})
 	}
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestPipeline chains commands through standard input as a shell pipeline would: lift, then
 // compact the IR document, then lower it; the result equals compacting the body at once.
