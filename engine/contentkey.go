@@ -195,10 +195,17 @@ func (c *Counter) keyRarePart(x keyHasher, p *compactorv1.Part, tag uint64) keyH
 		a := ct.ApprovalResponse
 		s0, s1 = a.GetApprovalId(), a.GetReason()
 		tag |= 8 | b2u(a.GetApproved())*tagFlag | b2u(len(a.UnknownFields()) > 0)*tagHasContentUnknown
+	case *compactorv1.Part_Provider:
+		pp := ct.Provider
+		s0, s1, s2 = pp.GetProvider(), pp.GetType(), pp.GetJson()
+		tag |= 9 | b2u(pp.GetTokenCountEstimated())*tagFlag | b2u(len(pp.UnknownFields()) > 0)*tagHasContentUnknown
 	}
 	tag |= lenField(s0, 0) | lenField(s1, 1) | lenField(s2, 2)
 	x.n += uint64(len(s0) + len(s1) + len(s2))
 	x.group(&c.keySecret, tag, c.strWord(s0), c.strWord(s1), c.strWord(s2))
+	if pp := p.GetProvider(); pp != nil {
+		x.group(&c.keySecret, uint64(pp.GetTokenCount()), 9, 0, 0)
+	}
 	if tag&tagOptional != 0 {
 		x = c.keyPartOptional(x, p, tag)
 	}
@@ -292,6 +299,8 @@ func (c *Counter) keyPartOptional(x keyHasher, p *compactorv1.Part, tag uint64) 
 		inner = ct.ApprovalRequest.UnknownFields()
 	case *compactorv1.Part_ApprovalResponse:
 		inner = ct.ApprovalResponse.UnknownFields()
+	case *compactorv1.Part_Provider:
+		inner = ct.Provider.UnknownFields()
 	}
 	if tag&tagHasContentUnknown != 0 {
 		x = c.keyBytes(x, inner, tagHasContentUnknown)

@@ -195,7 +195,7 @@ func TestContentKeyRandomMessages(t *testing.T) {
 	}
 	draw := func() *compactorv1.Message {
 		m := &compactorv1.Message{Role: compactorv1.Role_ROLE_ASSISTANT, Pinned: r.IntN(8) == 0}
-		kind := r.IntN(4)
+		kind := r.IntN(5)
 		for range 1 + r.IntN(2) {
 			var p *compactorv1.Part
 			switch kind {
@@ -205,8 +205,11 @@ func TestContentKeyRandomMessages(t *testing.T) {
 				p = plCall(str(), str(), str())
 			case 2:
 				p = plResult(str(), str(), str())
-			default:
+			case 3:
 				p = &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: str(), Signature: str(), RedactedData: str()}}}
+			default:
+				p = &compactorv1.Part{Content: &compactorv1.Part_Provider{Provider: &compactorv1.ProviderPart{
+					Provider: str(), Type: str(), Json: str(), TokenCount: int64(r.IntN(3)), TokenCountEstimated: r.IntN(2) == 0}}}
 			}
 			if r.IntN(20) == 0 {
 				p.ProtoReflect().SetUnknown(unknown127(byte(r.IntN(2))))

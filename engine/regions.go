@@ -2,22 +2,43 @@ package engine
 
 import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 
-// LatestSummary returns the index of the last COMPACT_SUMMARY message, or -1.
+// The providers a compactorv1.ProviderPart can belong to.
+const (
+	ProviderAnthropic = "anthropic" // Anthropic Messages
+	ProviderOpenAI    = "openai"    // OpenAI Responses
+)
+
+// LatestSummary returns the index of the last summary boundary, or -1: a COMPACT_SUMMARY
+// message, or a message holding a compaction a provider made (see ProviderCompaction).
 func LatestSummary(msgs []*compactorv1.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+		if msgs[i].GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY || ProviderCompaction(msgs[i]) {
 			return i
 		}
 	}
 	return -1
 }
 
+// ProviderCompaction reports whether m holds a compaction a provider made (a ProviderPart of
+// type "compaction"). Such a message is a summary boundary whose content compactord cannot
+// read: what precedes it is history the provider already folded into it, and it is kept
+// verbatim like a head message, never summarized again.
+func ProviderCompaction(m *compactorv1.Message) bool {
+	for _, p := range m.GetParts() {
+		if p.GetProvider().GetType() == "compaction" {
+			return true
+		}
+	}
+	return false
+}
+
 // InHead reports whether m belongs to the head of a conversation: system messages, session
-// prefaces and pinned messages, which are never summarized or pruned and always sent.
+// prefaces, pinned messages and provider compactions, which are never summarized or pruned
+// and always sent.
 func InHead(m *compactorv1.Message) bool {
 	return m.GetRole() == compactorv1.Role_ROLE_SYSTEM ||
 		m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_SESSION_PREFACE ||
-		m.GetPinned()
+		m.GetPinned() || ProviderCompaction(m)
 }
 
 // Sent reports, for each message, whether a model sees it: compaction prompts never; before

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
@@ -110,6 +112,8 @@ func partBytes(p *compactorv1.Part) int {
 		return len(r.GetText()) + len(r.GetSignature()) + len(r.GetRedactedData())
 	case *compactorv1.Part_ToolCall:
 		return len(c.ToolCall.GetInputJson())
+	case *compactorv1.Part_Provider:
+		return len(c.Provider.GetJson())
 	case *compactorv1.Part_ToolResult:
 		o := c.ToolResult.GetOutput()
 		n := len(o.GetText()) + len(o.GetJson()) + len(o.GetErrorText()) + len(o.GetErrorJson()) + len(o.GetDenied())
@@ -205,6 +209,8 @@ func allowed(role compactorv1.Role, p *compactorv1.Part) bool {
 		return role == compactorv1.Role_ROLE_TOOL || role == compactorv1.Role_ROLE_ASSISTANT
 	case *compactorv1.Part_ApprovalResponse:
 		return role == compactorv1.Role_ROLE_TOOL
+	case *compactorv1.Part_Provider:
+		return role == compactorv1.Role_ROLE_USER || role == compactorv1.Role_ROLE_ASSISTANT
 	}
 	return false
 }
@@ -292,6 +298,26 @@ func (v *validator) part(at loc, role compactorv1.Role, p *compactorv1.Part) {
 		v.approvalRequest(at, c.ApprovalRequest)
 	case *compactorv1.Part_ApprovalResponse:
 		v.approvalResponse(at, c.ApprovalResponse)
+	case *compactorv1.Part_Provider:
+		v.providerPart(at, c.Provider)
+	}
+}
+
+// providerPart checks a provider part: a known provider, a type, and a JSON object.
+func (v *validator) providerPart(at loc, p *compactorv1.ProviderPart) {
+	switch p.GetProvider() {
+	case ProviderAnthropic, ProviderOpenAI:
+	default:
+		v.addAt(at, "provider.provider", fmt.Sprintf("unknown provider %q: expected %q or %q", p.GetProvider(), ProviderAnthropic, ProviderOpenAI))
+	}
+	if p.GetType() == "" {
+		v.addAt(at, "provider.type", "required")
+	}
+	if j := strings.TrimSpace(p.GetJson()); !strings.HasPrefix(j, "{") || !json.Valid([]byte(j)) {
+		v.addAt(at, "provider.json", "must be a JSON object")
+	}
+	if p.GetTokenCount() < 0 {
+		v.addAt(at, "provider.token_count", "must not be negative")
 	}
 }
 
@@ -450,6 +476,8 @@ func partName(p *compactorv1.Part) string {
 		return "approval_request"
 	case *compactorv1.Part_ApprovalResponse:
 		return "approval_response"
+	case *compactorv1.Part_Provider:
+		return "provider"
 	}
 	return "empty"
 }

@@ -35,6 +35,16 @@ const (
 	PDFPageTokens = 2000
 )
 
+// ProviderPartTokens returns the tokens of an opaque provider part: its token_count (the
+// provider's figure, or the estimate Lift recorded), else an estimate of a quarter token per
+// byte of its JSON, the density of base64-like encrypted content under BPE tokenizers.
+func ProviderPartTokens(p *compactorv1.ProviderPart) int64 {
+	if n := p.GetTokenCount(); n > 0 {
+		return n
+	}
+	return (int64(len(p.GetJson())) + 3) / 4
+}
+
 // Message returns the tokens of m's content as a model sees it: MessageOverheadTokens plus
 // each part's (see Part). It ignores m.token_count.
 func (t Text) Message(m *compactorv1.Message) int64 {
@@ -72,6 +82,8 @@ func (t Text) Part(p *compactorv1.Part) (total, payload int64) {
 		return ApprovalTokens, 0
 	case *compactorv1.Part_ApprovalResponse:
 		return ApprovalTokens + t.Count(c.ApprovalResponse.GetReason()), 0
+	case *compactorv1.Part_Provider:
+		return ProviderPartTokens(c.Provider), 0
 	}
 	return 0, 0
 }

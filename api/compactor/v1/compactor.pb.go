@@ -793,8 +793,14 @@ type CompactRequest struct {
 	Force bool `protobuf:"varint,5,opt,name=force,proto3" json:"force,omitempty"`
 	// Also return the COMPACT_PROMPT message that asked for the summary, before it.
 	EmitCompactPrompt bool `protobuf:"varint,6,opt,name=emit_compact_prompt,json=emitCompactPrompt,proto3" json:"emit_compact_prompt,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The provider the compacted conversation will be sent to, when the caller knows it. A
+	// compaction another provider made (a ProviderPart) cannot be sent there: with this set,
+	// Compact drops such compactions and summarizes what follows them (and whatever earlier
+	// messages the request still holds) into a compactord summary, as if force were set, and
+	// says so in warnings. Unspecified keeps provider compactions as they are.
+	TargetProvider Provider `protobuf:"varint,7,opt,name=target_provider,json=targetProvider,proto3,enum=compactor.v1.Provider" json:"target_provider,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CompactRequest) Reset() {
@@ -869,6 +875,13 @@ func (x *CompactRequest) GetEmitCompactPrompt() bool {
 	return false
 }
 
+func (x *CompactRequest) GetTargetProvider() Provider {
+	if x != nil {
+		return x.TargetProvider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
 // CompactResponse is the result of a compaction.
 type CompactResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -885,7 +898,10 @@ type CompactResponse struct {
 	CacheStatus CacheStatus `protobuf:"varint,5,opt,name=cache_status,json=cacheStatus,proto3,enum=compactor.v1.CacheStatus" json:"cache_status,omitempty"`
 	// Why compacted is false although the plan summarized, e.g. a range too short for any
 	// summary to pay for itself. Empty otherwise.
-	Reason        string `protobuf:"bytes,20,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,20,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What the compaction had to leave out, one line each (a provider compaction replaced for
+	// target_provider).
+	Warnings      []string `protobuf:"bytes,21,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -960,6 +976,13 @@ func (x *CompactResponse) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *CompactResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 // Summary describes a summary a compaction wrote.
@@ -1225,8 +1248,13 @@ type LowerRequest struct {
 	// "[System Context]: ..." instead of hoisting them into the top-level system, so a changing
 	// message does not invalidate the cached prefix.
 	InlineDynamicSystem bool `protobuf:"varint,7,opt,name=inline_dynamic_system,json=inlineDynamicSystem,proto3" json:"inline_dynamic_system,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Refuse to drop anything: a lowering that would leave out or change a field (every case
+	// LowerResponse.warnings would name), or a body missing a field the target requires
+	// (Anthropic's model and max_tokens, when base_body lacks them), fails with
+	// FAILED_PRECONDITION and a PreconditionFailure naming each field instead.
+	Strict        bool `protobuf:"varint,8,opt,name=strict,proto3" json:"strict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LowerRequest) Reset() {
@@ -1308,12 +1336,22 @@ func (x *LowerRequest) GetInlineDynamicSystem() bool {
 	return false
 }
 
+func (x *LowerRequest) GetStrict() bool {
+	if x != nil {
+		return x.Strict
+	}
+	return false
+}
+
 // LowerResponse is a provider request body.
 type LowerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The request body, JSON. Deterministic: the same request gives the same bytes.
 	Body string `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
-	// Everything that could not be carried exactly, one line each.
+	// Everything that could not be carried exactly, one line each: one line per kind of field
+	// dropped, naming the first occurrence and how many there were
+	// ("messages[3].parts[1].reasoning.signature: not carried to gemini (12 parts)"), and the
+	// fields the target requires that base_body lacks.
 	Warnings []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// With a session: the cursor to store once the provider call succeeded (index of the last
 	// message included). Otherwise the index of the last message.
@@ -1550,7 +1588,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	" \x01(\x05R\fsummaryIndex\x12#\n" +
 	"\rusable_tokens\x18\v \x01(\x03R\fusableTokens\x12*\n" +
 	"\x11trigger_at_tokens\x18\f \x01(\x03R\x0ftriggerAtTokens\x12#\n" +
-	"\rtarget_tokens\x18\r \x01(\x03R\ftargetTokens\"\xfb\x01\n" +
+	"\rtarget_tokens\x18\r \x01(\x03R\ftargetTokens\"\xbc\x02\n" +
 	"\x0eCompactRequest\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\x12\x1e\n" +
@@ -1559,14 +1597,16 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"summarizer\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12\x14\n" +
 	"\x05force\x18\x05 \x01(\bR\x05force\x12.\n" +
-	"\x13emit_compact_prompt\x18\x06 \x01(\bR\x11emitCompactPrompt\"\x99\x02\n" +
+	"\x13emit_compact_prompt\x18\x06 \x01(\bR\x11emitCompactPrompt\x12?\n" +
+	"\x0ftarget_provider\x18\a \x01(\x0e2\x16.compactor.v1.ProviderR\x0etargetProvider\"\xb5\x02\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x121\n" +
 	"\bmessages\x18\x02 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12.\n" +
 	"\x04plan\x18\x03 \x01(\v2\x1a.compactor.v1.PlanResponseR\x04plan\x12/\n" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
 	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
-	"\x06reason\x18\x14 \x01(\tR\x06reason\"\xdd\x04\n" +
+	"\x06reason\x18\x14 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xdd\x04\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -1590,7 +1630,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
-	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xb0\x02\n" +
+	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xc8\x02\n" +
 	"\fLowerRequest\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x122\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +
@@ -1598,7 +1638,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\x12/\n" +
 	"\asession\x18\x05 \x01(\v2\x15.compactor.v1.SessionR\asession\x12!\n" +
 	"\fkeep_history\x18\x06 \x01(\bR\vkeepHistory\x122\n" +
-	"\x15inline_dynamic_system\x18\a \x01(\bR\x13inlineDynamicSystem\"W\n" +
+	"\x15inline_dynamic_system\x18\a \x01(\bR\x13inlineDynamicSystem\x12\x16\n" +
+	"\x06strict\x18\b \x01(\bR\x06strict\"W\n" +
 	"\rLowerResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\tR\x04body\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\x12\x16\n" +
@@ -1684,29 +1725,30 @@ var file_compactor_v1_compactor_proto_depIdxs = []int32{
 	2,  // 5: compactor.v1.PlanResponse.dispositions:type_name -> compactor.v1.Disposition
 	17, // 6: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
 	4,  // 7: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
-	17, // 8: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
-	8,  // 9: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
-	11, // 10: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
-	3,  // 11: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
-	17, // 12: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
-	0,  // 13: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
-	12, // 14: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
-	0,  // 15: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
-	17, // 16: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
-	0,  // 17: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
-	7,  // 18: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
-	9,  // 19: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
-	13, // 20: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
-	15, // 21: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
-	8,  // 22: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
-	10, // 23: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
-	14, // 24: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
-	16, // 25: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
-	22, // [22:26] is the sub-list for method output_type
-	18, // [18:22] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	0,  // 8: compactor.v1.CompactRequest.target_provider:type_name -> compactor.v1.Provider
+	17, // 9: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
+	8,  // 10: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
+	11, // 11: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
+	3,  // 12: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
+	17, // 13: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
+	0,  // 14: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
+	12, // 15: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
+	0,  // 16: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
+	17, // 17: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
+	0,  // 18: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
+	7,  // 19: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
+	9,  // 20: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
+	13, // 21: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
+	15, // 22: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
+	8,  // 23: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
+	10, // 24: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
+	14, // 25: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
+	16, // 26: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_compactor_proto_init() }

@@ -329,10 +329,15 @@ type Part struct {
 	//	*Part_ToolResult
 	//	*Part_ApprovalRequest
 	//	*Part_ApprovalResponse
+	//	*Part_Provider
 	Content isPart_Content `protobuf_oneof:"content"`
 	// Provider-specific options keyed by provider, for example
 	// {"anthropic": {"cacheControl": {"type": "ephemeral"}}} or
-	// {"google": {"thoughtSignature": "..."}} or {"openai": {"itemId": "rs_..."}}.
+	// {"google": {"thoughtSignature": "..."}} or {"openai": {"itemId": "rs_..."}}. Lift also
+	// keeps here, under their API names, the fields of a block or item that the IR does not
+	// model and the provider expects back (signatures, encrypted content, item ids, status,
+	// citations): Lower writes them back to the same provider and, to any other, names each one
+	// it cannot carry in a warning. docs/PROVIDERS.md lists them.
 	ProviderOptions map[string]*structpb.Struct `protobuf:"bytes,15,rep,name=provider_options,json=providerOptions,proto3" json:"provider_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -447,6 +452,15 @@ func (x *Part) GetApprovalResponse() *ToolApprovalResponse {
 	return nil
 }
 
+func (x *Part) GetProvider() *ProviderPart {
+	if x != nil {
+		if x, ok := x.Content.(*Part_Provider); ok {
+			return x.Provider
+		}
+	}
+	return nil
+}
+
 func (x *Part) GetProviderOptions() map[string]*structpb.Struct {
 	if x != nil {
 		return x.ProviderOptions
@@ -498,6 +512,12 @@ type Part_ApprovalResponse struct {
 	ApprovalResponse *ToolApprovalResponse `protobuf:"bytes,8,opt,name=approval_response,json=approvalResponse,proto3,oneof"`
 }
 
+type Part_Provider struct {
+	// State a provider made and expects back unchanged (a provider-made compaction), opaque
+	// to compactord.
+	Provider *ProviderPart `protobuf:"bytes,9,opt,name=provider,proto3,oneof"`
+}
+
 func (*Part_Text) isPart_Content() {}
 
 func (*Part_Image) isPart_Content() {}
@@ -513,6 +533,8 @@ func (*Part_ToolResult) isPart_Content() {}
 func (*Part_ApprovalRequest) isPart_Content() {}
 
 func (*Part_ApprovalResponse) isPart_Content() {}
+
+func (*Part_Provider) isPart_Content() {}
 
 // TextPart is plain text.
 type TextPart struct {
@@ -1165,6 +1187,95 @@ func (x *ToolContent) GetParts() []*Part {
 	return nil
 }
 
+// ProviderPart is content a provider made that compactord cannot read and must send back to
+// that provider byte for byte: an Anthropic "compaction" block, an OpenAI Responses
+// "compaction" item. A message holding a provider compaction is a summary boundary (what
+// precedes it is history the provider already folded into it) and is never summarized again.
+// It cannot be sent to another provider.
+type ProviderPart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The provider it belongs to: "anthropic" (Messages) or "openai" (Responses). Required.
+	Provider string `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	// Its kind, as the provider names it: "compaction". Required.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// The block or item exactly as the provider's body held it: one JSON object, kept
+	// byte-exact. Required.
+	Json string `protobuf:"bytes,3,opt,name=json,proto3" json:"json,omitempty"`
+	// Tokens the part takes in the model's context: the provider's own figure when the body
+	// reports one, else compactord's estimate (see token_count_estimated). 0 means unknown:
+	// compactord then estimates from the size of json.
+	TokenCount int64 `protobuf:"varint,4,opt,name=token_count,json=tokenCount,proto3" json:"token_count,omitempty"`
+	// True when token_count is compactord's estimate, not a figure the provider reported.
+	TokenCountEstimated bool `protobuf:"varint,5,opt,name=token_count_estimated,json=tokenCountEstimated,proto3" json:"token_count_estimated,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ProviderPart) Reset() {
+	*x = ProviderPart{}
+	mi := &file_compactor_v1_conversation_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderPart) ProtoMessage() {}
+
+func (x *ProviderPart) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_conversation_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderPart.ProtoReflect.Descriptor instead.
+func (*ProviderPart) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_conversation_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ProviderPart) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderPart) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ProviderPart) GetJson() string {
+	if x != nil {
+		return x.Json
+	}
+	return ""
+}
+
+func (x *ProviderPart) GetTokenCount() int64 {
+	if x != nil {
+		return x.TokenCount
+	}
+	return 0
+}
+
+func (x *ProviderPart) GetTokenCountEstimated() bool {
+	if x != nil {
+		return x.TokenCountEstimated
+	}
+	return false
+}
+
 // ToolApprovalRequest asks the user to approve a tool call before it runs.
 type ToolApprovalRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1178,7 +1289,7 @@ type ToolApprovalRequest struct {
 
 func (x *ToolApprovalRequest) Reset() {
 	*x = ToolApprovalRequest{}
-	mi := &file_compactor_v1_conversation_proto_msgTypes[10]
+	mi := &file_compactor_v1_conversation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1301,7 @@ func (x *ToolApprovalRequest) String() string {
 func (*ToolApprovalRequest) ProtoMessage() {}
 
 func (x *ToolApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_conversation_proto_msgTypes[10]
+	mi := &file_compactor_v1_conversation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1314,7 @@ func (x *ToolApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ToolApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_conversation_proto_rawDescGZIP(), []int{10}
+	return file_compactor_v1_conversation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolApprovalRequest) GetApprovalId() string {
@@ -1235,7 +1346,7 @@ type ToolApprovalResponse struct {
 
 func (x *ToolApprovalResponse) Reset() {
 	*x = ToolApprovalResponse{}
-	mi := &file_compactor_v1_conversation_proto_msgTypes[11]
+	mi := &file_compactor_v1_conversation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1358,7 @@ func (x *ToolApprovalResponse) String() string {
 func (*ToolApprovalResponse) ProtoMessage() {}
 
 func (x *ToolApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_conversation_proto_msgTypes[11]
+	mi := &file_compactor_v1_conversation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1371,7 @@ func (x *ToolApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ToolApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_conversation_proto_rawDescGZIP(), []int{11}
+	return file_compactor_v1_conversation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolApprovalResponse) GetApprovalId() string {
@@ -1301,7 +1412,7 @@ const file_compactor_v1_conversation_proto_rawDesc = "" +
 	"tokenCount\x1a[\n" +
 	"\x14ProviderOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
-	"\x05value\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05value:\x028\x01\"\xab\x05\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05value:\x028\x01\"\xe5\x05\n" +
 	"\x04Part\x12,\n" +
 	"\x04text\x18\x01 \x01(\v2\x16.compactor.v1.TextPartH\x00R\x04text\x12/\n" +
 	"\x05image\x18\x02 \x01(\v2\x17.compactor.v1.ImagePartH\x00R\x05image\x12,\n" +
@@ -1311,7 +1422,8 @@ const file_compactor_v1_conversation_proto_rawDesc = "" +
 	"\vtool_result\x18\x06 \x01(\v2\x1c.compactor.v1.ToolResultPartH\x00R\n" +
 	"toolResult\x12N\n" +
 	"\x10approval_request\x18\a \x01(\v2!.compactor.v1.ToolApprovalRequestH\x00R\x0fapprovalRequest\x12Q\n" +
-	"\x11approval_response\x18\b \x01(\v2\".compactor.v1.ToolApprovalResponseH\x00R\x10approvalResponse\x12R\n" +
+	"\x11approval_response\x18\b \x01(\v2\".compactor.v1.ToolApprovalResponseH\x00R\x10approvalResponse\x128\n" +
+	"\bprovider\x18\t \x01(\v2\x1a.compactor.v1.ProviderPartH\x00R\bprovider\x12R\n" +
 	"\x10provider_options\x18\x0f \x03(\v2'.compactor.v1.Part.ProviderOptionsEntryR\x0fproviderOptions\x1a[\n" +
 	"\x14ProviderOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
@@ -1360,7 +1472,14 @@ const file_compactor_v1_conversation_proto_rawDesc = "" +
 	"\x06denied\x18\x06 \x01(\tH\x00R\x06deniedB\a\n" +
 	"\x05value\"7\n" +
 	"\vToolContent\x12(\n" +
-	"\x05parts\x18\x01 \x03(\v2\x12.compactor.v1.PartR\x05parts\"X\n" +
+	"\x05parts\x18\x01 \x03(\v2\x12.compactor.v1.PartR\x05parts\"\xa7\x01\n" +
+	"\fProviderPart\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04json\x18\x03 \x01(\tR\x04json\x12\x1f\n" +
+	"\vtoken_count\x18\x04 \x01(\x03R\n" +
+	"tokenCount\x122\n" +
+	"\x15token_count_estimated\x18\x05 \x01(\bR\x13tokenCountEstimated\"X\n" +
 	"\x13ToolApprovalRequest\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12 \n" +
@@ -1399,7 +1518,7 @@ func file_compactor_v1_conversation_proto_rawDescGZIP() []byte {
 }
 
 var file_compactor_v1_conversation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_compactor_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_compactor_v1_conversation_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_compactor_v1_conversation_proto_goTypes = []any{
 	(Role)(0),                    // 0: compactor.v1.Role
 	(MessageKind)(0),             // 1: compactor.v1.MessageKind
@@ -1414,37 +1533,39 @@ var file_compactor_v1_conversation_proto_goTypes = []any{
 	(*ToolResultPart)(nil),       // 10: compactor.v1.ToolResultPart
 	(*ToolOutput)(nil),           // 11: compactor.v1.ToolOutput
 	(*ToolContent)(nil),          // 12: compactor.v1.ToolContent
-	(*ToolApprovalRequest)(nil),  // 13: compactor.v1.ToolApprovalRequest
-	(*ToolApprovalResponse)(nil), // 14: compactor.v1.ToolApprovalResponse
-	nil,                          // 15: compactor.v1.Message.ProviderOptionsEntry
-	nil,                          // 16: compactor.v1.Part.ProviderOptionsEntry
-	(*structpb.Struct)(nil),      // 17: google.protobuf.Struct
+	(*ProviderPart)(nil),         // 13: compactor.v1.ProviderPart
+	(*ToolApprovalRequest)(nil),  // 14: compactor.v1.ToolApprovalRequest
+	(*ToolApprovalResponse)(nil), // 15: compactor.v1.ToolApprovalResponse
+	nil,                          // 16: compactor.v1.Message.ProviderOptionsEntry
+	nil,                          // 17: compactor.v1.Part.ProviderOptionsEntry
+	(*structpb.Struct)(nil),      // 18: google.protobuf.Struct
 }
 var file_compactor_v1_conversation_proto_depIdxs = []int32{
 	0,  // 0: compactor.v1.Message.role:type_name -> compactor.v1.Role
 	4,  // 1: compactor.v1.Message.parts:type_name -> compactor.v1.Part
 	1,  // 2: compactor.v1.Message.kind:type_name -> compactor.v1.MessageKind
 	2,  // 3: compactor.v1.Message.lifecycle:type_name -> compactor.v1.Lifecycle
-	15, // 4: compactor.v1.Message.provider_options:type_name -> compactor.v1.Message.ProviderOptionsEntry
+	16, // 4: compactor.v1.Message.provider_options:type_name -> compactor.v1.Message.ProviderOptionsEntry
 	5,  // 5: compactor.v1.Part.text:type_name -> compactor.v1.TextPart
 	6,  // 6: compactor.v1.Part.image:type_name -> compactor.v1.ImagePart
 	7,  // 7: compactor.v1.Part.file:type_name -> compactor.v1.FilePart
 	8,  // 8: compactor.v1.Part.reasoning:type_name -> compactor.v1.ReasoningPart
 	9,  // 9: compactor.v1.Part.tool_call:type_name -> compactor.v1.ToolCallPart
 	10, // 10: compactor.v1.Part.tool_result:type_name -> compactor.v1.ToolResultPart
-	13, // 11: compactor.v1.Part.approval_request:type_name -> compactor.v1.ToolApprovalRequest
-	14, // 12: compactor.v1.Part.approval_response:type_name -> compactor.v1.ToolApprovalResponse
-	16, // 13: compactor.v1.Part.provider_options:type_name -> compactor.v1.Part.ProviderOptionsEntry
-	11, // 14: compactor.v1.ToolResultPart.output:type_name -> compactor.v1.ToolOutput
-	12, // 15: compactor.v1.ToolOutput.content:type_name -> compactor.v1.ToolContent
-	4,  // 16: compactor.v1.ToolContent.parts:type_name -> compactor.v1.Part
-	17, // 17: compactor.v1.Message.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
-	17, // 18: compactor.v1.Part.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	14, // 11: compactor.v1.Part.approval_request:type_name -> compactor.v1.ToolApprovalRequest
+	15, // 12: compactor.v1.Part.approval_response:type_name -> compactor.v1.ToolApprovalResponse
+	13, // 13: compactor.v1.Part.provider:type_name -> compactor.v1.ProviderPart
+	17, // 14: compactor.v1.Part.provider_options:type_name -> compactor.v1.Part.ProviderOptionsEntry
+	11, // 15: compactor.v1.ToolResultPart.output:type_name -> compactor.v1.ToolOutput
+	12, // 16: compactor.v1.ToolOutput.content:type_name -> compactor.v1.ToolContent
+	4,  // 17: compactor.v1.ToolContent.parts:type_name -> compactor.v1.Part
+	18, // 18: compactor.v1.Message.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
+	18, // 19: compactor.v1.Part.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_conversation_proto_init() }
@@ -1461,6 +1582,7 @@ func file_compactor_v1_conversation_proto_init() {
 		(*Part_ToolResult)(nil),
 		(*Part_ApprovalRequest)(nil),
 		(*Part_ApprovalResponse)(nil),
+		(*Part_Provider)(nil),
 	}
 	file_compactor_v1_conversation_proto_msgTypes[3].OneofWrappers = []any{
 		(*ImagePart_Data)(nil),
@@ -1484,7 +1606,7 @@ func file_compactor_v1_conversation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactor_v1_conversation_proto_rawDesc), len(file_compactor_v1_conversation_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -114,3 +114,12 @@ func (x *ToolApprovalResponse) UnknownFields() []byte {
 	}
 	return x.unknownFields
 }
+
+// UnknownFields returns the raw unknown fields of x (nil for a nil x). The caller must not
+// modify the result.
+func (x *ProviderPart) UnknownFields() []byte {
+	if x == nil {
+		return nil
+	}
+	return x.unknownFields
+}

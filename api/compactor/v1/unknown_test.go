@@ -31,6 +31,7 @@ func TestUnknownFieldsMatchesProtoReflect(t *testing.T) {
 		{&ToolContent{}, (*ToolContent)(nil)},
 		{&ToolApprovalRequest{}, (*ToolApprovalRequest)(nil)},
 		{&ToolApprovalResponse{}, (*ToolApprovalResponse)(nil)},
+		{&ProviderPart{}, (*ProviderPart)(nil)},
 	} {
 		name := string(tt.msg.ProtoReflect().Descriptor().Name())
 		if got := tt.msg.UnknownFields(); len(got) != 0 {

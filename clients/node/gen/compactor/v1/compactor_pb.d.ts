@@ -274,6 +274,11 @@ export declare type CompactRequest = Message<"compactor.v1.CompactRequest"> & {
    * @generated from field: bool emit_compact_prompt = 6;
    */
   emitCompactPrompt: boolean;
+
+  /**
+   * @generated from field: compactor.v1.Provider target_provider = 7;
+   */
+  targetProvider: Provider;
 };
 
 /**
@@ -315,6 +320,11 @@ export declare type CompactResponse = Message<"compactor.v1.CompactResponse"> & 
    * @generated from field: string reason = 20;
    */
   reason: string;
+
+  /**
+   * @generated from field: repeated string warnings = 21;
+   */
+  warnings: string[];
 };
 
 /**
@@ -473,6 +483,11 @@ export declare type LowerRequest = Message<"compactor.v1.LowerRequest"> & {
    * @generated from field: bool inline_dynamic_system = 7;
    */
   inlineDynamicSystem: boolean;
+
+  /**
+   * @generated from field: bool strict = 8;
+   */
+  strict: boolean;
 };
 
 /**

@@ -116,6 +116,12 @@ export declare type Part = Message$1<"compactor.v1.Part"> & {
      */
     value: ToolApprovalResponse;
     case: "approvalResponse";
+  } | {
+    /**
+     * @generated from field: compactor.v1.ProviderPart provider = 9;
+     */
+    value: ProviderPart;
+    case: "provider";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -367,6 +373,42 @@ export declare type ToolContent = Message$1<"compactor.v1.ToolContent"> & {
  * Use `create(ToolContentSchema)` to create a new message.
  */
 export declare const ToolContentSchema: GenMessage<ToolContent>;
+
+/**
+ * @generated from message compactor.v1.ProviderPart
+ */
+export declare type ProviderPart = Message$1<"compactor.v1.ProviderPart"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string json = 3;
+   */
+  json: string;
+
+  /**
+   * @generated from field: int64 token_count = 4;
+   */
+  tokenCount: bigint;
+
+  /**
+   * @generated from field: bool token_count_estimated = 5;
+   */
+  tokenCountEstimated: boolean;
+};
+
+/**
+ * Describes the message compactor.v1.ProviderPart.
+ * Use `create(ProviderPartSchema)` to create a new message.
+ */
+export declare const ProviderPartSchema: GenMessage<ProviderPart>;
 
 /**
  * @generated from message compactor.v1.ToolApprovalRequest

@@ -28,36 +28,40 @@ PROVIDER_OPENAI_RESPONSES: Provider
 PROVIDER_UNSPECIFIED: Provider
 
 class CompactRequest(_message.Message):
-    __slots__ = ["emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer"]
+    __slots__ = ["emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer", "target_provider"]
     EMIT_COMPACT_PROMPT_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
+    TARGET_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     emit_compact_prompt: bool
     force: bool
     instructions: str
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     policy: Policy
     summarizer: str
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ...) -> None: ...
+    target_provider: Provider
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ...) -> None: ...
 
 class CompactResponse(_message.Message):
-    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "summary"]
+    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "summary", "warnings"]
     CACHE_STATUS_FIELD_NUMBER: _ClassVar[int]
     COMPACTED_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     cache_status: CacheStatus
     compacted: bool
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     plan: PlanResponse
     reason: str
     summary: Summary
-    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LiftRequest(_message.Message):
     __slots__ = ["body", "provider"]
@@ -80,7 +84,7 @@ class LiftResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., rest_body: _Optional[str] = ...) -> None: ...
 
 class LowerRequest(_message.Message):
-    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "session"]
+    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "session", "strict"]
     BASE_BODY_FIELD_NUMBER: _ClassVar[int]
     INLINE_DYNAMIC_SYSTEM_FIELD_NUMBER: _ClassVar[int]
     KEEP_HISTORY_FIELD_NUMBER: _ClassVar[int]
@@ -88,6 +92,7 @@ class LowerRequest(_message.Message):
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    STRICT_FIELD_NUMBER: _ClassVar[int]
     base_body: str
     inline_dynamic_system: bool
     keep_history: bool
@@ -95,7 +100,8 @@ class LowerRequest(_message.Message):
     model: str
     provider: Provider
     session: Session
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ...) -> None: ...
+    strict: bool
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ..., strict: bool = ...) -> None: ...
 
 class LowerResponse(_message.Message):
     __slots__ = ["body", "cursor", "warnings"]

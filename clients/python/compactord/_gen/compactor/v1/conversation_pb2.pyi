@@ -68,7 +68,7 @@ class Message(_message.Message):
     def __init__(self, id: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., parts: _Optional[_Iterable[_Union[Part, _Mapping]]] = ..., kind: _Optional[_Union[MessageKind, str]] = ..., lifecycle: _Optional[_Union[Lifecycle, str]] = ..., pinned: bool = ..., provider_options: _Optional[_Mapping[str, _struct_pb2.Struct]] = ..., token_count: _Optional[int] = ...) -> None: ...
 
 class Part(_message.Message):
-    __slots__ = ["approval_request", "approval_response", "file", "image", "provider_options", "reasoning", "text", "tool_call", "tool_result"]
+    __slots__ = ["approval_request", "approval_response", "file", "image", "provider", "provider_options", "reasoning", "text", "tool_call", "tool_result"]
     class ProviderOptionsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,7 @@ class Part(_message.Message):
     APPROVAL_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     REASONING_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -89,12 +90,27 @@ class Part(_message.Message):
     approval_response: ToolApprovalResponse
     file: FilePart
     image: ImagePart
+    provider: ProviderPart
     provider_options: _containers.MessageMap[str, _struct_pb2.Struct]
     reasoning: ReasoningPart
     text: TextPart
     tool_call: ToolCallPart
     tool_result: ToolResultPart
-    def __init__(self, text: _Optional[_Union[TextPart, _Mapping]] = ..., image: _Optional[_Union[ImagePart, _Mapping]] = ..., file: _Optional[_Union[FilePart, _Mapping]] = ..., reasoning: _Optional[_Union[ReasoningPart, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResultPart, _Mapping]] = ..., approval_request: _Optional[_Union[ToolApprovalRequest, _Mapping]] = ..., approval_response: _Optional[_Union[ToolApprovalResponse, _Mapping]] = ..., provider_options: _Optional[_Mapping[str, _struct_pb2.Struct]] = ...) -> None: ...
+    def __init__(self, text: _Optional[_Union[TextPart, _Mapping]] = ..., image: _Optional[_Union[ImagePart, _Mapping]] = ..., file: _Optional[_Union[FilePart, _Mapping]] = ..., reasoning: _Optional[_Union[ReasoningPart, _Mapping]] = ..., tool_call: _Optional[_Union[ToolCallPart, _Mapping]] = ..., tool_result: _Optional[_Union[ToolResultPart, _Mapping]] = ..., approval_request: _Optional[_Union[ToolApprovalRequest, _Mapping]] = ..., approval_response: _Optional[_Union[ToolApprovalResponse, _Mapping]] = ..., provider: _Optional[_Union[ProviderPart, _Mapping]] = ..., provider_options: _Optional[_Mapping[str, _struct_pb2.Struct]] = ...) -> None: ...
+
+class ProviderPart(_message.Message):
+    __slots__ = ["json", "provider", "token_count", "token_count_estimated", "type"]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNT_ESTIMATED_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    provider: str
+    token_count: int
+    token_count_estimated: bool
+    type: str
+    def __init__(self, provider: _Optional[str] = ..., type: _Optional[str] = ..., json: _Optional[str] = ..., token_count: _Optional[int] = ..., token_count_estimated: bool = ...) -> None: ...
 
 class ReasoningPart(_message.Message):
     __slots__ = ["redacted_data", "signature", "text"]
