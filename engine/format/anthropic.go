@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 )
 
 // anthropicFields are the conversation fields of an Anthropic Messages body.
@@ -25,6 +26,7 @@ const (
 	abToolUse
 	abToolResult
 	abServerResult
+	abRaw // an Anthropic ProviderPart, written as it came
 )
 
 // ablock is one content block to write.
@@ -142,10 +144,18 @@ func (l *lowerer) anthropic() {
 	w.endArr()
 }
 
-// anthropicCache returns the cache_control an options map asks for, or nil.
-func anthropicCache(o map[string]*structpb.Struct) *structpb.Value {
-	return option(o, "anthropic", "cacheControl", "cache_control")
+// anthropicCache returns the cache_control an options map asks for, or nil: Anthropic's own,
+// else a Bedrock cachePoint mapped to an ephemeral breakpoint.
+func (l *lowerer) anthropicCache(o map[string]*structpb.Struct) *structpb.Value {
+	v := l.opt(o, "anthropic", "cacheControl", "cache_control")
+	if l.opt(o, "bedrock", "cachePoint", "cache_point") != nil && v == nil { // the same breakpoint
+		return ephemeralCache
+	}
+	return v
 }
+
+// ephemeralCache is {"type":"ephemeral"}.
+var ephemeralCache = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("ephemeral")}})
 
 // anthropicBlocks appends one message's parts as blocks to blocks, dropping (with a warning)
 // what Anthropic cannot take.
@@ -153,7 +163,16 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 	lo := len(blocks)
 	for j, p := range m.GetParts() {
 		at := where(i, j)
-		b := ablock{p: p, at: at, cache: anthropicCache(p.GetProviderOptions())}
+		if pp := p.GetProvider(); pp != nil {
+			if pp.GetProvider() != engine.ProviderAnthropic {
+				l.drop(at, "provider."+pp.GetProvider()+"."+pp.GetType())
+				l.dropPart(p)
+				continue
+			}
+			blocks = append(blocks, ablock{kind: abRaw, p: p, at: at})
+			continue
+		}
+		b := ablock{p: p, at: at, cache: l.anthropicCache(p.GetProviderOptions())}
 		switch c := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
 			if isBlank(c.Text.GetText()) {
@@ -181,6 +200,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 				b.kind = abThinking
 			default:
 				l.warn("%s: reasoning without signature cannot be replayed to Anthropic; dropped", at)
+				l.dropPart(p)
 				continue
 			}
 		case *compactorv1.Part_ToolCall:
@@ -196,7 +216,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 		}
 		blocks = append(blocks, b)
 	}
-	if c := anthropicCache(m.GetProviderOptions()); c != nil && len(blocks) > lo && blocks[len(blocks)-1].cache == nil {
+	if c := l.anthropicCache(m.GetProviderOptions()); c != nil && len(blocks) > lo && blocks[len(blocks)-1].cache == nil {
 		blocks[len(blocks)-1].cache = c
 	}
 	return blocks
@@ -237,20 +257,28 @@ func partKind(p *compactorv1.Part) string {
 
 func (l *lowerer) anthropicBlock(b *ablock) {
 	w := &l.w
+	if b.kind == abRaw {
+		w.raw(b.p.GetProvider().GetJson())
+		return
+	}
+	o := b.p.GetProviderOptions()
 	w.obj()
 	switch b.kind {
 	case abText:
 		w.kstr("type", "text")
 		w.kstr("text", b.text)
+		l.writeCarried(o, "anthropic", anthropicTextCarried)
 	case abImage:
 		w.kstr("type", "image")
 		l.anthropicImageSource(b.p.GetImage(), b.at)
+		l.writeCarried(o, "anthropic", anthropicImageCarried)
 	case abFile:
 		w.kstr("type", "document")
 		l.anthropicDocSource(b.p.GetFile(), b.at)
 		if n := b.p.GetFile().GetFilename(); n != "" {
 			w.kstr("title", n)
 		}
+		l.writeCarried(o, "anthropic", anthropicDocCarried)
 	case abThinking:
 		r := b.p.GetReasoning()
 		w.kstr("type", "thinking")
@@ -270,30 +298,41 @@ func (l *lowerer) anthropicBlock(b *ablock) {
 		w.kstr("name", c.GetToolName())
 		w.key("input")
 		l.inputObject(c.GetInputJson(), b.at)
+		if c.GetProviderExecuted() {
+			l.writeCarried(o, "anthropic", anthropicServerCarried)
+		} else {
+			l.writeCarried(o, "anthropic", anthropicToolUseCarried)
+		}
 	case abToolResult:
 		r := b.p.GetToolResult()
 		w.kstr("type", "tool_result")
 		w.kstr("tool_use_id", r.GetToolCallId())
 		l.anthropicResultContent(r.GetOutput(), b.at)
+		if l.richError(r.GetOutput(), o) {
+			w.key("is_error")
+			w.boolean(true)
+		}
+		l.writeCarried(o, "anthropic", anthropicResultCarried)
 	case abServerResult:
 		r := b.p.GetToolResult()
-		typ := optionString(b.p.GetProviderOptions(), "anthropic", "type")
+		typ := l.optString(o, "anthropic", "type")
 		if typ == "" {
 			typ = "web_search_tool_result"
 		}
 		w.kstr("type", typ)
 		w.kstr("tool_use_id", r.GetToolCallId())
 		w.key("content")
-		o := r.GetOutput()
-		raw := o.GetJson()
+		out := r.GetOutput()
+		raw := out.GetJson()
 		if raw == "" {
-			raw = o.GetErrorJson()
+			raw = out.GetErrorJson()
 		}
 		if t, ok := trimJSON(raw); ok {
 			w.raw(t)
 		} else {
-			w.str(outputText(o))
+			w.str(outputText(r.GetOutput()))
 		}
+		l.writeCarried(o, "anthropic", anthropicServerCarried)
 	}
 	if b.cache != nil {
 		w.key("cache_control")
@@ -515,6 +554,10 @@ func (lt *lifter) anthropicMessage(m string, p *jpath) error {
 		if err != nil {
 			return err
 		}
+		if part.GetProvider().GetType() == "compaction" {
+			split.alone(part)
+			continue
+		}
 		split.push(part)
 	}
 	if n == 0 {
@@ -535,6 +578,7 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 	}
 	var part *compactorv1.Part
 	known := []string{"type", "cache_control"}
+	var carried []string
 	userOnly, assistantOnly := false, false
 	switch typ {
 	case "text":
@@ -543,17 +587,17 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 			return nil, err
 		}
 		part = textPart(t)
-		known = append(known, "text")
+		known, carried = append(known, "text"), anthropicTextCarried
 	case "image":
 		part, err = anthropicImage(field(b, "source"), p.k("source"))
-		known = append(known, "source")
+		known, carried = append(known, "source"), anthropicImageCarried
 	case "document":
 		part, err = anthropicDocument(b, p)
-		known = append(known, "source", "title")
+		known, carried = append(known, "source", "title"), anthropicDocCarried
 	case "tool_result":
 		userOnly = true
 		part, err = lt.anthropicResult(b, p)
-		known = append(known, "tool_use_id", "content", "is_error")
+		known, carried = append(known, "tool_use_id", "content", "is_error"), anthropicResultCarried
 	case "tool_use", "server_tool_use":
 		assistantOnly = true
 		id, name, input, err := toolUse(b, p, "id")
@@ -563,7 +607,14 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 		part = callPart(id, name, input)
 		part.GetToolCall().ProviderExecuted = typ == "server_tool_use"
 		lt.call(id, name)
-		known = append(known, "id", "name", "input")
+		known, carried = append(known, "id", "name", "input"), anthropicToolUseCarried
+		if typ == "server_tool_use" {
+			carried = anthropicServerCarried
+		}
+	case "compaction", "search_result", "container_upload", "mcp_tool_use", "mcp_tool_result":
+		// State the IR does not model, kept whole for Anthropic (a compaction is a summary
+		// boundary; see engine.ProviderCompaction).
+		return opaquePart(engine.ProviderAnthropic, typ, b), nil
 	case "thinking":
 		assistantOnly = true
 		t, err := str(field(b, "thinking"), p.k("thinking"), false)
@@ -599,7 +650,7 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 		}
 		part = resultPart(id, lt.names[id], &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Json{Json: content}})
 		setOpt(&part.ProviderOptions, "anthropic", "type", structpb.NewStringValue(typ))
-		known = append(known, "tool_use_id", "content")
+		known, carried = append(known, "tool_use_id", "content"), anthropicServerCarried
 	}
 	if err != nil {
 		return nil, err
@@ -613,7 +664,8 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 	if cc := field(b, "cache_control"); cc != "" && cc != "null" {
 		setOpt(&part.ProviderOptions, "anthropic", "cacheControl", toValue(cc))
 	}
-	lt.unknownKeys(b, p, known...)
+	carry(&part.ProviderOptions, b, "anthropic", carried)
+	lt.unknownKeysC(b, p, carried, known...)
 	return part, nil
 }
 
@@ -727,10 +779,12 @@ func (lt *lifter) anthropicResult(b string, p *jpath) (*compactorv1.Part, error)
 		case isErr && allText:
 			out = textOut(outputText(&compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}))
 		default:
-			if isErr {
-				lt.warn(p.k("is_error"), "error flag on rich tool output is not carried by the IR")
-			}
 			out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}
+			if isErr { // the IR's error outputs are text or JSON: the flag travels as an option
+				part := resultPart(id, lt.names[id], out)
+				setOpt(&part.ProviderOptions, "anthropic", optIsError, structpb.NewBoolValue(true))
+				return part, nil
+			}
 		}
 	default:
 		return nil, cp.invalid("must be a string or an array of blocks, not " + kindName(kindOf(content)))

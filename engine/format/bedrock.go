@@ -95,8 +95,14 @@ type bmsg struct {
 	lo, hi int // the message's blocks are all[lo:hi]
 }
 
-func bedrockCache(o map[string]*structpb.Struct) *structpb.Value {
-	return option(o, "bedrock", "cachePoint", "cache_point")
+// bedrockCache returns the cache point an options map asks for, or nil: Bedrock's own, else
+// an Anthropic cache_control mapped to a default cache point.
+func (l *lowerer) bedrockCache(o map[string]*structpb.Struct) *structpb.Value {
+	v := l.opt(o, "bedrock", "cachePoint", "cache_point")
+	if l.opt(o, "anthropic", "cacheControl", "cache_control") != nil && v == nil { // the same breakpoint
+		return structpb.NewBoolValue(true)
+	}
+	return v
 }
 
 func (l *lowerer) bedrock() {
@@ -121,7 +127,12 @@ func (l *lowerer) bedrock() {
 		lo := len(parts)
 		for j, p := range m.GetParts() {
 			at := where(s.i, j)
-			bp := bpart{p: p, at: at, cache: bedrockCache(p.GetProviderOptions())}
+			if pp := p.GetProvider(); pp != nil {
+				l.drop(at, "provider."+pp.GetProvider()+"."+pp.GetType())
+				l.dropPart(p)
+				continue
+			}
+			bp := bpart{p: p, at: at, cache: l.bedrockCache(p.GetProviderOptions())}
 			switch c := p.GetContent().(type) {
 			case *compactorv1.Part_Text:
 				if isBlank(c.Text.GetText()) {
@@ -140,11 +151,19 @@ func (l *lowerer) bedrock() {
 			case *compactorv1.Part_Reasoning:
 				if c.Reasoning.GetSignature() == "" && c.Reasoning.GetRedactedData() == "" {
 					l.warn("%s: reasoning without signature cannot be replayed to Bedrock; dropped", at)
+					l.dropPart(p)
 					continue
 				}
 			case *compactorv1.Part_ToolCall, *compactorv1.Part_ToolResult:
 				if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT && p.GetToolResult() != nil {
 					l.warn("%s: provider-executed tool result has no Bedrock form; dropped", at)
+					l.dropPart(p)
+					continue
+				}
+				if p.GetToolCall().GetProviderExecuted() {
+					// A toolUse would need a toolResult Bedrock cannot be given.
+					l.warn("%s: provider-executed tool call has no Bedrock form; dropped", at)
+					l.dropPart(p)
 					continue
 				}
 				if !tools {
@@ -160,7 +179,7 @@ func (l *lowerer) bedrock() {
 			}
 			parts = append(parts, bp)
 		}
-		if c := bedrockCache(m.GetProviderOptions()); c != nil && len(parts) > lo && parts[len(parts)-1].cache == nil {
+		if c := l.bedrockCache(m.GetProviderOptions()); c != nil && len(parts) > lo && parts[len(parts)-1].cache == nil {
 			parts[len(parts)-1].cache = c
 		}
 		if m.GetRole() == compactorv1.Role_ROLE_SYSTEM {
@@ -335,7 +354,7 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 	case *compactorv1.Part_Image:
 		l.bedrockImage(c.Image, b.at)
 	case *compactorv1.Part_File:
-		l.bedrockDoc(c.File, b.at)
+		l.bedrockDoc(c.File, p.GetProviderOptions(), b.at)
 	case *compactorv1.Part_Reasoning:
 		w.key("reasoningContent")
 		w.obj()
@@ -387,7 +406,7 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 				case *compactorv1.Part_File:
 					if l.bedrockFileOK(pc.File, pat) {
 						w.obj()
-						l.bedrockDoc(pc.File, pat)
+						l.bedrockDoc(pc.File, cp.GetProviderOptions(), pat)
 						w.endObj()
 					}
 				}
@@ -398,7 +417,7 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 			w.endObj()
 		}
 		w.endArr()
-		if isErrorOutput(o) {
+		if isErrorOutput(o) || l.richError(o, p.GetProviderOptions()) {
 			w.kstr("status", "error")
 		}
 		w.endObj()
@@ -445,7 +464,7 @@ func (l *lowerer) bedrockImage(img *compactorv1.ImagePart, at loc) {
 	w.endObj()
 }
 
-func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, at loc) {
+func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, opts map[string]*structpb.Struct, at loc) {
 	w := &l.w
 	data, url, media := f.GetData(), f.GetUrl(), f.GetMediaType()
 	if mt, d, ok := parseDataURL(url); ok {
@@ -459,6 +478,7 @@ func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, at loc) {
 	w.kstr("format", docFormat(media))
 	w.kstr("name", docName(f.GetFilename(), 1))
 	l.bedrockSource(data, url)
+	l.writeCarried(opts, "bedrock", bedrockDocCarried)
 	w.endObj()
 }
 
@@ -549,7 +569,11 @@ func (lt *lifter) bedrockBlock(b string, p *jpath, assistant bool) (*compactorv1
 	case field(b, "image") != "":
 		return bedrockImage(field(b, "image"), p.k("image"))
 	case field(b, "document") != "":
-		return bedrockDoc(field(b, "document"), p.k("document"))
+		part, err := bedrockDoc(field(b, "document"), p.k("document"))
+		if err == nil {
+			carry(&part.ProviderOptions, field(b, "document"), "bedrock", bedrockDocCarried)
+		}
+		return part, err
 	case field(b, "toolUse") != "":
 		tp := p.k("toolUse")
 		if !assistant {
@@ -725,10 +749,12 @@ func (lt *lifter) bedrockResult(v string, p *jpath) (*compactorv1.Part, error) {
 			out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: parts[0].GetText().GetText()}}
 		}
 	default:
-		if isErr {
-			lt.warn(p.k("status"), "error status on rich tool output is not carried by the IR")
-		}
 		out = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}
+		if isErr { // the IR's error outputs are text or JSON: the status travels as an option
+			part := resultPart(id, lt.names[id], out)
+			setOpt(&part.ProviderOptions, "bedrock", "status", structpb.NewStringValue(status))
+			return part, nil
+		}
 	}
 	return resultPart(id, lt.names[id], out), nil
 }

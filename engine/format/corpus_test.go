@@ -2,6 +2,7 @@ package format
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -61,8 +62,14 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("lower: %v", err)
 			}
-			if len(lowered.GetWarnings()) > 0 {
-				t.Errorf("lowering to its own format warned: %q", lowered.GetWarnings())
+			// The only warning allowed: the corpus bodies are conversations without a model,
+			// which Lower names as missing for formats that require one.
+			ws := lowered.GetWarnings()
+			if n := len(ws); n > 0 && strings.HasPrefix(ws[n-1], `base_body: lacks "model"`) && field(lifted.GetRestBody(), "model") == "" {
+				ws = ws[:n-1]
+			}
+			if len(ws) > 0 {
+				t.Errorf("lowering to its own format warned: %q", ws)
 			}
 			again, err := Lift(&compactorv1.LiftRequest{Body: lowered.GetBody(), Provider: want})
 			if err != nil {

@@ -62,25 +62,39 @@ func (l *lowerer) gemini() {
 		lo := len(all)
 		for j, p := range m.GetParts() {
 			at := where(s.i, j)
+			signed := optionString(p.GetProviderOptions(), "google", optThoughtSig, "thought_signature") != ""
 			switch c := p.GetContent().(type) {
 			case *compactorv1.Part_Text:
-				if c.Text.GetText() == "" {
+				if c.Text.GetText() == "" && !signed { // a signed empty part carries its signature
 					l.warn("%s: empty text dropped", at)
 					continue
 				}
 			case *compactorv1.Part_Reasoning:
-				if c.Reasoning.GetText() == "" && optionString(p.GetProviderOptions(), "google", "thoughtSignature") == "" {
+				if c.Reasoning.GetText() == "" && !signed {
 					l.warn("%s: reasoning without text or Gemini thought signature dropped", at)
+					l.dropPart(p)
 					continue
 				}
+				if c.Reasoning.GetSignature() != "" {
+					l.drop(at, "reasoning.signature")
+				}
+				if c.Reasoning.GetRedactedData() != "" {
+					l.drop(at, "reasoning.redacted_data")
+				}
+			case *compactorv1.Part_Provider:
+				l.drop(at, "provider."+c.Provider.GetProvider()+"."+c.Provider.GetType())
+				l.dropPart(p)
+				continue
 			case *compactorv1.Part_ToolCall:
 				if c.ToolCall.GetProviderExecuted() {
 					l.warn("%s: provider-executed tool call has no Gemini form; dropped", at)
+					l.dropPart(p)
 					continue
 				}
 			case *compactorv1.Part_ToolResult:
 				if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
 					l.warn("%s: provider-executed tool result has no Gemini form; dropped", at)
+					l.dropPart(p)
 					continue
 				}
 			case *compactorv1.Part_Image, *compactorv1.Part_File:
@@ -153,7 +167,9 @@ func (l *lowerer) geminiPart(gp gpart, names map[string]string) {
 	case *compactorv1.Part_ToolCall:
 		w.key("functionCall")
 		w.obj()
-		w.kstr("id", c.ToolCall.GetToolCallId())
+		if !l.opt(p.GetProviderOptions(), "google", optIDAssigned).GetBoolValue() {
+			w.kstr("id", c.ToolCall.GetToolCallId())
+		}
 		w.kstr("name", c.ToolCall.GetToolName())
 		w.key("args")
 		l.inputObject(c.ToolCall.GetInputJson(), gp.at)
@@ -166,7 +182,9 @@ func (l *lowerer) geminiPart(gp gpart, names map[string]string) {
 		}
 		w.key("functionResponse")
 		w.obj()
-		w.kstr("id", r.GetToolCallId())
+		if !l.opt(p.GetProviderOptions(), "google", optIDAssigned).GetBoolValue() {
+			w.kstr("id", r.GetToolCallId())
+		}
 		w.kstr("name", name)
 		w.key("response")
 		w.obj()
@@ -191,9 +209,10 @@ func (l *lowerer) geminiPart(gp gpart, names map[string]string) {
 		w.endObj()
 		w.endObj()
 	}
-	if sig := optionString(p.GetProviderOptions(), "google", "thoughtSignature", "thought_signature"); sig != "" {
+	if sig := l.optString(p.GetProviderOptions(), "google", optThoughtSig, "thought_signature"); sig != "" {
 		w.kstr("thoughtSignature", sig)
 	}
+	l.writeCarried(p.GetProviderOptions(), "google", geminiPartCarried)
 	w.endObj()
 	if len(media) > 0 {
 		l.warn("%s: images and files in tool output sent as parts after the function response", gp.at)
@@ -408,7 +427,8 @@ func (g *geminiLift) part(e string, p *jpath, model bool) (*compactorv1.Part, er
 		if err != nil {
 			return nil, err
 		}
-		if id == "" {
+		assigned := id == ""
+		if assigned {
 			g.n++
 			id = "call_" + name + "_" + itoa(g.n)
 			g.pending = append(g.pending, struct{ id, name string }{id, name})
@@ -419,6 +439,9 @@ func (g *geminiLift) part(e string, p *jpath, model bool) (*compactorv1.Part, er
 		}
 		g.lt.call(id, name)
 		part = callPart(id, name, args)
+		if assigned {
+			setOpt(&part.ProviderOptions, "google", optIDAssigned, structpb.NewBoolValue(true))
+		}
 	case gfield(e, "functionResponse", "function_response") != "":
 		if model {
 			return nil, p.k("functionResponse").invalid("a function response belongs in user content")
@@ -452,6 +475,9 @@ func (g *geminiLift) part(e string, p *jpath, model bool) (*compactorv1.Part, er
 			name = g.lt.names[id]
 		}
 		part = resultPart(id, name, geminiOutput(field(v, "response")))
+		if field(v, "id") == "" {
+			setOpt(&part.ProviderOptions, "google", optIDAssigned, structpb.NewBoolValue(true))
+		}
 	default:
 		return nil, p.invalid("unsupported part: expected text, inlineData, fileData, functionCall or functionResponse")
 	}
@@ -460,8 +486,9 @@ func (g *geminiLift) part(e string, p *jpath, model bool) (*compactorv1.Part, er
 		if err != nil {
 			return nil, err
 		}
-		setOpt(&part.ProviderOptions, "google", "thoughtSignature", structpb.NewStringValue(s))
+		setOpt(&part.ProviderOptions, "google", optThoughtSig, structpb.NewStringValue(s))
 	}
+	carry(&part.ProviderOptions, e, "google", geminiPartCarried)
 	return part, nil
 }
 

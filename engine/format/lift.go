@@ -189,6 +189,19 @@ func (s *turnSplitter) push(p *compactorv1.Part) {
 // flush adds the last run (nothing when the message had no parts).
 func (s *turnSplitter) flush() { s.lt.add(s.cur, s.parts) }
 
+// alone adds p as a message of its own (a provider compaction, a summary boundary), closing
+// the current run first.
+func (s *turnSplitter) alone(p *compactorv1.Part) {
+	s.lt.add(s.cur, s.parts)
+	s.parts = nil
+	r := compactorv1.Role_ROLE_USER
+	if s.assistant {
+		r = compactorv1.Role_ROLE_ASSISTANT
+	}
+	s.cur = r
+	s.lt.add(r, []*compactorv1.Part{p})
+}
+
 // str reads a string value (required when req is true); null counts as absent.
 func str(v string, p *jpath, req bool) (string, error) {
 	switch kindOf(v) {
@@ -328,8 +341,14 @@ func (lt *lifter) call(id, name string) { lt.names[id] = name }
 
 // unknownKeys warns about members of obj outside known.
 func (lt *lifter) unknownKeys(obj string, p *jpath, known ...string) {
+	lt.unknownKeysC(obj, p, nil, known...)
+}
+
+// unknownKeysC warns about members of obj outside known and carried (the members kept in
+// provider_options; see carry).
+func (lt *lifter) unknownKeysC(obj string, p *jpath, carried []string, known ...string) {
 	for k := range members(obj) {
-		if !isOneOf(k, known) {
+		if !isOneOf(k, known) && !isOneOf(k, carried) {
 			lt.warn(p.k(k), "field not carried by the IR; ignored")
 		}
 	}

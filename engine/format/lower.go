@@ -80,6 +80,12 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 	}
 	write()
 	l.w.endObj()
+	l.unusedOptions()
+	l.checkRequired()
+	l.finishWarnings()
+	if req.GetStrict() && len(l.warnings) > 0 {
+		return nil, &StrictError{Target: req.GetProvider(), Warnings: l.warnings}
+	}
 	return &compactorv1.LowerResponse{
 		// The buffer is never touched again, so it can back the string without a copy.
 		Body:     unsafe.String(unsafe.SliceData(l.w.b), len(l.w.b)),
@@ -96,6 +102,14 @@ type lowerer struct {
 	cursor   int32
 	w        jw
 	warnings []string
+	// counts, units: per warning, how often it occurred and what it counts (part, message);
+	// seen: the warning index of each aggregation key.
+	counts []int
+	units  []string
+	seen   map[string]int
+	// used: the provider options a writer carried; skipped: parts dropped whole (warned).
+	used    map[*structpb.Value]bool
+	skipped map[*compactorv1.Part]bool
 	// skip lists base members a format writes itself (Responses "include").
 	skip []string
 }
@@ -130,8 +144,16 @@ func (l *lowerer) baseField(k string) string {
 	return ""
 }
 
+// warn records a warning. Warnings that differ only in their first argument (the location)
+// are reported once, at the first location, with their count.
 func (l *lowerer) warn(format string, args ...any) {
-	l.warnings = append(l.warnings, fmt.Sprintf(format, args...))
+	key := format
+	var at any
+	if len(args) > 0 {
+		at = args[0]
+		key += fmt.Sprint(args[1:]...)
+	}
+	l.note(fmt.Sprintf(format, args...), key, at)
 }
 
 // parseBase checks base_body and returns its members in order.

@@ -76,6 +76,7 @@ func (l *lowerer) chat() {
 			w.kstr("role", sysRole)
 			w.key("content")
 			l.chatTexts(m.GetParts(), "text")
+			l.writeCarried(m.GetProviderOptions(), "openai", chatMessageCarried)
 			w.endObj()
 		case compactorv1.Role_ROLE_USER:
 			l.chatUser(s.i, m)
@@ -171,18 +172,16 @@ func (l *lowerer) chatUser(i int, m *compactorv1.Message) {
 	w.obj()
 	w.kstr("role", "user")
 	w.key("content")
-	if len(parts) == 1 {
-		if t, ok := textOf(parts[0]); ok {
-			w.str(t)
-			w.endObj()
-			return
+	if t, ok := textOf(parts[0]); ok && len(parts) == 1 {
+		w.str(t)
+	} else {
+		w.arr()
+		for j, p := range parts {
+			l.chatUserPart(p, where(i, j))
 		}
+		w.endArr()
 	}
-	w.arr()
-	for j, p := range parts {
-		l.chatUserPart(p, where(i, j))
-	}
-	w.endArr()
+	l.writeCarried(m.GetProviderOptions(), "openai", chatMessageCarried)
 	w.endObj()
 }
 
@@ -206,7 +205,7 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 		} else {
 			w.dataURL(l.imageMedia(c.Image, at), c.Image.GetData())
 		}
-		if d := optionString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
+		if d := l.optString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
 			w.kstr("detail", d)
 		}
 		w.endObj()
@@ -253,51 +252,78 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 	}
 }
 
+// chatAssistant writes an assistant message: text parts concatenated as content, refusal
+// texts as refusal, reasoning that came from a reasoning_content field back there, tool calls
+// in tool_calls, and the message's carried members.
 func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 	w := &l.w
-	hasText := false
+	mo := m.GetProviderOptions()
+	audio := option(mo, "openai", "audio") != nil
+	var text, refusal, reasoning []*compactorv1.Part
 	calls := 0
 	for j, p := range m.GetParts() {
 		at := where(i, j)
+		o := p.GetProviderOptions()
 		switch c := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
-			if c.Text.GetText() == "" {
-				l.warn("%s: empty text dropped", at)
-				continue
+			switch {
+			case l.opt(o, "openai", optRefusal).GetBoolValue():
+				refusal = append(refusal, p)
+			case c.Text.GetText() == "":
+				if !audio { // an audio reply has no text
+					l.warn("%s: empty text dropped", at)
+				}
+			default:
+				text = append(text, p)
 			}
-			hasText = true
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
 				l.warn("%s: provider-executed tool call has no OpenAI Chat form; dropped", at)
+				l.dropPart(p)
 				continue
 			}
 			calls++
 		case *compactorv1.Part_Reasoning:
+			if l.opt(o, "openai", optReasoningText).GetBoolValue() {
+				reasoning = append(reasoning, p)
+				continue
+			}
 			l.warn("%s: reasoning cannot be sent to OpenAI Chat; dropped", at)
+			l.dropPart(p)
+		case *compactorv1.Part_Provider:
+			l.drop(at, "provider."+c.Provider.GetProvider()+"."+c.Provider.GetType())
+			l.dropPart(p)
 		default:
 			l.warn("%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
+			l.dropPart(p)
 		}
 	}
-	if !hasText && calls == 0 {
+	if len(text) == 0 && len(refusal) == 0 && calls == 0 && !audio {
 		l.warn("messages[%d]: nothing left to send; message dropped", i)
 		return
 	}
 	w.obj()
 	w.kstr("role", "assistant")
 	w.key("content")
-	if hasText {
-		// Text parts concatenated, escaped straight into the buffer.
-		w.comma()
-		w.b = append(w.b, '"')
-		for _, p := range m.GetParts() {
-			if t, ok := textOf(p); ok {
-				w.b = appendEscaped(w.b, t)
-			}
-		}
-		w.b = append(w.b, '"')
+	if len(text) > 0 {
+		l.joinedTexts(text)
 	} else {
 		w.raw("null")
 	}
+	if len(refusal) > 0 {
+		w.key("refusal")
+		l.joinedTexts(refusal)
+	}
+	if len(reasoning) > 0 {
+		w.key(optReasoningText)
+		w.comma()
+		w.b = append(w.b, '"')
+		for _, p := range reasoning {
+			w.b = appendEscaped(w.b, p.GetReasoning().GetText())
+		}
+		w.b = append(w.b, '"')
+	}
+	l.writeCarried(mo, "openai", chatAssistantCarried)
 	if calls > 0 {
 		w.key("tool_calls")
 		w.arr()
@@ -314,11 +340,28 @@ func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 			w.kstr("name", c.GetToolName())
 			w.kstr("arguments", c.GetInputJson())
 			w.endObj()
+			if option(p.GetProviderOptions(), "openai", "extra_content") != nil {
+				l.opt(p.GetProviderOptions(), "google", optThoughtSig) // it travels inside extra_content
+			}
+			l.writeCarried(p.GetProviderOptions(), "openai", chatToolCallCarried)
 			w.endObj()
 		}
 		w.endArr()
 	}
 	w.endObj()
+}
+
+// joinedTexts writes text parts concatenated as one string, escaped straight into the
+// buffer.
+func (l *lowerer) joinedTexts(parts []*compactorv1.Part) {
+	w := &l.w
+	w.comma()
+	w.b = append(w.b, '"')
+	for _, p := range parts {
+		t, _ := textOf(p)
+		w.b = appendEscaped(w.b, t)
+	}
+	w.b = append(w.b, '"')
 }
 
 // --- Lift ---
@@ -349,7 +392,7 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 	cp := p.k("content")
 	switch role {
 	case "system", "developer":
-		lt.unknownKeys(m, p, "role", "content")
+		lt.unknownKeysC(m, p, chatMessageCarried, "role", "content")
 		parts, err := lt.chatTextParts(content, cp)
 		if err != nil {
 			return err
@@ -357,9 +400,11 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 		if len(parts) == 0 {
 			lt.warn(cp, "empty system message skipped")
 		}
-		lt.add(compactorv1.Role_ROLE_SYSTEM, parts)
+		if msg := lt.add(compactorv1.Role_ROLE_SYSTEM, parts); msg != nil {
+			carry(&msg.ProviderOptions, m, "openai", chatMessageCarried)
+		}
 	case "user":
-		lt.unknownKeys(m, p, "role", "content")
+		lt.unknownKeysC(m, p, chatMessageCarried, "role", "content")
 		var parts []*compactorv1.Part
 		switch kindOf(content) {
 		case kindString:
@@ -378,7 +423,9 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 		if len(parts) == 0 {
 			lt.warn(cp, "empty content; message skipped")
 		}
-		lt.add(compactorv1.Role_ROLE_USER, parts)
+		if msg := lt.add(compactorv1.Role_ROLE_USER, parts); msg != nil {
+			carry(&msg.ProviderOptions, m, "openai", chatMessageCarried)
+		}
 	case "assistant":
 		return lt.chatAssistant(m, p)
 	case "tool":
@@ -534,10 +581,10 @@ func chatUserPart(e string, p *jpath) (*compactorv1.Part, error) {
 }
 
 func (lt *lifter) chatAssistant(m string, p *jpath) error {
-	lt.unknownKeys(m, p, "role", "content", "tool_calls", "refusal")
+	lt.unknownKeysC(m, p, chatAssistantCarried, "role", "content", "tool_calls", "refusal", optReasoningText)
 	content := field(m, "content")
 	cp := p.k("content")
-	var text strings.Builder
+	var text, refusal strings.Builder
 	switch kindOf(content) {
 	case kindString:
 		text.WriteString(unquote(content))
@@ -560,8 +607,7 @@ func (lt *lifter) chatAssistant(m string, p *jpath) error {
 				if err != nil {
 					return err
 				}
-				lt.warn(ep, "refusal carried as text")
-				text.WriteString(t)
+				refusal.WriteString(t)
 			default:
 				return ep.k("type").invalid(`must be "text" or "refusal"`)
 			}
@@ -569,13 +615,30 @@ func (lt *lifter) chatAssistant(m string, p *jpath) error {
 	default:
 		return cp.invalid("must be a string, null or an array of text parts, not " + kindName(kindOf(content)))
 	}
-	if r := sval(field(m, "refusal")); r != "" && text.Len() == 0 {
-		lt.warn(p.k("refusal"), "refusal carried as text")
-		text.WriteString(r)
+	r, err := str(field(m, "refusal"), p.k("refusal"), false)
+	if err != nil {
+		return err
 	}
+	refusal.WriteString(r)
 	var parts []*compactorv1.Part
+	// DeepSeek's and others' reasoning_content (not in OpenAI's API): reasoning, sent back
+	// to Chat where it came from.
+	rc, err := str(field(m, optReasoningText), p.k(optReasoningText), false)
+	if err != nil {
+		return err
+	}
+	if rc != "" {
+		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: rc}}}
+		setOpt(&part.ProviderOptions, "openai", optReasoningText, structpb.NewBoolValue(true))
+		parts = append(parts, part)
+	}
 	if text.Len() > 0 {
 		parts = append(parts, textPart(text.String()))
+	}
+	if refusal.Len() > 0 {
+		part := textPart(refusal.String())
+		setOpt(&part.ProviderOptions, "openai", optRefusal, structpb.NewBoolValue(true))
+		parts = append(parts, part)
 	}
 	tcp := p.k("tool_calls")
 	tcs := field(m, "tool_calls")
@@ -608,7 +671,13 @@ func (lt *lifter) chatAssistant(m string, p *jpath) error {
 				return err
 			}
 			lt.call(id, name)
-			parts = append(parts, callPart(id, name, args))
+			part := callPart(id, name, args)
+			carry(&part.ProviderOptions, tc, "openai", chatToolCallCarried)
+			// Gemini's OpenAI-compatible endpoint: the call's thought signature.
+			if sig := sval(field(field(field(tc, "extra_content"), "google"), "thought_signature")); sig != "" {
+				setOpt(&part.ProviderOptions, "google", optThoughtSig, structpb.NewStringValue(sig))
+			}
+			parts = append(parts, part)
 		}
 	default:
 		return want(tcs, kindArray, tcp)
@@ -616,6 +685,7 @@ func (lt *lifter) chatAssistant(m string, p *jpath) error {
 	if len(parts) == 0 {
 		parts = append(parts, textPart(""))
 	}
-	lt.add(compactorv1.Role_ROLE_ASSISTANT, parts)
+	msg := lt.add(compactorv1.Role_ROLE_ASSISTANT, parts)
+	carry(&msg.ProviderOptions, m, "openai", chatAssistantCarried)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 )
 
 // responsesFields are the conversation fields of an OpenAI Responses body. "include" is
@@ -28,6 +29,7 @@ func (l *lowerer) responses() {
 			w.kstr("role", sysRole)
 			w.key("content")
 			l.chatTexts(m.GetParts(), "input_text")
+			l.writeCarried(m.GetProviderOptions(), "openai", responsesMessageCarried)
 			w.endObj()
 		case compactorv1.Role_ROLE_USER:
 			parts := l.keptParts(s.i, m)
@@ -44,6 +46,7 @@ func (l *lowerer) responses() {
 				l.responsesInputPart(p, where(s.i, j))
 			}
 			w.endArr()
+			l.writeCarried(m.GetProviderOptions(), "openai", responsesMessageCarried)
 			w.endObj()
 		case compactorv1.Role_ROLE_ASSISTANT:
 			if l.responsesAssistant(s.i, m, inlineReasoning) {
@@ -57,8 +60,12 @@ func (l *lowerer) responses() {
 					l.warn("%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 					continue
 				}
+				o := p.GetProviderOptions()
 				w.obj()
 				w.kstr("type", "function_call_output")
+				if id := l.optString(o, "openai", optItemID); id != "" {
+					w.kstr("id", id)
+				}
 				w.kstr("call_id", r.GetToolCallId())
 				w.key("output")
 				if c := r.GetOutput().GetContent(); c != nil {
@@ -70,6 +77,7 @@ func (l *lowerer) responses() {
 				} else {
 					w.str(outputText(r.GetOutput()))
 				}
+				l.writeCarried(o, "openai", responsesOutputCarried)
 				w.endObj()
 			}
 		}
@@ -109,7 +117,7 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 		} else {
 			w.dataURL(l.imageMedia(c.Image, at), c.Image.GetData())
 		}
-		if d := optionString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
+		if d := l.optString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
 			w.kstr("detail", d)
 		}
 		w.endObj()
@@ -135,21 +143,35 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 	}
 }
 
-// responsesAssistant writes an assistant message as items in part order: each text as a
-// message item with string content, each tool call as a function_call, reasoning as an item
-// reference or inline. It reports whether inline reasoning was written (which needs
-// "include").
+// responsesAssistant writes an assistant message as items in part order: text as message
+// items, each tool call as a function_call, reasoning inline or as an item reference, an
+// OpenAI ProviderPart (a compaction) as it came. It reports whether inline reasoning with
+// encrypted content was written under store=false (which needs "include").
 //
-// Assistant text goes as {"type":"message","role":"assistant","content":"..."}: the API takes
-// it, and unlike an output_text list without the output message's id and status it is a shape
-// the official SDK's input item types recognize.
-func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReasoning bool) bool {
+// Text without an item id goes as {"type":"message","role":"assistant","content":"..."}: the
+// API takes it, and unlike an output_text list without the output message's id and status it
+// is a shape the official SDK's input item types recognize. Text with an item id (lifted from
+// an output message) goes back as that output message: consecutive parts with the same id
+// are its content, each output_text with its annotations and logprobs.
+func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse bool) bool {
 	w := &l.w
 	inlined := false
-	for j, p := range m.GetParts() {
+	parts := m.GetParts()
+	for j := 0; j < len(parts); j++ {
+		p := parts[j]
 		at := where(i, j)
+		o := p.GetProviderOptions()
 		switch c := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
+			if id := optionString(o, "openai", optItemID); id != "" {
+				k := j + 1
+				for k < len(parts) && parts[k].GetText() != nil && optionString(parts[k].GetProviderOptions(), "openai", optItemID) == id {
+					k++
+				}
+				l.responsesOutputMessage(parts[j:k])
+				j = k - 1
+				continue
+			}
 			if c.Text.GetText() == "" {
 				l.warn("%s: empty text dropped", at)
 				continue
@@ -158,54 +180,138 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, inlineReason
 			w.kstr("type", "message")
 			w.kstr("role", "assistant")
 			w.kstr("content", c.Text.GetText())
+			l.writeCarried(o, "openai", []string{"phase"})
 			w.endObj()
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
 				l.warn("%s: provider-executed tool call has no OpenAI Responses form; dropped", at)
+				l.dropPart(p)
 				continue
 			}
 			w.obj()
 			w.kstr("type", "function_call")
+			if id := l.optString(o, "openai", optItemID); id != "" {
+				w.kstr("id", id)
+			}
 			w.kstr("call_id", c.ToolCall.GetToolCallId())
 			w.kstr("name", c.ToolCall.GetToolName())
 			w.kstr("arguments", c.ToolCall.GetInputJson())
+			l.writeCarried(o, "openai", responsesCallCarried)
 			w.endObj()
 		case *compactorv1.Part_Reasoning:
-			o := p.GetProviderOptions()
-			id := optionString(o, "openai", "itemId")
-			enc := optionString(o, "openai", "reasoningEncryptedContent")
-			switch {
-			case inlineReasoning && enc != "":
-				w.obj()
-				w.kstr("type", "reasoning")
-				if id != "" {
-					w.kstr("id", id)
-				}
-				w.kstr("encrypted_content", enc)
-				w.key("summary")
-				w.arr()
-				if t := c.Reasoning.GetText(); t != "" {
-					w.obj()
-					w.kstr("type", "summary_text")
-					w.kstr("text", t)
-					w.endObj()
-				}
-				w.endArr()
-				w.endObj()
+			if l.responsesReasoning(p, at, storeFalse) {
 				inlined = true
-			case id != "":
-				w.obj()
-				w.kstr("type", "item_reference")
-				w.kstr("id", id)
-				w.endObj()
-			default:
-				l.warn("%s: reasoning without an OpenAI item id (or encrypted content with store=false) cannot be sent; dropped", at)
 			}
+		case *compactorv1.Part_Provider:
+			if providerPartOf(p, engine.ProviderOpenAI) == nil {
+				l.drop(at, "provider."+c.Provider.GetProvider()+"."+c.Provider.GetType())
+				l.dropPart(p)
+				continue
+			}
+			w.raw(c.Provider.GetJson())
 		default:
 			l.warn("%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
+			l.dropPart(p)
 		}
 	}
 	return inlined
+}
+
+// responsesOutputMessage writes text parts sharing an item id as that output message.
+func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
+	w := &l.w
+	o := parts[0].GetProviderOptions()
+	w.obj()
+	w.kstr("type", "message")
+	w.kstr("id", l.optString(o, "openai", optItemID))
+	w.kstr("role", "assistant")
+	l.writeCarried(o, "openai", []string{"status", "phase"})
+	w.key("content")
+	w.arr()
+	for k, p := range parts {
+		po := p.GetProviderOptions()
+		if k > 0 { // the item's members were written from the first part
+			for _, n := range []string{optItemID, "status", "phase"} {
+				l.opt(po, "openai", n)
+			}
+		}
+		t, _ := textOf(p)
+		w.obj()
+		if l.opt(po, "openai", optRefusal).GetBoolValue() {
+			w.kstr("type", "refusal")
+			w.kstr("refusal", t)
+		} else {
+			w.kstr("type", "output_text")
+			w.kstr("text", t)
+			if option(po, "openai", "annotations") == nil {
+				w.key("annotations") // required by the output message
+				w.raw("[]")
+			}
+			l.writeCarried(po, "openai", []string{"annotations", "logprobs"})
+		}
+		w.endObj()
+	}
+	w.endArr()
+	w.endObj()
+}
+
+// responsesReasoning writes a reasoning part: inline when it came inline (its summary list
+// was kept) or, under store=false, when it has encrypted content; else as an item reference
+// to its id. It reports whether it wrote encrypted content inline under store=false.
+func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse bool) bool {
+	w := &l.w
+	o := p.GetProviderOptions()
+	id := optionString(o, "openai", optItemID)
+	enc := optionString(o, "openai", optEncrypted)
+	text := p.GetReasoning().GetText()
+	switch {
+	case option(o, "openai", "summary") != nil || (storeFalse && enc != ""):
+		w.obj()
+		w.kstr("type", "reasoning")
+		if id != "" {
+			w.kstr("id", l.optString(o, "openai", optItemID))
+		}
+		w.key("summary")
+		if sum := option(o, "openai", "summary"); sum != nil && summaryText(sum) == text {
+			w.value(l.opt(o, "openai", "summary"))
+		} else {
+			w.arr()
+			if text != "" {
+				w.obj()
+				w.kstr("type", "summary_text")
+				w.kstr("text", text)
+				w.endObj()
+			}
+			w.endArr()
+		}
+		if enc != "" {
+			w.kstr("encrypted_content", l.optString(o, "openai", optEncrypted))
+		}
+		l.writeCarried(o, "openai", []string{"content", "status"})
+		w.endObj()
+		return storeFalse && enc != ""
+	case id != "":
+		w.obj()
+		w.kstr("type", "item_reference")
+		w.kstr("id", l.optString(o, "openai", optItemID))
+		w.endObj()
+		if enc != "" { // the stored item holds it
+			l.opt(o, "openai", optEncrypted)
+		}
+	default:
+		l.warn("%s: reasoning without an OpenAI item id (or encrypted content with store=false) cannot be sent; dropped", at)
+		l.dropPart(p)
+	}
+	return false
+}
+
+// summaryText joins the texts of a reasoning summary list as Lift does.
+func summaryText(v *structpb.Value) string {
+	var texts []string
+	for _, e := range v.GetListValue().GetValues() {
+		texts = append(texts, e.GetStructValue().GetFields()["text"].GetStringValue())
+	}
+	return strings.Join(texts, "\n\n")
 }
 
 // --- Lift ---
@@ -238,9 +344,10 @@ func (lt *lifter) responses(body string) error {
 	return nil
 }
 
-// appendTo adds parts to the last message when it has the role, else starts a message.
+// appendTo adds parts to the last message when it has the role (and is not a provider
+// compaction, which stays alone), else starts a message.
 func (lt *lifter) appendTo(role compactorv1.Role, parts ...*compactorv1.Part) {
-	if n := len(lt.msgs); n > 0 && lt.msgs[n-1].GetRole() == role {
+	if n := len(lt.msgs); n > 0 && lt.msgs[n-1].GetRole() == role && !engine.ProviderCompaction(lt.msgs[n-1]) {
 		lt.msgs[n-1].Parts = append(lt.msgs[n-1].Parts, parts...)
 		return
 	}
@@ -259,7 +366,7 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 	case "", "message":
 		return lt.responsesMessage(item, p)
 	case "function_call":
-		lt.unknownKeys(item, p, "type", "id", "call_id", "name", "arguments", "status")
+		lt.unknownKeysC(item, p, responsesCallCarried, "type", "id", "call_id", "name", "arguments")
 		id, err := str(field(item, "call_id"), p.k("call_id"), true)
 		if err != nil {
 			return err
@@ -273,9 +380,14 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			return err
 		}
 		lt.call(id, name)
-		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, callPart(id, name, args))
+		part := callPart(id, name, args)
+		if err := itemID(&part.ProviderOptions, item, p); err != nil {
+			return err
+		}
+		carry(&part.ProviderOptions, item, "openai", responsesCallCarried)
+		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	case "function_call_output":
-		lt.unknownKeys(item, p, "type", "id", "call_id", "output", "status")
+		lt.unknownKeysC(item, p, responsesOutputCarried, "type", "id", "call_id", "output")
 		id, err := str(field(item, "call_id"), p.k("call_id"), true)
 		if err != nil {
 			return err
@@ -304,9 +416,14 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		default:
 			return op.invalid("must be a string or an array of content parts, not " + kindName(kindOf(output)))
 		}
-		lt.appendTo(compactorv1.Role_ROLE_TOOL, resultPart(id, lt.names[id], out))
+		part := resultPart(id, lt.names[id], out)
+		if err := itemID(&part.ProviderOptions, item, p); err != nil {
+			return err
+		}
+		carry(&part.ProviderOptions, item, "openai", responsesOutputCarried)
+		lt.appendTo(compactorv1.Role_ROLE_TOOL, part)
 	case "reasoning":
-		lt.unknownKeys(item, p, "type", "id", "summary", "encrypted_content", "content", "status")
+		lt.unknownKeysC(item, p, responsesReasonCarried, "type", "id", "encrypted_content")
 		id, err := str(field(item, "id"), p.k("id"), false)
 		if err != nil {
 			return err
@@ -328,9 +445,13 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			setOpt(&part.ProviderOptions, "openai", "itemId", structpb.NewStringValue(id))
 		}
 		if enc != "" {
-			setOpt(&part.ProviderOptions, "openai", "reasoningEncryptedContent", structpb.NewStringValue(enc))
+			setOpt(&part.ProviderOptions, "openai", optEncrypted, structpb.NewStringValue(enc))
 		}
+		carry(&part.ProviderOptions, item, "openai", responsesReasonCarried)
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
+	case "compaction":
+		// A compaction /responses/compact made: opaque, a summary boundary of its own.
+		lt.add(compactorv1.Role_ROLE_ASSISTANT, []*compactorv1.Part{opaquePart(engine.ProviderOpenAI, typ, item)})
 	case "item_reference":
 		id, err := str(field(item, "id"), p.k("id"), true)
 		if err != nil {
@@ -351,12 +472,26 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 	if err != nil {
 		return err
 	}
+	// An assistant message's item members travel on each of its text parts.
+	var item0 map[string]*structpb.Struct
+	if role == "assistant" {
+		if err := itemID(&item0, item, p); err != nil {
+			return err
+		}
+		carry(&item0, item, "openai", []string{"status", "phase"})
+	}
+	withItem := func(part *compactorv1.Part) *compactorv1.Part {
+		for k, v := range item0["openai"].GetFields() {
+			setOpt(&part.ProviderOptions, "openai", k, v)
+		}
+		return part
+	}
 	cp := p.k("content")
 	content := field(item, "content")
 	var parts []*compactorv1.Part
 	switch kindOf(content) {
 	case kindString:
-		parts = []*compactorv1.Part{textPart(unquote(content))}
+		parts = []*compactorv1.Part{withItem(textPart(unquote(content)))}
 	case kindArray:
 		for k, e := range elems(content) {
 			ep := cp.i(k)
@@ -370,14 +505,18 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 					if err != nil {
 						return err
 					}
-					parts = append(parts, textPart(t))
+					part := withItem(textPart(t))
+					carry(&part.ProviderOptions, e, "openai", []string{"annotations", "logprobs"})
+					lt.unknownKeys(e, ep, "type", "text", "annotations", "logprobs")
+					parts = append(parts, part)
 				case "refusal":
 					t, err := str(field(e, "refusal"), ep.k("refusal"), true)
 					if err != nil {
 						return err
 					}
-					lt.warn(ep, "refusal carried as text")
-					parts = append(parts, textPart(t))
+					part := withItem(textPart(t))
+					setOpt(&part.ProviderOptions, "openai", optRefusal, structpb.NewBoolValue(true))
+					parts = append(parts, part)
 				default:
 					return ep.k("type").invalid(`unsupported assistant content type "` + typ + `"`)
 				}
@@ -397,7 +536,9 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 		if len(parts) == 0 {
 			lt.warn(cp, "empty content; message skipped")
 		}
-		lt.add(compactorv1.Role_ROLE_USER, parts)
+		if msg := lt.add(compactorv1.Role_ROLE_USER, parts); msg != nil {
+			carry(&msg.ProviderOptions, item, "openai", responsesMessageCarried)
+		}
 	case "system", "developer":
 		for k, part := range parts {
 			if part.GetText() == nil {
@@ -407,7 +548,9 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 		if len(parts) == 0 {
 			lt.warn(cp, "empty system message skipped")
 		}
-		lt.add(compactorv1.Role_ROLE_SYSTEM, parts)
+		if msg := lt.add(compactorv1.Role_ROLE_SYSTEM, parts); msg != nil {
+			carry(&msg.ProviderOptions, item, "openai", responsesMessageCarried)
+		}
 	case "assistant":
 		if len(parts) > 0 {
 			lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, parts...)
@@ -496,4 +639,13 @@ func mediaFromName(names ...string) string {
 		}
 	}
 	return "application/pdf"
+}
+
+// itemID keeps an item's id as provider_options.openai.itemId.
+func itemID(o *map[string]*structpb.Struct, item string, p *jpath) error {
+	id, err := str(field(item, "id"), p.k("id"), false)
+	if err == nil && id != "" {
+		setOpt(o, "openai", optItemID, structpb.NewStringValue(id))
+	}
+	return err
 }

@@ -1,0 +1,267 @@
+package format
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
+
+// Provider state the IR does not model is carried in provider_options: Lift keeps each member
+// of a block or item listed below, under its API name, in the part's (or for message-level
+// members, the message's) provider_options[provider]; Lower writes it back, as it came, when
+// the target is the format it came from. The lists are the members the providers' SDK
+// request types define beside the ones the IR models (anthropic-sdk-go ContentBlockParamUnion
+// variants, openai-go ChatCompletionMessageParamUnion and ResponseInputItemUnionParam
+// variants, google.golang.org/genai Part, aws-sdk-go-v2 bedrockruntime types.ContentBlock);
+// docs/PROVIDERS.md tabulates them (TestProvidersTable keeps it in step).
+var (
+	// Anthropic block members.
+	anthropicTextCarried    = []string{"citations"}
+	anthropicImageCarried   = []string{"transformations"}
+	anthropicDocCarried     = []string{"citations", "context"}
+	anthropicToolUseCarried = []string{"caller", "toolset_name"}
+	anthropicServerCarried  = []string{"caller"} // server_tool_use and *_tool_result
+	anthropicResultCarried  = []string{"toolset_name"}
+	responsesTextCarried    = []string{"status", "phase", "annotations", "logprobs"}
+	responsesCallCarried    = []string{"status", "namespace", "caller", "async"}
+	responsesOutputCarried  = []string{"status", "name", "namespace", "caller"}
+	responsesReasonCarried  = []string{"summary", "content", "status"}
+	responsesMessageCarried = []string{"status"} // user, system and developer message items
+	chatMessageCarried      = []string{"name"}   // system, developer and user messages
+	chatAssistantCarried    = []string{"name", "audio", "reasoning_details"}
+	chatToolCallCarried     = []string{"extra_content"}
+	geminiPartCarried       = []string{"videoMetadata", "mediaResolution"}
+	bedrockDocCarried       = []string{"context", "citations"}
+)
+
+// Option names of state the IR keeps in provider_options under names of its own.
+const (
+	optItemID        = "itemId"                    // openai: a Responses item id (rs_, fc_, msg_, ...)
+	optEncrypted     = "reasoningEncryptedContent" // openai: reasoning encrypted_content
+	optRefusal       = "refusal"                   // openai: this text is a refusal
+	optReasoningText = "reasoning_content"         // openai: reasoning from a Chat reasoning_content field
+	optIsError       = "is_error"                  // anthropic: is_error on rich tool output
+	optIDAssigned    = "idAssigned"                // google: Lift gave the call an id the body lacked
+	optThoughtSig    = "thoughtSignature"          // google: a part's thought signature
+)
+
+// carry keeps the members of obj named in names as provider_options[provider][name] in *o.
+// Null members are left out.
+func carry(o *map[string]*structpb.Struct, obj, provider string, names []string) {
+	for _, n := range names {
+		if v := field(obj, n); v != "" && v != "null" {
+			setOpt(o, provider, n, toValue(v))
+		}
+	}
+}
+
+// opt returns provider_options[provider][name] (trying each name) and records that Lower
+// carried it: options no writer asked for are reported as drops at the end of Lower.
+func (l *lowerer) opt(o map[string]*structpb.Struct, provider string, names ...string) *structpb.Value {
+	v := option(o, provider, names...)
+	if v != nil {
+		if l.used == nil {
+			l.used = map[*structpb.Value]bool{}
+		}
+		l.used[v] = true
+	}
+	return v
+}
+
+// optString is opt for a string option.
+func (l *lowerer) optString(o map[string]*structpb.Struct, provider string, names ...string) string {
+	return l.opt(o, provider, names...).GetStringValue()
+}
+
+// writeCarried writes the carried members of o[provider] named in names, in that order.
+func (l *lowerer) writeCarried(o map[string]*structpb.Struct, provider string, names []string) {
+	for _, n := range names {
+		if v := l.opt(o, provider, n); v != nil {
+			l.w.key(n)
+			l.w.value(v)
+		}
+	}
+}
+
+// drop records that a field of the IR was not carried to the target; Lower reports one
+// warning per field kind with its first occurrence and count.
+func (l *lowerer) drop(at fmt.Stringer, field string) {
+	l.note(at.String()+"."+field+": not carried to "+formatName(l.req.GetProvider()), field, at)
+}
+
+// note records warning text under key; a repeated key only counts.
+func (l *lowerer) note(text, key string, at any) {
+	if i, ok := l.seen[key]; ok {
+		l.counts[i]++
+		return
+	}
+	if l.seen == nil {
+		l.seen = map[string]int{}
+	}
+	l.seen[key] = len(l.warnings)
+	l.warnings = append(l.warnings, text)
+	l.counts = append(l.counts, 1)
+	l.units = append(l.units, unitOf(at))
+}
+
+func unitOf(at any) string {
+	switch at.(type) {
+	case loc:
+		return "part"
+	case msgLoc, int:
+		return "message"
+	}
+	return ""
+}
+
+// msgLoc names message i in warnings.
+type msgLoc int
+
+func (m msgLoc) String() string { return "messages[" + itoa(int(m)) + "]" }
+
+// finishWarnings appends the counts to warnings that repeated.
+func (l *lowerer) finishWarnings() {
+	for i, n := range l.counts {
+		if n > 1 && l.units[i] != "" {
+			l.warnings[i] += fmt.Sprintf(" (%d %ss)", n, l.units[i])
+		}
+	}
+}
+
+// unusedOptions reports every provider option of the sent messages and their top-level parts
+// that no writer carried: one drop per option name.
+func (l *lowerer) unusedOptions() {
+	report := func(at fmt.Stringer, o map[string]*structpb.Struct) {
+		for _, prov := range sortedKeys(o) {
+			for _, name := range sortedKeys(o[prov].GetFields()) {
+				if !l.used[o[prov].GetFields()[name]] && !(prov == "google" && name == optIDAssigned) {
+					l.drop(at, "provider_options."+prov+"."+name)
+				}
+			}
+		}
+	}
+	for _, s := range l.msgs {
+		if len(s.m.GetProviderOptions()) > 0 {
+			report(msgLoc(s.i), s.m.GetProviderOptions())
+		}
+		for j, p := range s.m.GetParts() {
+			if len(p.GetProviderOptions()) > 0 && !l.skipped[p] {
+				report(where(s.i, j), p.GetProviderOptions())
+			}
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// dropPart records that a whole part was not sent (and warned about on its own), so its
+// options are not reported again.
+func (l *lowerer) dropPart(p *compactorv1.Part) {
+	if l.skipped == nil {
+		l.skipped = map[*compactorv1.Part]bool{}
+	}
+	l.skipped[p] = true
+}
+
+// formatName is the short name of a provider format used in warnings.
+func formatName(p compactorv1.Provider) string {
+	switch p {
+	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		return "anthropic"
+	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
+		return "openai-chat"
+	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
+		return "openai-responses"
+	case compactorv1.Provider_PROVIDER_GEMINI:
+		return "gemini"
+	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
+		return "bedrock"
+	}
+	return "provider " + itoa(int(p))
+}
+
+// requiredFields are the top-level members a target's API requires beside the conversation
+// (anthropic-sdk-go MessageNewParams: model, max_tokens; openai-go ChatCompletionNewParams:
+// model). Gemini and Bedrock take the model in the URL.
+var requiredFields = map[compactorv1.Provider][]string{
+	compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES: {"model", "max_tokens"},
+	compactorv1.Provider_PROVIDER_OPENAI_CHAT:        {"model"},
+}
+
+// checkRequired warns about required top-level members base_body lacks.
+func (l *lowerer) checkRequired() {
+	var missing []string
+	for _, f := range requiredFields[l.req.GetProvider()] {
+		if l.baseField(f) == "" {
+			missing = append(missing, `"`+f+`"`)
+		}
+	}
+	if len(missing) > 0 {
+		l.warnings = append(l.warnings, fmt.Sprintf("base_body: lacks %s, which %s requires: pass the target's base_body",
+			strings.Join(missing, " and "), formatName(l.req.GetProvider())))
+		l.counts = append(l.counts, 1)
+		l.units = append(l.units, "")
+	}
+}
+
+// StrictError is a strict Lower that would have dropped or changed something: each warning
+// names its field. It is a precondition failure (the conversation cannot be carried to that
+// target exactly), not a malformed request.
+type StrictError struct {
+	Target   compactorv1.Provider
+	Warnings []string
+}
+
+func (e *StrictError) Error() string {
+	return "strict lowering to " + formatName(e.Target) + " would drop or change: " + strings.Join(e.Warnings, "; ")
+}
+
+// Fields returns the field each warning names (the text before its first ": ").
+func (e *StrictError) Fields() []string {
+	out := make([]string, len(e.Warnings))
+	for i, w := range e.Warnings {
+		f, _, _ := strings.Cut(w, ": ")
+		out[i] = f
+	}
+	return out
+}
+
+// providerPart returns p's ProviderPart when it belongs to provider, else nil.
+func providerPartOf(p *compactorv1.Part, provider string) *compactorv1.ProviderPart {
+	if pp := p.GetProvider(); pp != nil && pp.GetProvider() == provider {
+		return pp
+	}
+	return nil
+}
+
+// opaquePart makes a ProviderPart of a block or item kept byte-exact, with its size
+// estimated at a quarter token per byte.
+func opaquePart(provider, typ, raw string) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_Provider{Provider: &compactorv1.ProviderPart{
+		Provider: provider, Type: typ, Json: raw,
+		TokenCount: (int64(len(raw)) + 3) / 4, TokenCountEstimated: true,
+	}}}
+}
+
+// richError reports whether a rich (content) tool output was an error: the IR's error
+// outputs are text or JSON, so Lift keeps the flag as an option, Anthropic's is_error or
+// Bedrock's status, each mapped onto the other.
+func (l *lowerer) richError(out *compactorv1.ToolOutput, o map[string]*structpb.Struct) bool {
+	if out.GetContent() == nil {
+		return false
+	}
+	a := l.opt(o, "anthropic", optIsError).GetBoolValue()
+	b := l.opt(o, "bedrock", "status").GetStringValue() == "error"
+	return a || b
+}
