@@ -51,12 +51,21 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 	var err error
 	switch p {
 	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		if strings.Contains(body, `"type":"compaction"`) { // a beta block: the beta API's params
+			var v anthropic.BetaMessageNewParams
+			err = sdkRoundTrip(body, &v, []string{"system", "messages"})
+			break
+		}
 		var v anthropic.MessageNewParams
 		err = sdkRoundTrip(body, &v, []string{"system", "messages"})
 	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
 		var v openai.ChatCompletionNewParams
 		err = sdkRoundTrip(body, &v, []string{"messages"})
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
+		body, err = checkOutputMessages(body)
+		if err != nil {
+			break
+		}
 		var v responses.ResponseNewParams
 		err = sdkRoundTrip(body, &v, []string{"input", "include"})
 	case compactorv1.Provider_PROVIDER_GEMINI:
@@ -65,6 +74,43 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 		err = checkBedrock(body)
 	}
 	return err
+}
+
+// checkOutputMessages checks each Responses input item that is an output message (an
+// assistant message with an id, as the API returned it) against
+// responses.ResponseOutputMessageParam on its own (the SDK's union decoder reads every
+// "message" item as an EasyInputMessageParam), and returns the body with those items
+// replaced by item references for the check of the rest.
+func checkOutputMessages(body string) (string, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		return body, err
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(top["input"], &items) != nil {
+		return body, nil
+	}
+	changed := false
+	for i, raw := range items {
+		var head struct{ Type, ID, Role string }
+		if json.Unmarshal(raw, &head) != nil || head.Type != "message" || head.ID == "" || head.Role != "assistant" {
+			continue
+		}
+		var v responses.ResponseOutputMessageParam
+		if err := sdkRoundTrip(`{"item":`+string(raw)+`}`, &struct {
+			Item *responses.ResponseOutputMessageParam `json:"item"`
+		}{&v}, []string{"item"}); err != nil {
+			return body, fmt.Errorf("input[%d] (ResponseOutputMessageParam): %w", i, err)
+		}
+		items[i] = json.RawMessage(`{"type":"item_reference","id":"` + head.ID + `"}`)
+		changed = true
+	}
+	if !changed {
+		return body, nil
+	}
+	top["input"], _ = json.Marshal(items)
+	out, err := json.Marshal(top)
+	return string(out), err
 }
 
 func decodeAny(s []byte) (any, error) {
@@ -241,7 +287,7 @@ func checkGemini(body string) error {
 					n++
 				}
 			}
-			if n != 1 {
+			if n != 1 && !(n == 0 && p.ThoughtSignature != nil) { // a signature alone may close a turn
 				return fmt.Errorf("%s.parts[%d]: %d data fields set, want exactly one", path, i, n)
 			}
 			if system && p.Text == "" {
@@ -302,9 +348,13 @@ type (
 		Source brSource `json:"source"`
 	}
 	brDocument struct {
-		Format string   `json:"format"`
-		Name   string   `json:"name"`
-		Source brSource `json:"source"`
+		Format    string   `json:"format"`
+		Name      string   `json:"name"`
+		Source    brSource `json:"source"`
+		Context   *string  `json:"context,omitempty"`
+		Citations *struct {
+			Enabled bool `json:"enabled"`
+		} `json:"citations,omitempty"`
 	}
 	brToolUse struct {
 		ToolUseID string          `json:"toolUseId"`

@@ -65,7 +65,8 @@ func untypedBlocks(v string) bool {
 func anthropicBlocks(v string) bool {
 	for _, b := range elems(v) {
 		switch sval(field(b, "type")) {
-		case "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document":
+		case "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document",
+			"compaction", "search_result", "container_upload", "mcp_tool_use", "mcp_tool_result":
 			return true
 		case "image":
 			if field(b, "source") != "" {

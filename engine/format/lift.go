@@ -16,7 +16,7 @@ import (
 // With req.Provider unspecified the format is detected, in this order: a top-level "input"
 // means OpenAI Responses; Converse-shaped content (inferenceConfig, toolConfig, blocks keyed by
 // their kind without a "type") means Bedrock; a top-level "system" or Anthropic-only blocks
-// (tool_use, tool_result, thinking, image/document with a source) mean Anthropic; "messages"
+// (tool_use, tool_result, thinking, compaction, image/document with a source) mean Anthropic; "messages"
 // means OpenAI Chat; "contents" means Gemini.
 //
 // Message boundaries follow the IR's roles: each system block becomes one system message, and

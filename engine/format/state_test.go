@@ -1,0 +1,342 @@
+package format
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+)
+
+// stateCase is one piece of provider state: a body of its format holding it, shaped after
+// the SDK request type named in sdk; the IR location of the part (or message) that holds it
+// after Lift; and, per other format, a fragment that must appear in the body lowered there
+// when the state maps onto something of that format. Every other format must name the drop
+// in a warning.
+type stateCase struct {
+	field  string
+	from   compactorv1.Provider
+	sdk    string
+	body   string
+	at     string
+	mapped map[compactorv1.Provider]string
+	// nonstandard: a field outside the official SDK's types (DeepSeek, OpenRouter, Gemini's
+	// OpenAI-compatible endpoint): the body is not checked against the SDK.
+	nonstandard bool
+}
+
+const (
+	pA = compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES
+	pC = compactorv1.Provider_PROVIDER_OPENAI_CHAT
+	pR = compactorv1.Provider_PROVIDER_OPENAI_RESPONSES
+	pG = compactorv1.Provider_PROVIDER_GEMINI
+	pB = compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE
+)
+
+// Conversation scaffolding around the state under test.
+const (
+	aUser = `{"role":"user","content":[{"type":"text","text":"q"}]}`
+	aHead = `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[` + aUser + `,`
+	cHead = `{"model":"gpt-5","messages":[{"role":"user","content":"q"},`
+	rHead = `{"model":"gpt-5","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},`
+	gHead = `{"contents":[{"role":"user","parts":[{"text":"q"}]},`
+	bHead = `{"toolConfig":{"tools":[]},"messages":[{"role":"user","content":[{"text":"q"}]},`
+	call  = `{"type":"function_call","id":"fc_9","call_id":"call_9","name":"f","arguments":"{}","status":"completed"},{"type":"function_call_output","call_id":"call_9","output":"ok"}`
+)
+
+func stateCases() []stateCase {
+	sig := "EqQBCkYIBhgCIkDZb0Ng7c1x+signature=="
+	enc := "gAAAAABoEncryptedContent=="
+	return []stateCase{
+		{field: "thinking.signature", from: pA, sdk: "anthropic.ThinkingBlockParam",
+			body: aHead + `{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"` + sig + `"},{"type":"text","text":"a"}]}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pB: sig}},
+		{field: "redacted_thinking.data", from: pA, sdk: "anthropic.RedactedThinkingBlockParam",
+			body: aHead + `{"role":"assistant","content":[{"type":"redacted_thinking","data":"` + enc + `"},{"type":"text","text":"a"}]}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pB: `"redactedContent":"` + enc}},
+		{field: "compaction block", from: pA, sdk: "anthropic.BetaCompactionBlockParam",
+			body: aHead + `{"role":"assistant","content":[{"type":"compaction","content":"Summary so far","encrypted_content":"` + enc + `","signature":"` + sig + `"},{"type":"text","text":"a"}]}]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "text.citations (encrypted_index)", from: pA, sdk: "anthropic.TextBlockParam.Citations (CitationWebSearchResultLocationParam)",
+			body: aHead + `{"role":"assistant","content":[{"type":"text","text":"a","citations":[{"type":"web_search_result_location","cited_text":"c","encrypted_index":"` + enc + `","title":"t","url":"https://example.com"}]}]}]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "server_tool_use + web_search_tool_result", from: pA, sdk: "anthropic.ServerToolUseBlockParam, WebSearchToolResultBlockParam",
+			body: aHead + `{"role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"q"}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://example.com","title":"t","encrypted_content":"` + enc + `","page_age":"1 day"}]},{"type":"text","text":"a"}]}]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "cache_control", from: pA, sdk: "anthropic.CacheControlEphemeralParam",
+			body: `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"q","cache_control":{"type":"ephemeral"}}]}]}`,
+			at:   "messages[0].parts[0]", mapped: map[compactorv1.Provider]string{pB: `{"cachePoint":{"type":"default"}}`}},
+		{field: "tool_result.is_error on rich content", from: pA, sdk: "anthropic.ToolResultBlockParam",
+			body: aHead + `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"shot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"failed"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUg=="}}],"is_error":true}]}]}`,
+			at:   "messages[2].parts[0]", mapped: map[compactorv1.Provider]string{pB: `"status":"error"`}},
+		{field: "document.context, document.citations", from: pA, sdk: "anthropic.DocumentBlockParam",
+			body: `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"d"},"title":"t","citations":{"enabled":true},"context":"c"},{"type":"text","text":"q"}]}]}`,
+			at:   "messages[0].parts[0]"},
+
+		{field: "reasoning id, encrypted_content, summary parts", from: pR, sdk: "responses.ResponseReasoningItemParam",
+			body: rHead + `{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"a"},{"type":"summary_text","text":"b"}],"encrypted_content":"` + enc + `"},` + call + `]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "function_call id, status", from: pR, sdk: "responses.ResponseFunctionToolCallParam",
+			body: rHead + call + `]}`, at: "messages[1].parts[0]"},
+		{field: "function_call_output id, status", from: pR, sdk: "responses.ResponseInputItemFunctionCallOutputParam",
+			body: rHead + `{"type":"function_call","call_id":"call_9","name":"f","arguments":"{}"},{"type":"function_call_output","id":"fco_1","call_id":"call_9","output":"ok","status":"completed"}]}`,
+			at:   "messages[2].parts[0]"},
+		{field: "message id, status, phase, annotations", from: pR, sdk: "responses.ResponseOutputMessageParam, ResponseOutputTextParam",
+			body: rHead + `{"type":"message","id":"msg_1","role":"assistant","status":"completed","phase":"final_answer","content":[{"type":"output_text","text":"x","annotations":[{"type":"url_citation","url":"https://example.com","title":"t","start_index":0,"end_index":1}]},{"type":"output_text","text":"y","annotations":[]}]}]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "compaction item", from: pR, sdk: "responses.ResponseCompactionItemParam",
+			body: rHead + `{"type":"compaction","id":"cmp_1","encrypted_content":"` + enc + `"},{"type":"message","role":"user","content":[{"type":"input_text","text":"next"}]}]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "item_reference", from: pR, sdk: "responses.ResponseInputItemItemReferenceParam",
+			body: rHead + `{"type":"item_reference","id":"rs_2"},` + call + `]}`, at: "messages[1].parts[0]"},
+
+		{field: "tool_calls[].id", from: pC, sdk: "openai.ChatCompletionMessageFunctionToolCallParam",
+			body: cHead + `{"role":"assistant","content":null,"tool_calls":[{"id":"call_abc","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_abc","content":"ok"}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pA: `"call_abc"`, pR: `"call_abc"`, pG: `"call_abc"`, pB: `"call_abc"`}},
+		{field: "refusal", from: pC, sdk: "openai.ChatCompletionAssistantMessageParam.Refusal",
+			body: cHead + `{"role":"assistant","content":null,"refusal":"I can't help with that."}]}`, at: "messages[1].parts[0]"},
+		{field: "audio.id", from: pC, sdk: "openai.ChatCompletionAssistantMessageParamAudio",
+			body: cHead + `{"role":"assistant","content":"a","audio":{"id":"audio_1"}}]}`, at: "messages[1]"},
+		{field: "name", from: pC, sdk: "openai.ChatCompletionUserMessageParam.Name",
+			body: `{"model":"gpt-5","messages":[{"role":"user","content":"q","name":"alice"}]}`, at: "messages[0]"},
+		{field: "reasoning_content (DeepSeek)", from: pC, sdk: "none: DeepSeek's chat API", nonstandard: true,
+			body: cHead + `{"role":"assistant","content":"a","reasoning_content":"thinking"}]}`, at: "messages[1].parts[0]"},
+		{field: "reasoning_details (OpenRouter)", from: pC, sdk: "none: OpenRouter's chat API", nonstandard: true,
+			body: cHead + `{"role":"assistant","content":"a","reasoning_details":[{"type":"reasoning.encrypted","data":"` + enc + `","id":"rs_1","format":"openai-responses-v1","index":0}]}]}`,
+			at:   "messages[1]"},
+		{field: "extra_content.google.thought_signature", from: pC, sdk: "none: Gemini's OpenAI-compatible API", nonstandard: true,
+			body: cHead + `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"` + sig + `"}}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pG: `"thoughtSignature":"` + sig}},
+
+		{field: "thoughtSignature on a function call", from: pG, sdk: "genai.Part.ThoughtSignature",
+			body: gHead + `{"role":"model","parts":[{"functionCall":{"id":"c1","name":"f","args":{}},"thoughtSignature":"c2lnbmF0dXJl"}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"f","response":{"name":"f","content":"ok"}}}]}]}`,
+			at:   "messages[1].parts[0]"},
+		{field: "thoughtSignature on an empty text part", from: pG, sdk: "genai.Part.ThoughtSignature",
+			body: gHead + `{"role":"model","parts":[{"text":"a"},{"text":"","thoughtSignature":"c2lnbmF0dXJl"}]}]}`, at: "messages[1].parts[1]"},
+		{field: "thought parts", from: pG, sdk: "genai.Part.Thought",
+			body: gHead + `{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"a"}]}]}`, at: "messages[1].parts[0]"},
+		{field: "functionCall without id", from: pG, sdk: "genai.FunctionCall.ID (omitempty)",
+			body: gHead + `{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"name":"f","content":"ok"}}}]}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pA: `"call_f_1"`, pC: `"call_f_1"`, pR: `"call_f_1"`, pB: `"call_f_1"`}},
+
+		{field: "reasoningContent signature", from: pB, sdk: "bedrockruntime types.ReasoningTextBlock",
+			body: bHead + `{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"t","signature":"` + sig + `"}}},{"text":"a"}]}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pA: sig}},
+		{field: "reasoningContent redactedContent", from: pB, sdk: "bedrockruntime types.ReasoningContentBlockMemberRedactedContent",
+			body: bHead + `{"role":"assistant","content":[{"reasoningContent":{"redactedContent":"` + enc + `"}},{"text":"a"}]}]}`,
+			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pA: `"redacted_thinking","data":"` + enc}},
+		{field: "cachePoint", from: pB, sdk: "bedrockruntime types.CachePointBlock",
+			body: `{"messages":[{"role":"user","content":[{"text":"q"},{"cachePoint":{"type":"default"}}]}]}`,
+			at:   "messages[0].parts[0]", mapped: map[compactorv1.Provider]string{pA: `"cache_control":{"type":"ephemeral"}`}},
+		{field: "toolResult status on rich content", from: pB, sdk: "bedrockruntime types.ToolResultBlock.Status",
+			body: bHead + `{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"shot","input":{}}}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"failed"},{"image":{"format":"png","source":{"bytes":"iVBORw0KGgoAAAANSUhEUg=="}}}],"status":"error"}}]}]}`,
+			at:   "messages[2].parts[0]", mapped: map[compactorv1.Provider]string{pA: `"is_error":true`}},
+		{field: "document context, citations", from: pB, sdk: "bedrockruntime types.DocumentBlock",
+			body: `{"messages":[{"role":"user","content":[{"document":{"format":"txt","name":"notes","source":{"bytes":"bm90ZXM="},"context":"c","citations":{"enabled":true}}},{"text":"q"}]}]}`,
+			at:   "messages[0].parts[0]"},
+	}
+}
+
+// conversationOf decodes a body's conversation members for comparison.
+func conversationOf(t *testing.T, p compactorv1.Provider, body string) map[string]any {
+	t.Helper()
+	var all map[string]any
+	d := json.NewDecoder(strings.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&all); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	out := map[string]any{}
+	for _, k := range map[compactorv1.Provider][]string{pA: anthropicFields, pC: chatFields, pR: responsesFields, pG: geminiFields, pB: bedrockFields}[p] {
+		if v, ok := all[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// stateOutcome lowers the lifted case to target and says what became of the state:
+// "round trip" (same format: the conversation comes back equal, member for member),
+// "mapped" (the target's equivalent is in the body), "dropped, warned" (a warning names it).
+// It fails the test on anything else: a silent drop.
+func stateOutcome(t *testing.T, c stateCase, lifted *compactorv1.LiftResponse, target compactorv1.Provider) string {
+	t.Helper()
+	base := map[compactorv1.Provider]string{pA: `{"model":"m","max_tokens":1}`, pC: `{"model":"gpt-5"}`, pB: `{"toolConfig":{"tools":[]}}`}[target]
+	if target == c.from {
+		base = lifted.GetRestBody()
+	}
+	// keep_history: a provider compaction is a summary boundary, and without it what precedes
+	// the boundary is not sent (TestProviderCompactionIsABoundary).
+	out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: target, BaseBody: base, KeepHistory: true})
+	if err != nil {
+		t.Fatalf("lower to %s: %v", formatName(target), err)
+	}
+	if !c.nonstandard || target != c.from {
+		checkConformance(t, target, out.GetBody())
+	}
+	if target == c.from {
+		want, got := conversationOf(t, c.from, c.body), conversationOf(t, c.from, out.GetBody())
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("same-format round trip changed the body:\nin:  %s\nout: %s", c.body, out.GetBody())
+		}
+		if len(out.GetWarnings()) > 0 {
+			t.Errorf("same-format round trip warned: %q", out.GetWarnings())
+		}
+		return "round trip"
+	}
+	if frag := c.mapped[target]; frag != "" {
+		if !strings.Contains(out.GetBody(), frag) {
+			t.Errorf("to %s: %q not in %s", formatName(target), frag, out.GetBody())
+		}
+		return "mapped"
+	}
+	for _, w := range out.GetWarnings() {
+		if strings.HasPrefix(w, c.at) {
+			return "dropped, warned"
+		}
+	}
+	t.Errorf("to %s: no warning names %s: %q\n%s", formatName(target), c.at, out.GetWarnings(), out.GetBody())
+	return "SILENT"
+}
+
+// TestProviderStateSurvives lifts each piece of provider state and lowers it to its own
+// format (it must come back unchanged, warning-free, in a body the SDK accepts) and to every
+// other format (mapped where an equivalent exists, else named in a warning). The outcomes
+// are the table in docs/PROVIDERS.md (TestProvidersTable).
+func TestProviderStateSurvives(t *testing.T) {
+	for _, c := range stateCases() {
+		t.Run(formatName(c.from)+"/"+c.field, func(t *testing.T) {
+			if !c.nonstandard {
+				checkConformance(t, c.from, c.body) // the fixture is what the SDK type allows
+			}
+			lifted, err := Lift(&compactorv1.LiftRequest{Body: c.body, Provider: c.from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lifted.GetWarnings()) > 0 {
+				t.Errorf("lift warned: %q", lifted.GetWarnings())
+			}
+			if err := engine.Validate(lifted.GetMessages()); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range allProviders {
+				stateOutcome(t, c, lifted, p)
+			}
+		})
+	}
+}
+
+// TestProvidersTable keeps the provider-state table in docs/PROVIDERS.md equal to the
+// outcomes TestProviderStateSurvives checks (go test -run TestProvidersTable -update rewrites
+// it).
+func TestProvidersTable(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("| state | from (SDK type) | anthropic | openai-chat | openai-responses | gemini | bedrock |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range stateCases() {
+		lifted, err := Lift(&compactorv1.LiftRequest{Body: c.body, Provider: c.from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("| `" + c.field + "` | " + formatName(c.from) + " (`" + c.sdk + "`) |")
+		for _, p := range allProviders {
+			b.WriteString(" " + stateOutcome(t, c, lifted, p) + " |")
+		}
+		b.WriteString("\n")
+	}
+	const path = "../../docs/PROVIDERS.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- state table: generated by TestProvidersTable -->\n", "<!-- end of state table -->"
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q block", path, begin, end)
+	}
+	got := append(append(append([]byte{}, doc[:i+len(begin)]...), b.String()...), doc[j:]...)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(got, doc) {
+		t.Errorf("%s's state table differs from the tests' outcomes (go test ./engine/format -run TestProvidersTable -update):\n%s", path, b.String())
+	}
+}
+
+// TestProviderCompactionIsABoundary: a lifted Anthropic compaction is the latest summary;
+// what precedes it is history (not sent, not summarized), the compaction is kept and counted
+// at its recorded estimate, it goes back byte-exact, and to another provider it is a named
+// drop, or a FAILED_PRECONDITION-class StrictError under strict.
+func TestProviderCompactionIsABoundary(t *testing.T) {
+	block := `{"type":"compaction","content":"Summary so far","encrypted_content":"gAAAAABo=="}`
+	body := aHead + `{"role":"assistant","content":[` + block + `,{"type":"text","text":"a"}]},{"role":"user","content":[{"type":"text","text":"next"}]}]}`
+	lifted, err := Lift(&compactorv1.LiftRequest{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := lifted.GetMessages()
+	pp := msgs[1].GetParts()[0].GetProvider()
+	if len(msgs) != 4 || pp.GetJson() != block || !pp.GetTokenCountEstimated() || pp.GetTokenCount() != int64(len(block)+3)/4 {
+		t.Fatalf("want the compaction alone in messages[1], byte-exact, with an estimated size; got %v", msgs)
+	}
+	if got := engine.LatestSummary(msgs); got != 1 {
+		t.Errorf("LatestSummary = %d, want 1 (the compaction)", got)
+	}
+	plan, err := engine.Plan(msgs, &compactorv1.Policy{ContextWindow: 100000}, engine.NewCounter(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := plan.GetDispositions(); d[0] != compactorv1.Disposition_DISPOSITION_DROP || d[1] != compactorv1.Disposition_DISPOSITION_KEEP {
+		t.Errorf("dispositions %v: the history before the compaction must be dropped and the compaction kept", d)
+	}
+	if n := plan.GetMessageTokens()[1]; n < pp.GetTokenCount() {
+		t.Errorf("the compaction counts %d tokens, less than its estimate %d", n, pp.GetTokenCount())
+	}
+	out, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: pA, BaseBody: lifted.GetRestBody()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := aHead[:strings.Index(aHead, `"messages"`)] + `"messages":[{"role":"assistant","content":[` + block + `,{"type":"text","text":"a"}]},{"role":"user","content":[{"type":"text","text":"next"}]}]}`; out.GetBody() != want {
+		t.Errorf("lowered:\n%s\nwant:\n%s", out.GetBody(), want)
+	}
+	for _, p := range []compactorv1.Provider{pC, pR, pG, pB} {
+		out, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := strings.Join(out.GetWarnings(), "\n"); !strings.Contains(w, "messages[1].parts[0].provider.anthropic.compaction: not carried to "+formatName(p)) {
+			t.Errorf("to %s: the compaction's drop is not named: %s", formatName(p), w)
+		}
+		_, err = Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: p, Strict: true})
+		var se *StrictError
+		if !errors.As(err, &se) || !slices.Contains(se.Fields(), "messages[1].parts[0].provider.anthropic.compaction") {
+			t.Errorf("strict to %s: got %v, want a StrictError naming the compaction", formatName(p), err)
+		}
+	}
+}
+
+// TestStrictLower: strict fails on exactly the lowerings that warn, naming each field, and
+// on a base_body that lacks what the target requires.
+func TestStrictLower(t *testing.T) {
+	msgs := []*compactorv1.Message{userMsg(tx("q")), asstMsg(reasoning("t", "sig"), tx("a"))}
+	if _, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: pA, BaseBody: `{"model":"m","max_tokens":1}`, Strict: true}); err != nil {
+		t.Errorf("a lossless lowering failed under strict: %v", err)
+	}
+	_, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: pA, Strict: true})
+	var se *StrictError
+	if !errors.As(err, &se) || !slices.Contains(se.Fields(), "base_body") {
+		t.Errorf("missing model and max_tokens: got %v", err)
+	}
+	_, err = Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: pG, Strict: true})
+	if !errors.As(err, &se) || !slices.Contains(se.Fields(), "messages[1].parts[0].reasoning.signature") {
+		t.Errorf("signature to gemini: got %v", err)
+	}
+}
