@@ -2,8 +2,10 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
+	"google.golang.org/protobuf/proto"
 )
 
 // TenantMetadataKey is the request metadata key naming the caller's tenant. Summaries are
@@ -76,7 +79,9 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: req.GetForce()})
+	msgs, warnings := replaceForeignCompactions(msgs, req.GetTargetProvider())
+	force := req.GetForce() || len(warnings) > 0
+	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: force})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -84,7 +89,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrAction.String(plan.GetAction().String()),
 		attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
-	resp := &compactorv1.CompactResponse{Plan: plan}
+	resp := &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}
 	if plan.GetAction() == compactorv1.Action_ACTION_NONE {
 		return resp, nil
 	}
@@ -456,4 +461,49 @@ func compactPromptMessage(instructions string) *compactorv1.Message {
 			Text: &compactorv1.TextPart{Text: b.String()},
 		}}},
 	}
+}
+
+// compactionProvider is the ProviderPart provider whose compactions a target format takes.
+var compactionProvider = map[compactorv1.Provider]string{
+	compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES: engine.ProviderAnthropic,
+	compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:   engine.ProviderOpenAI,
+}
+
+// replaceForeignCompactions returns msgs with every provider compaction that target cannot
+// take replaced by a text part saying so, and a warning per replacement. Such a message is
+// then an ordinary one, so what follows it (and any history the request still holds before
+// it) is summarized into a compactord summary; the caller's msgs are not modified.
+// Unspecified target changes nothing.
+func replaceForeignCompactions(msgs []*compactorv1.Message, target compactorv1.Provider) ([]*compactorv1.Message, []string) {
+	if target == compactorv1.Provider_PROVIDER_UNSPECIFIED {
+		return msgs, nil
+	}
+	var out []*compactorv1.Message
+	var warnings []string
+	for i, m := range msgs {
+		for j, p := range m.GetParts() {
+			pp := p.GetProvider()
+			if pp.GetType() != "compaction" || pp.GetProvider() == compactionProvider[target] {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(msgs)
+			}
+			if out[i] == m {
+				out[i] = proto.CloneOf(m)
+			}
+			text := "[" + pp.GetProvider() + " compacted the conversation before this point; its summary is not readable]"
+			var block struct{ Content string }
+			if json.Unmarshal([]byte(pp.GetJson()), &block) == nil && block.Content != "" { // Anthropic's is text
+				text = "[" + pp.GetProvider() + " compacted the conversation before this point into:]\n" + block.Content
+			}
+			out[i].Parts[j] = &compactorv1.Part{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: text}}}
+			warnings = append(warnings, fmt.Sprintf("messages[%d].parts[%d]: %s compaction cannot be sent to %s; replaced by a compactord summary of what follows it",
+				i, j, pp.GetProvider(), target))
+		}
+	}
+	if out == nil {
+		return msgs, nil
+	}
+	return out, warnings
 }

@@ -2,12 +2,15 @@ package service_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/service"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -75,5 +78,92 @@ func TestLiftRejectsBadBodies(t *testing.T) {
 				t.Errorf("field = %q, want a path under body", field)
 			}
 		})
+	}
+}
+
+// TestStrictLowerIsFailedPrecondition: a strict Lower that would drop something is
+// FAILED_PRECONDITION with a PreconditionFailure naming each field; a lossless one succeeds.
+func TestStrictLowerIsFailedPrecondition(t *testing.T) {
+	client := compactorv1.NewCompactorServiceClient(startBufconn(t, service.New(service.Options{})))
+	msgs := []*compactorv1.Message{
+		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "q"}}}}},
+		{Role: compactorv1.Role_ROLE_ASSISTANT, Parts: []*compactorv1.Part{
+			{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: "t", Signature: "sig"}}},
+			{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "a"}}}}},
+	}
+	_, err := client.Lower(t.Context(), &compactorv1.LowerRequest{Messages: msgs, Provider: compactorv1.Provider_PROVIDER_GEMINI, Strict: true})
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition {
+		t.Fatalf("code %v (%v), want FAILED_PRECONDITION", st.Code(), err)
+	}
+	var subjects []string
+	for _, d := range st.Details() {
+		if pf, ok := d.(*errdetails.PreconditionFailure); ok {
+			for _, v := range pf.GetViolations() {
+				subjects = append(subjects, v.GetSubject())
+			}
+		}
+	}
+	if len(subjects) != 1 || subjects[0] != "messages[1].parts[0].reasoning.signature" {
+		t.Errorf("violations name %q, want the signature", subjects)
+	}
+	if _, err := client.Lower(t.Context(), &compactorv1.LowerRequest{Messages: msgs, Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
+		BaseBody: `{"model":"m","max_tokens":1}`, Strict: true}); err != nil {
+		t.Errorf("lossless strict Lower: %v", err)
+	}
+}
+
+// TestCompactReplacesForeignCompaction: with target_provider set, a compaction another
+// provider made is replaced (its readable summary folded into a compactord summary, with a
+// warning); for its own provider it stays, byte for byte.
+func TestCompactReplacesForeignCompaction(t *testing.T) {
+	client := compactorv1.NewCompactorServiceClient(startBufconn(t, service.New(service.Options{})))
+	block := `{"type":"compaction","content":"The user is porting parser.py to Rust in src/parser.rs. ` + strings.Repeat("The tokenizer, the grammar tables and the error recovery were ported and reviewed one by one. ", 8) + `","encrypted_content":"gAAAA=="}`
+	body := `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"text","text":"port parser.py"}]},` +
+		`{"role":"assistant","content":[` + block + `]},` +
+		`{"role":"user","content":[{"type":"text","text":"now add tests for src/parser.rs"}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"Added tests in tests/parser_test.rs."}]},` +
+		`{"role":"user","content":[{"type":"text","text":"run them"}]}]}`
+	lifted, err := client.Lift(t.Context(), &compactorv1.LiftRequest{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &compactorv1.CompactRequest{Messages: lifted.GetMessages(), Policy: &compactorv1.Policy{ContextWindow: 100000, KeepRecentTurns: 1, KeepRecentTokens: 1}}
+	same, err := client.Compact(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(same.GetWarnings()) > 0 || same.GetCompacted() {
+		t.Fatalf("no target: nothing to do, got compacted=%v warnings=%q", same.GetCompacted(), same.GetWarnings())
+	}
+	req.TargetProvider = compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES
+	if own, err := client.Compact(t.Context(), req); err != nil || len(own.GetWarnings()) > 0 {
+		t.Fatalf("own provider: %v %q", err, own.GetWarnings())
+	}
+	req.TargetProvider = compactorv1.Provider_PROVIDER_OPENAI_RESPONSES
+	moved, err := client.Compact(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moved.GetWarnings()) != 1 || !moved.GetCompacted() {
+		t.Fatalf("moved: compacted=%v reason=%q warnings=%q", moved.GetCompacted(), moved.GetReason(), moved.GetWarnings())
+	}
+	for _, m := range moved.GetMessages() {
+		for _, p := range m.GetParts() {
+			if p.GetProvider() != nil {
+				t.Fatalf("the anthropic compaction is still in the result: %v", m)
+			}
+		}
+	}
+	if s := moved.GetSummary().GetText(); !strings.Contains(s, "parser.rs") {
+		t.Errorf("the summary lost what the compaction said:\n%s", s)
+	}
+	low, err := client.Lower(t.Context(), &compactorv1.LowerRequest{Messages: moved.GetMessages(), Provider: compactorv1.Provider_PROVIDER_OPENAI_RESPONSES,
+		BaseBody: `{"model":"gpt-5"}`, Strict: true})
+	if err != nil {
+		t.Fatalf("the moved conversation does not lower to the target losslessly: %v", err)
+	}
+	if strings.Contains(low.GetBody(), "compaction") {
+		t.Errorf("lowered body holds the compaction: %s", low.GetBody())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/summarize"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -27,7 +28,15 @@ func toStatus(err error) error {
 		return gs.GRPCStatus().Err()
 	}
 	var ve *engine.ValidationError
+	var se *format.StrictError
 	switch {
+	case errors.As(err, &se):
+		pf := &errdetails.PreconditionFailure{}
+		for i, f := range se.Fields() {
+			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
+				Type: "LOSSY_LOWERING", Subject: f, Description: se.Warnings[i]})
+		}
+		return withDetails(status.New(codes.FailedPrecondition, err.Error()), pf)
 	case errors.As(err, &ve):
 		code := codes.InvalidArgument
 		if ve.Limit {
