@@ -26,9 +26,11 @@ type command struct {
 	from string // the input's format: auto, ir or a provider name
 	to   string // the output's provider, for compact and lower
 	// model is the model the lowered body is for (LowerRequest.model).
-	model   string
-	explain bool // plan: a table instead of JSON
-	full    bool // plan and compact: the whole response as JSON
+	model    string
+	baseBody string // a file holding the --to provider's base body (LowerRequest.base_body)
+	strict   bool   // LowerRequest.strict
+	explain  bool   // plan: a table instead of JSON
+	full     bool   // plan and compact: the whole response as JSON
 
 	policyFile string
 	policy     policyFlags
@@ -52,6 +54,8 @@ func (c *command) flags() *flag.FlagSet {
 	fs.StringVar(&c.from, "from", "auto", "the input's format: auto (an IR document, else the detected provider), ir, "+providerList)
 	fs.StringVar(&c.to, "to", "", "the output's provider ("+providerList+"); lower requires it, compact prints the IR document without it")
 	fs.StringVar(&c.model, "model", "", "the model a lowered body is for (decides model-dependent rules such as OpenAI's developer role)")
+	fs.StringVar(&c.baseBody, "base-body", "", "with --to: a JSON file of the target's other fields (model, max_tokens, tools, ...) to lower into, in place of the input's")
+	fs.BoolVar(&c.strict, "strict", false, "with --to: fail (exit 4) rather than drop or change anything the target cannot carry")
 	fs.BoolVar(&c.explain, "explain", false, "plan: print the decision as a table")
 	fs.BoolVar(&c.full, "json", false, "plan and compact: print the whole response as JSON")
 	fs.StringVar(&c.policyFile, "policy", "", "JSON file holding a compactor.v1.Policy; the flags below override its fields")
@@ -91,6 +95,8 @@ func (c *command) check() error {
 		return errors.New("--json applies to plan and compact only")
 	case c.full && c.to != "":
 		return errors.New("--json prints the response; --to a body: choose one")
+	case (c.baseBody != "" || c.strict) && c.to == "":
+		return errors.New("--base-body and --strict apply to a body written --to a provider")
 	}
 	return c.conn.check()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -93,11 +94,13 @@ func compact(ctx context.Context, c *command) error {
 	if err != nil {
 		return err
 	}
+	target, _ := parseProvider(c.to) // unspecified without --to
 	r, err := c.backend.Compact(ctx, &compactorv1.CompactRequest{Messages: doc.Messages, Policy: policy,
-		Summarizer: c.summarizer, Instructions: c.instruct, Force: c.force})
+		Summarizer: c.summarizer, Instructions: c.instruct, Force: c.force, TargetProvider: target})
 	if err != nil {
 		return err
 	}
+	c.warn("compact", r.Warnings)
 	if c.full {
 		return c.printJSON(r)
 	}
@@ -134,12 +137,18 @@ func (c *command) lowerDoc(ctx context.Context, doc *conversation) error {
 	if base == "{}" {
 		base = ""
 	}
-	if base != "" && doc.Provider != to {
-		c.warn("lower", []string{fmt.Sprintf("the input's other fields (model, tools, ...) are in the %s shape: not carried into %s", providerName(doc.Provider), c.to)})
+	if c.baseBody != "" {
+		b, err := os.ReadFile(c.baseBody)
+		if err != nil {
+			return fmt.Errorf("--base-body: %w", err)
+		}
+		base = string(b)
+	} else if base != "" && doc.Provider != to {
+		c.warn("lower", []string{fmt.Sprintf("the input's other fields (model, tools, ...) are in the %s shape: not carried into %s (give --base-body)", providerName(doc.Provider), c.to)})
 		base = ""
 	}
 	r, err := c.backend.Lower(ctx, &compactorv1.LowerRequest{Messages: doc.Messages, Provider: to,
-		Model: c.model, BaseBody: base})
+		Model: c.model, BaseBody: base, Strict: c.strict})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,9 @@
 // OpenAI Responses, Gemini, Bedrock Converse; --from names it, else it is detected) or an IR
 // document, the JSON form of a LiftResponse that `compactctl lift` prints. A provider body is
 // lifted first, so `compactctl compact --to anthropic < openai-body.json` compacts an OpenAI
-// Chat body and prints an Anthropic one, with the body's model, tools and other fields kept.
+// Chat body and prints an Anthropic one. The body's other fields (model, tools, ...) are kept
+// only when --to is its own provider; for another, --base-body FILE gives the target's (an
+// Anthropic body needs model and max_tokens), and --strict fails rather than drop anything.
 //
 // It talks to a server at --addr (default $COMPACTORD_ADDR, else localhost:50051), or with
 // --local runs the same engine and extractive summarizer in-process, with no server.

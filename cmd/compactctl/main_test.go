@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -301,6 +305,7 @@ func TestREADMEExample(t *testing.T) {
 			t.Errorf("the README example's output lacks %q:\n%s", want, out)
 		}
 	}
+	checkAnthropicBody(t, filepath.Join(work, "compacted.anthropic.json"))
 	for file, want := range map[string]string{"compacted.anthropic.json": "<summary>", "conversation.ir.json": "ROLE_USER", "gemini.json": `"contents"`} {
 		b, err := os.ReadFile(filepath.Join(work, file))
 		if err != nil || !strings.Contains(string(b), want) {
@@ -316,4 +321,55 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// checkAnthropicBody checks that the file is a body anthropic-sdk-go's MessageNewParams takes
+// whole: model and max_tokens set, and every message and system member surviving a decode and
+// re-encode by the SDK (a member it does not know would vanish).
+func checkAnthropicBody(t *testing.T, path string) {
+	t.Helper()
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p anthropic.MessageNewParams
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatalf("%s: not a MessageNewParams: %v", path, err)
+	}
+	if p.Model == "" || p.MaxTokens == 0 || len(p.Messages) == 0 {
+		t.Fatalf("%s: model %q, max_tokens %d, %d messages: not a body Anthropic accepts", path, p.Model, p.MaxTokens, len(p.Messages))
+	}
+	again, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours, theirs struct{ Messages any }
+	if json.Unmarshal(body, &ours) != nil || json.Unmarshal(again, &theirs) != nil {
+		t.Fatal("re-decode failed")
+	}
+	// The SDK may reshape shorthand (a string content as one text block), never lose a value.
+	have := map[string]bool{}
+	leaves(theirs.Messages, func(s string) { have[s] = true })
+	leaves(ours.Messages, func(s string) {
+		if !have[s] {
+			t.Errorf("%s: %.80q is lost when the SDK reads the body", path, s)
+		}
+	})
+}
+
+// leaves calls f with every string in v.
+func leaves(v any, f func(string)) {
+	switch v := v.(type) {
+	case string:
+		f(v)
+	case []any:
+		for _, e := range v {
+			leaves(e, f)
+		}
+	case map[string]any:
+		for k, e := range v {
+			f(k)
+			leaves(e, f)
+		}
+	}
 }
