@@ -76,6 +76,12 @@ export interface CompactBodyOptions extends CallOptions {
   instructions?: string;
   /** The model the lowered body is for. */
   model?: string;
+  /** The target's other fields (model, max_tokens, tools, ...) as JSON text or an object;
+   * default the input's when the provider does not change. An Anthropic body needs model
+   * and max_tokens. */
+  baseBody?: string | object;
+  /** Fail (FAILED_PRECONDITION) rather than drop anything the target cannot carry. */
+  strict?: boolean;
 }
 
 export interface CompactordClient {

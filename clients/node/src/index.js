@@ -198,17 +198,18 @@ export function createClient({ address, tenant, token, apiKey, tls, timeoutMs = 
      * conversation comes back as it was; the body's other fields (model, tools, …) are kept
      * when the provider does not change.
      */
-    async compactBody(body, { to, policy, contextWindow, force = false, summarizer = "", instructions = "", model = "", timeoutMs: t } = {}) {
+    async compactBody(body, { to, policy, contextWindow, force = false, summarizer = "", instructions = "", model = "", baseBody, strict = false, timeoutMs: t } = {}) {
       const target = to === undefined ? undefined : provider(to); // a bad name fails before any call
       const opts = { timeoutMs: t };
       const lifted = await api.lift(body, undefined, opts);
       const pol = create(PolicySchema, policy ?? {});
       if (contextWindow) pol.contextWindow = BigInt(contextWindow);
-      const res = await api.compact({ messages: lifted.messages, policy: pol, force, summarizer, instructions }, opts);
+      const res = await api.compact({ messages: lifted.messages, policy: pol, force, summarizer, instructions, targetProvider: target ?? 0 }, opts);
       const messages = res.compacted ? res.messages : lifted.messages;
       const prov = target ?? lifted.provider;
-      const baseBody = prov === lifted.provider && lifted.restBody !== "{}" ? lifted.restBody : "";
-      const out = await api.lower({ messages, provider: prov, model, baseBody }, opts);
+      let base = prov === lifted.provider && lifted.restBody !== "{}" ? lifted.restBody : "";
+      if (baseBody !== undefined) base = typeof baseBody === "string" ? baseBody : JSON.stringify(baseBody);
+      const out = await api.lower({ messages, provider: prov, model, baseBody: base, strict }, opts);
       return out.body;
     },
     /** Closes the connection. */

@@ -69,6 +69,18 @@ test("compactBody keeps the rest of the body, or the conversation when nothing i
   await assert.rejects(client.compactBody(body, { to: "claude", policy }), TypeError);
 });
 
+test("compactBody to another provider takes its baseBody; strict names what is missing", async () => {
+  const out = JSON.parse(await client.compactBody(body, { to: "anthropic", policy, strict: true, baseBody: { model: "claude-sonnet-4-5", max_tokens: 1024 } }));
+  assert.equal(out.model, "claude-sonnet-4-5");
+  assert.equal(out.max_tokens, 1024);
+  assert.ok(!out.tools);
+  await assert.rejects(client.compactBody(body, { to: "anthropic", policy, strict: true }), (err) => {
+    assert.equal(err.codeName, "FAILED_PRECONDITION");
+    assert.match(err.message, /max_tokens/);
+    return true;
+  });
+});
+
 test("INVALID_ARGUMENT names the field in BadRequest", async () => {
   const lifted = await client.lift(body);
   const messages = [...lifted.messages, { role: Role.ASSISTANT }]; // a message needs a part
@@ -104,6 +116,6 @@ test("the README example (examples/quickstart.mjs) runs", async () => {
     env: { ...process.env, COMPACTORD_ADDR: server.address },
   });
   const lines = stdout.trim().split("\n");
-  assert.match(lines[0], /^\{"system":/);
+  assert.match(lines[0], /^\{"model":"claude-sonnet-4-5","max_tokens":1024,/);
   assert.match(lines[1], /^INVALID_ARGUMENT policy/);
 });

@@ -207,12 +207,16 @@ class Client:
         summarizer: str = "",
         instructions: str = "",
         model: str = "",
+        base_body: Union[str, bytes, Mapping, None] = None,
+        strict: bool = False,
         timeout: Optional[float] = None,
     ) -> str:
         """Lift a provider body, compact it, and lower it again (to the same provider, or to
         ``to``) in one call; returns the JSON body. When nothing needed compacting, the
         conversation comes back as it was. The body's other fields (model, tools, …) are
-        kept when the provider does not change."""
+        kept when the provider does not change; for another provider ``base_body`` gives
+        the target's (an Anthropic body needs ``model`` and ``max_tokens``). ``strict``
+        fails (FAILED_PRECONDITION) rather than drop anything the target cannot carry."""
         target = None if to is None else provider(to)  # a bad name fails before any call
         lifted = self.lift(body, timeout=timeout)
         pol = pb.Policy()
@@ -222,14 +226,18 @@ class Client:
             pol.context_window = context_window
         res = self.compact(
             pb.CompactRequest(messages=lifted.messages, policy=pol, force=force,
-                              summarizer=summarizer, instructions=instructions),
+                              summarizer=summarizer, instructions=instructions,
+                              target_provider=target or 0),
             timeout=timeout,
         )
         messages = res.messages if res.compacted else lifted.messages
         if target is None:
             target = lifted.provider
         base = lifted.rest_body if target == lifted.provider and lifted.rest_body != "{}" else ""
-        out = self.lower(pb.LowerRequest(messages=messages, provider=target, model=model, base_body=base),
+        if base_body is not None:
+            base = _json_text(base_body)
+        out = self.lower(pb.LowerRequest(messages=messages, provider=target, model=model, base_body=base,
+                                         strict=strict),
                          timeout=timeout)
         return out.body
 

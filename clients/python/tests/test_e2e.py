@@ -54,6 +54,19 @@ def test_compact_body_keeps_the_rest_of_the_body(server, swe_body):
         assert len(same["messages"]) == len(json.loads(swe_body)["messages"])
 
 
+def test_compact_body_to_another_provider_takes_its_base_body(server, swe_body):
+    with Client(server) as c:
+        out = json.loads(c.compact_body(swe_body, to="anthropic", policy=POLICY, strict=True,
+                                        base_body={"model": "claude-sonnet-4-5", "max_tokens": 1024}))
+        assert out["model"] == "claude-sonnet-4-5" and out["max_tokens"] == 1024 and "tools" not in out
+        assert out["messages"][0]["role"] == "user"
+        # Without it, strict lowering names what Anthropic requires.
+        with pytest.raises(CompactordError) as e:
+            c.compact_body(swe_body, to="anthropic", policy=POLICY, strict=True)
+        assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert "max_tokens" in e.value.message
+
+
 def test_invalid_argument_names_the_field(server, swe_body):
     with Client(server) as c:
         msgs = list(c.lift(swe_body).messages)
@@ -90,7 +103,7 @@ def test_quickstart_example_runs(server):
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith('{"system":'), out.stdout
+    assert lines[0].startswith('{"model":"claude-sonnet-4-5","max_tokens":1024,'), out.stdout
     assert lines[1].startswith("INVALID_ARGUMENT [('policy"), out.stdout
 
 
