@@ -1,6 +1,7 @@
 package format
 
 import (
+	"encoding/base64"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -151,6 +152,12 @@ func (l *lowerer) bedrock() {
 			case *compactorv1.Part_Reasoning:
 				if c.Reasoning.GetSignature() == "" && c.Reasoning.GetRedactedData() == "" {
 					l.warn("%s: reasoning without signature cannot be replayed to Bedrock; dropped", at)
+					l.dropPart(p)
+					continue
+				}
+				if d := c.Reasoning.GetRedactedData(); d != "" && !canonicalBase64(d) {
+					// redactedContent is a blob: other text would not reach the model as it was.
+					l.warn("%s: redacted reasoning is not canonical base64, which Bedrock's redactedContent blob needs; dropped", at)
 					l.dropPart(p)
 					continue
 				}
@@ -757,4 +764,10 @@ func (lt *lifter) bedrockResult(v string, p *jpath) (*compactorv1.Part, error) {
 		}
 	}
 	return resultPart(id, lt.names[id], out), nil
+}
+
+// canonicalBase64 reports whether s is standard padded base64 that re-encodes to itself.
+func canonicalBase64(s string) bool {
+	b, err := base64.StdEncoding.DecodeString(s)
+	return err == nil && base64.StdEncoding.EncodeToString(b) == s
 }

@@ -35,11 +35,12 @@ import (
 //   - google.golang.org/genai Content is a plain struct: each systemInstruction and contents
 //     element is decoded with DisallowUnknownFields, and every part must set exactly one
 //     data field.
-//   - Bedrock has no Go SDK in the module set: strict structs written from the AWS Converse
-//     API reference (ContentBlock, SystemContentBlock, ToolResultContentBlock, ...) are decoded
-//     with DisallowUnknownFields, and each union block must set exactly one member, with the
-//     enumerations (role, image/document format, status, cachePoint type) and document name
-//     rules checked.
+//   - Bedrock: aws-sdk-go-v2's bedrockruntime client reads, validates and re-serializes the
+//     conversation in process (bedrocksdk_test.go); beside it, strict structs written from
+//     the AWS Converse API reference are decoded with DisallowUnknownFields for the rules the
+//     types do not hold: each union block sets exactly one member, roles alternate, no blank
+//     text, the enumerations (image/document format, status, cachePoint type) and the
+//     document name characters.
 func checkConformance(t *testing.T, p compactorv1.Provider, body string) {
 	t.Helper()
 	if err := conformanceErr(p, body); err != nil {
@@ -71,7 +72,9 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 	case compactorv1.Provider_PROVIDER_GEMINI:
 		err = checkGemini(body)
 	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
-		err = checkBedrock(body)
+		if err = checkBedrock(body); err == nil {
+			err = checkBedrockSDK(body)
+		}
 	}
 	return err
 }

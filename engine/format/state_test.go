@@ -52,7 +52,7 @@ const (
 
 func stateCases() []stateCase {
 	sig := "EqQBCkYIBhgCIkDZb0Ng7c1x+signature=="
-	enc := "gAAAAABoEncryptedContent=="
+	enc := "gAAAAABpRW5jcnlwdGVkIGNvbnRlbnQ=" // base64, as the providers' encrypted state is
 	return []stateCase{
 		{field: "thinking.signature", from: pA, sdk: "anthropic.ThinkingBlockParam",
 			body: aHead + `{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"` + sig + `"},{"type":"text","text":"a"}]}]}`,
