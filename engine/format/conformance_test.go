@@ -76,6 +76,9 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 			err = checkBedrockSDK(body)
 		}
 	}
+	if err == nil {
+		err = checkPairing(p, body)
+	}
 	return err
 }
 
