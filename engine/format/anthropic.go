@@ -394,10 +394,7 @@ func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at loc) {
 		pat := at.part(k)
 		switch pc := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
-			w.obj()
-			w.kstr("type", "text")
-			w.kstr("text", pc.Text.GetText())
-			w.endObj()
+			w.typedText("text", pc.Text.GetText())
 		case *compactorv1.Part_Image:
 			w.obj()
 			w.kstr("type", "image")
@@ -423,22 +420,12 @@ func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at loc) {
 	w := &l.w
 	w.key("source")
 	w.obj()
-	data, media := img.GetData(), ""
-	if u := img.GetUrl(); u != "" {
-		if m, d, ok := parseDataURL(u); ok {
-			data, media = d, m
-		} else {
-			w.kstr("type", "url")
-			w.kstr("url", u)
-			w.endObj()
-			return
-		}
-	}
-	if media == "" {
-		media = l.imageMedia(img, at)
-	} else if s := sniffImage(data); s != "" && s != media {
-		l.warn("%s: image declared %s but its bytes are %s; sent as %s", at, media, s, s)
-		media = s
+	data, url, media := l.inlineImage(img, at)
+	if url != "" {
+		w.kstr("type", "url")
+		w.kstr("url", url)
+		w.endObj()
+		return
 	}
 	w.kstr("type", "base64")
 	w.kstr("media_type", media)

@@ -448,17 +448,7 @@ func (l *lowerer) bedrockJSON(s string) {
 
 func (l *lowerer) bedrockImage(img *compactorv1.ImagePart, at loc) {
 	w := &l.w
-	data, url, media := img.GetData(), img.GetUrl(), ""
-	if mt, d, ok := parseDataURL(url); ok {
-		data, url, media = d, "", mt
-	}
-	if media == "" {
-		if url != "" {
-			media = img.GetMediaType()
-		} else {
-			media = l.imageMedia(img, at)
-		}
-	}
+	data, url, media := l.inlineImage(img, at)
 	f := imageFormat(media)
 	if f == "" {
 		l.warn("%s: image type %q is not one Bedrock takes; declared as png", at, media)

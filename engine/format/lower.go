@@ -342,6 +342,39 @@ func (l *lowerer) imageMedia(img *compactorv1.ImagePart, at loc) string {
 	return declared
 }
 
+// inlineImage resolves an image to inline bytes and the media type to declare (a data: URL
+// decoded; a declared type its bytes contradict corrected, with a warning), or, given by any
+// other URL, to that URL and its declared media type.
+func (l *lowerer) inlineImage(img *compactorv1.ImagePart, at loc) (data []byte, url, media string) {
+	u := img.GetUrl()
+	if u == "" {
+		return img.GetData(), "", l.imageMedia(img, at)
+	}
+	m, d, ok := parseDataURL(u)
+	if !ok {
+		return nil, u, img.GetMediaType()
+	}
+	return d, "", l.imageMedia(&compactorv1.ImagePart{Source: &compactorv1.ImagePart_Data{Data: d}, MediaType: m}, at)
+}
+
+// imageURLValue writes an image as a URL string value: its URL, or its bytes as a data: URL
+// (the OpenAI formats).
+func (l *lowerer) imageURLValue(img *compactorv1.ImagePart, at loc) {
+	if u := img.GetUrl(); u != "" {
+		l.w.str(u)
+	} else {
+		l.w.dataURL(l.imageMedia(img, at), img.GetData())
+	}
+}
+
+// typedText writes {"type": typ, "text": text}.
+func (w *jw) typedText(typ, text string) {
+	w.obj()
+	w.kstr("type", typ)
+	w.kstr("text", text)
+	w.endObj()
+}
+
 // dataURL writes inline data as a data: URL string value.
 func (w *jw) dataURL(media string, data []byte) {
 	w.comma()

@@ -132,10 +132,7 @@ func (l *lowerer) chatTextArray(parts []*compactorv1.Part, typ string) {
 	w.arr()
 	for _, p := range parts {
 		t, _ := textOf(p)
-		w.obj()
-		w.kstr("type", typ)
-		w.kstr("text", t)
-		w.endObj()
+		w.typedText(typ, t)
 	}
 	w.endArr()
 }
@@ -190,21 +187,14 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 	w := &l.w
 	switch c := p.GetContent().(type) {
 	case *compactorv1.Part_Text:
-		w.obj()
-		w.kstr("type", "text")
-		w.kstr("text", c.Text.GetText())
-		w.endObj()
+		w.typedText("text", c.Text.GetText())
 	case *compactorv1.Part_Image:
 		w.obj()
 		w.kstr("type", "image_url")
 		w.key("image_url")
 		w.obj()
 		w.key("url")
-		if u := c.Image.GetUrl(); u != "" {
-			w.str(u)
-		} else {
-			w.dataURL(l.imageMedia(c.Image, at), c.Image.GetData())
-		}
+		l.imageURLValue(c.Image, at)
 		if d := l.optString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
 			w.kstr("detail", d)
 		}

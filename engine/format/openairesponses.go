@@ -104,19 +104,12 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 	w := &l.w
 	switch c := p.GetContent().(type) {
 	case *compactorv1.Part_Text:
-		w.obj()
-		w.kstr("type", "input_text")
-		w.kstr("text", c.Text.GetText())
-		w.endObj()
+		w.typedText("input_text", c.Text.GetText())
 	case *compactorv1.Part_Image:
 		w.obj()
 		w.kstr("type", "input_image")
 		w.key("image_url")
-		if u := c.Image.GetUrl(); u != "" {
-			w.str(u)
-		} else {
-			w.dataURL(l.imageMedia(c.Image, at), c.Image.GetData())
-		}
+		l.imageURLValue(c.Image, at)
 		if d := l.optString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
 			w.kstr("detail", d)
 		}
@@ -277,10 +270,7 @@ func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse boo
 		} else {
 			w.arr()
 			if text != "" {
-				w.obj()
-				w.kstr("type", "summary_text")
-				w.kstr("text", text)
-				w.endObj()
+				w.typedText("summary_text", text)
 			}
 			w.endArr()
 		}
