@@ -26,12 +26,13 @@ var (
 	anthropicToolUseCarried = []string{"caller", "toolset_name"}
 	anthropicServerCarried  = []string{"caller"} // server_tool_use and *_tool_result
 	anthropicResultCarried  = []string{"toolset_name"}
-	responsesTextCarried    = []string{"status", "phase", "annotations", "logprobs"}
+	responsesItemCarried    = []string{"status", "phase"}         // an output message item (on each of its text parts)
+	responsesTextCarried    = []string{"annotations", "logprobs"} // an output_text part
 	responsesCallCarried    = []string{"status", "namespace", "caller", "async"}
 	responsesOutputCarried  = []string{"status", "name", "namespace", "caller"}
 	responsesReasonCarried  = []string{"summary", "content", "status"}
-	responsesMessageCarried = []string{"status"} // user, system and developer message items
-	chatMessageCarried      = []string{"name"}   // system, developer and user messages
+	responsesMessageCarried = []string{"id", "status", "phase"} // user, system and developer message items
+	chatMessageCarried      = []string{"name"}                  // system, developer and user messages
 	chatAssistantCarried    = []string{"name", "audio", "reasoning_details"}
 	chatToolCallCarried     = []string{"extra_content"}
 	geminiPartCarried       = []string{"videoMetadata", "mediaResolution"}

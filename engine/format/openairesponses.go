@@ -218,7 +218,7 @@ func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
 	w.kstr("type", "message")
 	w.kstr("id", l.optString(o, "openai", optItemID))
 	w.kstr("role", "assistant")
-	l.writeCarried(o, "openai", []string{"status", "phase"})
+	l.writeCarried(o, "openai", responsesItemCarried)
 	w.key("content")
 	w.arr()
 	for k, p := range parts {
@@ -240,7 +240,7 @@ func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
 				w.key("annotations") // required by the output message
 				w.raw("[]")
 			}
-			l.writeCarried(po, "openai", []string{"annotations", "logprobs"})
+			l.writeCarried(po, "openai", responsesTextCarried)
 		}
 		w.endObj()
 	}
@@ -468,7 +468,7 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 		if err := itemID(&item0, item, p); err != nil {
 			return err
 		}
-		carry(&item0, item, "openai", []string{"status", "phase"})
+		carry(&item0, item, "openai", responsesItemCarried)
 	}
 	withItem := func(part *compactorv1.Part) *compactorv1.Part {
 		for k, v := range item0["openai"].GetFields() {
@@ -496,8 +496,8 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 						return err
 					}
 					part := withItem(textPart(t))
-					carry(&part.ProviderOptions, e, "openai", []string{"annotations", "logprobs"})
-					lt.unknownKeys(e, ep, "type", "text", "annotations", "logprobs")
+					carry(&part.ProviderOptions, e, "openai", responsesTextCarried)
+					lt.unknownKeysC(e, ep, responsesTextCarried, "type", "text")
 					parts = append(parts, part)
 				case "refusal":
 					t, err := str(field(e, "refusal"), ep.k("refusal"), true)
