@@ -96,17 +96,37 @@ func (l *lowerer) drop(at fmt.Stringer, field string) {
 
 // note records warning text under key; a repeated key only counts.
 func (l *lowerer) note(text, key string, at any) {
-	if i, ok := l.seen[key]; ok {
-		l.counts[i]++
+	i, ok := l.seen[key]
+	if l.seen == nil { // few distinct warnings: a scan, then a map past 16
+		for j := range l.notes {
+			if l.notes[j].key == key {
+				i, ok = j, true
+				break
+			}
+		}
+	}
+	if ok {
+		l.notes[i].count++
 		return
 	}
-	if l.seen == nil {
-		l.seen = map[string]int{}
+	if len(l.notes) == 16 {
+		l.seen = make(map[string]int, 32)
+		for i, n := range l.notes {
+			l.seen[n.key] = i
+		}
 	}
-	l.seen[key] = len(l.warnings)
+	if l.seen != nil {
+		l.seen[key] = len(l.notes)
+	}
 	l.warnings = append(l.warnings, text)
-	l.counts = append(l.counts, 1)
-	l.units = append(l.units, unitOf(at))
+	l.notes = append(l.notes, note{key: key, count: 1, unit: unitOf(at)})
+}
+
+// note is the aggregation state of one warning.
+type note struct {
+	key   string
+	count int
+	unit  string // what it counts: part, message, or "" (not counted)
 }
 
 func unitOf(at any) string {
@@ -126,9 +146,9 @@ func (m msgLoc) String() string { return "messages[" + itoa(int(m)) + "]" }
 
 // finishWarnings appends the counts to warnings that repeated.
 func (l *lowerer) finishWarnings() {
-	for i, n := range l.counts {
-		if n > 1 && l.units[i] != "" {
-			l.warnings[i] += fmt.Sprintf(" (%d %ss)", n, l.units[i])
+	for i, n := range l.notes {
+		if n.count > 1 && n.unit != "" {
+			l.warnings[i] += " (" + itoa(n.count) + " " + n.unit + "s)"
 		}
 	}
 }
@@ -202,17 +222,17 @@ var requiredFields = map[compactorv1.Provider][]string{
 
 // checkRequired warns about required top-level members base_body lacks.
 func (l *lowerer) checkRequired() {
-	var missing []string
+	missing := ""
 	for _, f := range requiredFields[l.req.GetProvider()] {
 		if l.baseField(f) == "" {
-			missing = append(missing, `"`+f+`"`)
+			if missing != "" {
+				missing += " and "
+			}
+			missing += `"` + f + `"`
 		}
 	}
-	if len(missing) > 0 {
-		l.warnings = append(l.warnings, fmt.Sprintf("base_body: lacks %s, which %s requires: pass the target's base_body",
-			strings.Join(missing, " and "), formatName(l.req.GetProvider())))
-		l.counts = append(l.counts, 1)
-		l.units = append(l.units, "")
+	if missing != "" {
+		l.note("base_body: lacks "+missing+", which "+formatName(l.req.GetProvider())+" requires: pass the target's base_body", "base_body", nil)
 	}
 }
 

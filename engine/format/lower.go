@@ -102,11 +102,10 @@ type lowerer struct {
 	cursor   int32
 	w        jw
 	warnings []string
-	// counts, units: per warning, how often it occurred and what it counts (part, message);
-	// seen: the warning index of each aggregation key.
-	counts []int
-	units  []string
-	seen   map[string]int
+	// notes: per warning, its aggregation key and count; seen: the index of each key, once
+	// there are many.
+	notes []note
+	seen  map[string]int
 	// used: the provider options a writer carried; skipped: parts dropped whole (warned).
 	used    map[*structpb.Value]bool
 	skipped map[*compactorv1.Part]bool
@@ -151,6 +150,8 @@ func (l *lowerer) warn(format string, args ...any) {
 	var at any
 	if len(args) > 0 {
 		at = args[0]
+	}
+	if len(args) > 1 {
 		key += fmt.Sprint(args[1:]...)
 	}
 	l.note(fmt.Sprintf(format, args...), key, at)
