@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 )
@@ -338,5 +340,29 @@ func TestStrictLower(t *testing.T) {
 	_, err = Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: pG, Strict: true})
 	if !errors.As(err, &se) || !slices.Contains(se.Fields(), "messages[1].parts[0].reasoning.signature") {
 		t.Errorf("signature to gemini: got %v", err)
+	}
+}
+
+// TestDropWarningsAggregate: one warning per kind of dropped field, at its first occurrence,
+// with the count, past the point where the aggregation switches to a map.
+func TestDropWarningsAggregate(t *testing.T) {
+	var parts []*compactorv1.Part
+	for range 2 {
+		for k := range 20 {
+			parts = append(parts, withOpt(tx("x"), "openai", "field"+itoa(k), structpb.NewStringValue("v")))
+		}
+	}
+	out, err := Lower(&compactorv1.LowerRequest{Messages: []*compactorv1.Message{userMsg(parts...)}, Provider: pG})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.GetWarnings()) != 20 {
+		t.Fatalf("%d warnings, want 20: %q", len(out.GetWarnings()), out.GetWarnings())
+	}
+	for k, w := range out.GetWarnings() {
+		want := "messages[0].parts[" + itoa(k) + "].provider_options.openai.field" + itoa(k) + ": not carried to gemini (2 parts)"
+		if w != want {
+			t.Errorf("warning %d: %q, want %q", k, w, want)
+		}
 	}
 }
