@@ -184,6 +184,9 @@ func FuzzLift(f *testing.F) {
 		`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"parts":[{"functionResponse":{"name":"f","response":{"a":1}}}]}]}`,
 		`{"messages":[{"role":"user","content":[{"text":"x"},{"cachePoint":{"type":"default"}},{"image":{"format":"png","source":{"bytes":"AAAA"}}}]}]}`,
 		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"n","arguments":"{\"a\":\"\\u00e9\"}"}}]},{"role":"tool","tool_call_id":"c","name":"n","content":""}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"q","citations":[{"type":"x"}]}]},{"role":"assistant","content":[{"type":"compaction","content":"c"},{"type":"text","text":"a"}]}]}`,
+		`{"input":[{"type":"compaction","encrypted_content":"e"},{"type":"message","id":"m","role":"assistant","status":"completed","content":[{"type":"output_text","text":"t","annotations":[]},{"type":"refusal","refusal":"r"}]},{"type":"reasoning","id":"r","summary":[{"type":"summary_text","text":"a"},{"type":"summary_text","text":"b"}]}]}`,
+		`{"messages":[{"role":"assistant","content":null,"refusal":"no","audio":{"id":"a"},"reasoning_content":"t","tool_calls":[{"id":"c","type":"function","function":{"name":"n","arguments":"{}"},"extra_content":{"google":{"thought_signature":"s"}}}]},{"role":"tool","tool_call_id":"c","content":""}]}`,
 		`[[[[[[`, `{"a":"\ud800"}`, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`,
 	} {
 		f.Add(s, int32(0))
