@@ -333,7 +333,7 @@ func (e *chaosEnv) setup(repoRoot string) error {
 	rb := manual.NewBuilderWithScheme("chaos")
 	rb.InitialState(resolver.State{Addresses: addrs})
 	resolver.Register(rb)
-	if e.protoset, err = protoset(); err != nil {
+	if e.protoset, err = descriptorSet(); err != nil {
 		return err
 	}
 	conn, err := grpc.NewClient(e.replicas[0].addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))

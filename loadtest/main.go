@@ -246,7 +246,7 @@ func run(ctx context.Context, f flags) (bool, error) {
 	rb.InitialState(resolver.State{Addresses: addrs})
 	resolver.Register(rb)
 	e.host = "loadtest:///compactord"
-	if e.protoset, err = protoset(); err != nil {
+	if e.protoset, err = descriptorSet(); err != nil {
 		return false, err
 	}
 

@@ -56,7 +56,7 @@ func envFor(t *testing.T, s *countingServer, set []byte, llm *FakeLLM) *env {
 // second: at 100 ms, a slice on a loaded CI machine could end before ghz made a call, and a
 // slice without calls has no ratio.
 func TestRoundsRouteFloorTrials(t *testing.T) {
-	set, err := protoset()
+	set, err := descriptorSet()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,13 @@ import (
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/protoset"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // corpusDir finds the real corpus the way internal/corpus does: COMPACTORD_CORPUS, else
@@ -38,25 +37,10 @@ func corpusDir(repoRoot string) (string, error) {
 	return d, nil
 }
 
-// protoset is a serialized FileDescriptorSet with the compactor and health services and
+// descriptorSet is a serialized FileDescriptorSet with the compactor and health services and
 // everything they import, so ghz needs neither reflection nor .proto files.
-func protoset() ([]byte, error) {
-	set := &descriptorpb.FileDescriptorSet{}
-	seen := map[string]bool{}
-	var add func(fd protoreflect.FileDescriptor)
-	add = func(fd protoreflect.FileDescriptor) {
-		if seen[fd.Path()] {
-			return
-		}
-		seen[fd.Path()] = true
-		imps := fd.Imports()
-		for i := 0; i < imps.Len(); i++ {
-			add(imps.Get(i).FileDescriptor)
-		}
-		set.File = append(set.File, protodesc.ToFileDescriptorProto(fd))
-	}
-	add(compactorv1.File_compactor_v1_compactor_proto)
-	add(healthpb.File_grpc_health_v1_health_proto)
+func descriptorSet() ([]byte, error) {
+	set := protoset.Build(compactorv1.File_compactor_v1_compactor_proto, healthpb.File_grpc_health_v1_health_proto)
 	return proto.Marshal(set)
 }
 

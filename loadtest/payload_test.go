@@ -127,7 +127,7 @@ func TestMethodTypesAndProtoset(t *testing.T) {
 			t.Errorf("methodTypes(%q): no error", bad)
 		}
 	}
-	b, err := protoset()
+	b, err := descriptorSet()
 	if err != nil {
 		t.Fatal(err)
 	}

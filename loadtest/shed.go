@@ -141,7 +141,7 @@ func shedBound(ctx context.Context, f flags, bound int) (*shedRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := protoset()
+	set, err := descriptorSet()
 	if err != nil {
 		return nil, err
 	}

@@ -19,11 +19,10 @@ import (
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/protoset"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -35,27 +34,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "protoset: -o is required")
 		os.Exit(2)
 	}
-	set := &descriptorpb.FileDescriptorSet{}
-	seen := map[string]bool{}
-	var add func(fd protoreflect.FileDescriptor)
-	add = func(fd protoreflect.FileDescriptor) {
-		if seen[fd.Path()] {
-			return
-		}
-		seen[fd.Path()] = true
-		imports := fd.Imports()
-		for i := 0; i < imports.Len(); i++ {
-			add(imports.Get(i).FileDescriptor)
-		}
-		set.File = append(set.File, protodesc.ToFileDescriptorProto(fd))
-	}
-	for _, fd := range []protoreflect.FileDescriptor{
+	set := protoset.Build(
 		compactorv1.File_compactor_v1_compactor_proto,
 		status.File_google_rpc_status_proto,
 		errdetails.File_google_rpc_error_details_proto,
-	} {
-		add(fd)
-	}
+	)
 	if *private {
 		privatize(set)
 	}
