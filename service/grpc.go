@@ -182,5 +182,7 @@ const (
 // time.
 const streamWorkersPerCPU = 8
 
-// DrainTimeout is how long Shutdown waits by default before cancelling in-flight calls.
+// DrainTimeout is the time in-flight calls get to finish when their connection is closed:
+// the grace period after MaxConnectionAge, and the default of compactord's --drain-timeout
+// (Shutdown itself waits as long as its context allows).
 const DrainTimeout = 20 * time.Second

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/service"
 )
 
 // config is the server's configuration: flags, each with a COMPACTORD_* environment twin
@@ -76,7 +77,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&c.Summarizer, "summarizer", "extractive", "default summarizer name")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML file with named summarizers")
 	fs.Var(&c.MaxMessageBytes, "max-message-bytes", "largest request accepted (bytes; KiB/MiB/GiB suffixes allowed)")
-	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 20*time.Second, "how long SIGTERM waits for in-flight calls")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", service.DrainTimeout, "how long SIGTERM waits for in-flight calls")
 	fs.DurationVar(&c.MaxConnAge, "max-connection-age", 5*time.Minute, "close client connections after this long so clients rebalance over new replicas (0: never)")
 	fs.Var(&c.CacheMaxBytes, "cache-max-bytes", "size bound of the in-memory summary cache (in front of Redis with --redis-url)")
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
