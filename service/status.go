@@ -46,7 +46,9 @@ func toStatus(err error) error {
 		for i, v := range ve.Violations {
 			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
 		}
-		return withDetails(status.New(code, err.Error()), br)
+		// The violations are the message: the errors wrapping them (summarize.ErrUnknown
+		// around field "summarizer", say) would only repeat what they say.
+		return withDetails(status.New(code, ve.Error()), br)
 	case errors.Is(err, engine.ErrIrreducible):
 		return withDetails(status.New(codes.FailedPrecondition, err.Error()),
 			&errdetails.ErrorInfo{Reason: "CONTEXT_IRREDUCIBLE", Domain: errorDomain})

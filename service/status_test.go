@@ -38,3 +38,19 @@ func TestToStatus(t *testing.T) {
 		t.Error("toStatus(nil) != nil")
 	}
 }
+
+// TestStatusSaysItOnce: an error wrapping a validation error (the registry's ErrUnknown around
+// field "summarizer") reads as its violations, once, not as the wrapper's words and then the
+// violation's same words again.
+func TestStatusSaysItOnce(t *testing.T) {
+	r, err := summarize.NewRegistry(nil, "", summarize.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Get("gpt")
+	st := status.Convert(toStatus(err))
+	const want = `summarizer: unknown summarizer "gpt" (configured: extractive)`
+	if st.Code() != codes.InvalidArgument || st.Message() != want {
+		t.Errorf("unknown summarizer: %v %q, want %v %q", st.Code(), st.Message(), codes.InvalidArgument, want)
+	}
+}
