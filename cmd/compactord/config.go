@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/service"
 )
@@ -17,8 +18,15 @@ import (
 // config is the server's configuration: flags, each with a COMPACTORD_* environment twin
 // that applies when the flag is not given on the command line.
 type config struct {
-	Listen          string
-	MetricsListen   string
+	// Listen and MetricsListen are the gRPC and Prometheus addresses. Unless given (flag or
+	// environment), they are loopback-only while authentication is off and every interface
+	// with it (applyListenDefaults).
+	Listen        string
+	MetricsListen string
+	listenGiven   bool
+	metricsGiven  bool
+	// Version asks for the version line instead of serving.
+	Version         bool
 	RedisURL        string
 	Summarizer      string
 	ConfigFile      string
@@ -71,11 +79,12 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	c := config{MaxMessageBytes: 16 << 20, CacheMaxBytes: 64 << 20, TokenMemoBytes: 64 << 20}
 	fs := flag.NewFlagSet("compactord", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.Listen, "listen", ":50051", "gRPC listen address")
-	fs.StringVar(&c.MetricsListen, "metrics-listen", ":9090", "Prometheus /metrics listen address (empty disables)")
+	fs.StringVar(&c.Listen, "listen", loopbackListen, "gRPC listen address; the default is loopback-only while --auth=none, "+allListen+" with authentication (serving every interface without it takes an explicit address, and warns)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", loopbackMetrics, "Prometheus /metrics, /healthz and /readyz listen address (empty disables); loopback-only while --auth=none, "+allMetrics+" with authentication")
+	fs.BoolVar(&c.Version, "version", false, "print the version (module version, VCS revision, Go version) and exit")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "redis:// or rediss:// URL of the shared summary cache (empty: in-memory cache)")
 	fs.StringVar(&c.Summarizer, "summarizer", "extractive", "default summarizer name")
-	fs.StringVar(&c.ConfigFile, "config", "", "YAML file with named summarizers")
+	fs.StringVar(&c.ConfigFile, "config", "", "YAML file: named LLM summarizers, auth and per-tenant limits (docs/ARCHITECTURE.md \"Configuration\", SECURITY.md)")
 	fs.Var(&c.MaxMessageBytes, "max-message-bytes", "largest request accepted (bytes; KiB/MiB/GiB suffixes allowed)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", service.DrainTimeout, "how long SIGTERM waits for in-flight calls")
 	fs.DurationVar(&c.MaxConnAge, "max-connection-age", 5*time.Minute, "close client connections after this long so clients rebalance over new replicas (0: never)")
@@ -121,6 +130,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 			return
 		}
 		if v := getenv(envName(f.Name)); v != "" {
+			given[f.Name] = true
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", envName(f.Name), err))
 			}
@@ -129,6 +139,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
+	c.listenGiven, c.metricsGiven = given["listen"], given["metrics-listen"]
 	if err := c.Redis.readSecrets(getenv); err != nil {
 		return c, err
 	}
@@ -251,17 +262,52 @@ func (c config) check() error {
 	return nil
 }
 
-// byteSize is a flag value in bytes that accepts KiB, MiB and GiB suffixes.
+// The listen addresses' defaults: loopback-only while authentication is off, every interface
+// with it.
+const (
+	loopbackListen  = "127.0.0.1:50051"
+	loopbackMetrics = "127.0.0.1:9090"
+	allListen       = ":50051"
+	allMetrics      = ":9090"
+)
+
+// applyListenDefaults sets the addresses not given to the defaults of authMode: with
+// authentication on, every interface; with it off, the flags' loopback defaults stay.
+func (c *config) applyListenDefaults(authMode string) {
+	if authMode == auth.ModeNone {
+		return
+	}
+	if !c.listenGiven {
+		c.Listen = allListen
+	}
+	if !c.metricsGiven {
+		c.MetricsListen = allMetrics
+	}
+}
+
+// byteSize is a flag value in bytes that accepts KiB, MiB and GiB suffixes, and prints
+// itself with the largest one that divides it (64MiB, not 67108864).
 type byteSize int64
 
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+// byteUnits are byteSize's suffixes, largest first.
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range byteUnits {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 
 func (b *byteSize) Set(s string) error {
 	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+	for _, u := range byteUnits {
 		if strings.HasSuffix(s, u.suffix) {
 			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
 			break

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/cache"
 )
 
@@ -37,9 +38,52 @@ func TestParseConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Listen != ":50051" || d.MetricsListen != ":9090" || d.RedisURL != "" || d.Summarizer != "extractive" ||
+	if d.Listen != "127.0.0.1:50051" || d.MetricsListen != "127.0.0.1:9090" || d.RedisURL != "" || d.Summarizer != "extractive" ||
 		d.MaxMessageBytes != 16<<20 || d.DrainTimeout != 20*time.Second {
 		t.Errorf("defaults differ from docs/ARCHITECTURE.md: %+v", d)
+	}
+}
+
+// TestListenDefaults: without authentication both listeners default to loopback; with it,
+// to every interface; an address given by flag or environment is kept whatever the mode.
+func TestListenDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		mode            string
+		args            []string
+		env             map[string]string
+		listen, metrics string
+	}{
+		{auth.ModeNone, nil, nil, "127.0.0.1:50051", "127.0.0.1:9090"},
+		{auth.ModeAPIKey, nil, nil, ":50051", ":9090"},
+		{auth.ModeMTLS, []string{"--listen", "127.0.0.1:7000"}, nil, "127.0.0.1:7000", ":9090"},
+		{auth.ModeNone, []string{"--listen", ":50051"}, map[string]string{"COMPACTORD_METRICS_LISTEN": ":9090"}, ":50051", ":9090"},
+		{auth.ModeJWT, []string{"--metrics-listen", ""}, nil, ":50051", ""},
+	} {
+		c, err := parseConfig(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.applyListenDefaults(tt.mode)
+		if c.Listen != tt.listen || c.MetricsListen != tt.metrics {
+			t.Errorf("--auth=%s %q %v: listen %q, metrics %q; want %q, %q", tt.mode, tt.args, tt.env, c.Listen, c.MetricsListen, tt.listen, tt.metrics)
+		}
+	}
+}
+
+// TestByteSize: sizes print with the largest unit that divides them (the --help defaults
+// read 64MiB, not 67108864), and what they print parses back.
+func TestByteSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    byteSize
+		want string
+	}{{64 << 20, "64MiB"}, {16 << 20, "16MiB"}, {1 << 30, "1GiB"}, {1536, "1536"}, {3 << 10, "3KiB"}, {1000, "1000"}, {0, "0"}, {3 << 29, "1536MiB"}} {
+		if got := tt.n.String(); got != tt.want {
+			t.Errorf("%d prints %q, want %q", int64(tt.n), got, tt.want)
+		}
+		var back byteSize
+		if err := back.Set(tt.n.String()); err != nil || back != tt.n {
+			t.Errorf("%q parses to %d, %v; want %d", tt.n.String(), back, err, tt.n)
+		}
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -49,6 +48,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if cfg.Version {
+		_, err := fmt.Fprintln(stdout, readBuild())
+		return err
+	}
 	logger := newLogger(cfg, stderr)
 
 	tp, shutdownTracing, err := setupTracing(ctx, getenv, stdout, version())
@@ -75,6 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	cfg.applyListenDefaults(authMode(cfg, fc))
 	summarizers, err := loadSummarizers(cfg, &fc.Config, tp)
 	if err != nil {
 		return err
@@ -113,11 +117,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		NoReflection:       !cfg.Reflection,
 	})
 
+	ready := &readiness{health: g.Health, redis: rdb}
+	if err := ready.redisReady(ctx); err != nil {
+		logger.Warn(err.Error() + "; /readyz answers 503 until it does, calls go on without the shared cache")
+	}
+
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	errc := make(chan error, 2)
+	var metricsAddr net.Addr
 	if cfg.MetricsListen != "" {
 		mlis, err := net.Listen("tcp", cfg.MetricsListen)
 		if err != nil {
@@ -127,7 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", m.Handler())
 		mux.Handle("GET /healthz", healthz())
-		mux.Handle("GET /readyz", readyz(g.Health))
+		mux.Handle("GET /readyz", ready)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := hs.Serve(mlis); !errors.Is(err, http.ErrServerClosed) {
@@ -135,9 +145,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}()
 		defer hs.Close()
+		metricsAddr = mlis.Addr()
 		logger.Info("metrics", "addr", mlis.Addr().String())
 	}
-	logger.Info("serving", "addr", lis.Addr().String(), "version", version(),
+	warnExposure(logger, sec, lis.Addr(), metricsAddr)
+	b := readBuild()
+	logger.Info("serving", "addr", lis.Addr().String(), "version", b.version, "revision", b.revision,
 		"summarizer", summarizers.Default(), "cache", cacheKind(cfg), "tls", sec.tls, "auth", sec.mode)
 	go func() { errc <- g.Serve(lis) }()
 
@@ -224,12 +237,4 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-// version is the module version the binary was built from, or "devel".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }

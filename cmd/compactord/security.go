@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"net"
 
 	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/limit"
@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // security is what TLS, authentication, per-tenant limits and load shedding add to the
@@ -31,7 +30,7 @@ type security struct {
 }
 
 func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.UniversalClient, m *metrics.Metrics, logger *slog.Logger) (security, error) {
-	sec := security{mode: cmp.Or(cfg.Auth, fc.Auth.Mode, auth.ModeNone), tls: "off"}
+	sec := security{mode: authMode(cfg, fc), tls: "off"}
 	if cfg.TLSCert != "" {
 		files, err := tlsfiles.New(tlsfiles.Files{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ClientCAFile: cfg.TLSClientCA,
 			OnReload: func(err error) {
@@ -79,23 +78,32 @@ func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.Uni
 	return sec, nil
 }
 
-// healthz is the liveness probe: the process answers HTTP.
-func healthz() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
+// authMode is the authentication mode: --auth, else the --config file's auth.mode, else none.
+func authMode(cfg config, fc fileConfig) string {
+	return cmp.Or(cfg.Auth, fc.Auth.Mode, auth.ModeNone)
 }
 
-// readyz is the readiness probe: 200 while the gRPC health service says SERVING, 503 once
-// it does not (draining after SIGTERM). Kubelet's gRPC probes cannot speak TLS; these can
-// be probed whatever the gRPC listener's TLS.
-func readyz(h healthpb.HealthServer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, err := h.Check(r.Context(), &healthpb.HealthCheckRequest{})
-		if err != nil || res.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			http.Error(w, "not serving", http.StatusServiceUnavailable)
-			return
+// warnExposure warns about listeners that reach beyond loopback while anyone reaching them
+// can act as any tenant (no authentication), and about credentials that cross the network in
+// clear text (API keys or bearer tokens without TLS). On loopback only the machine's own
+// processes reach the port, such as a TLS-terminating proxy in front: no warning.
+func warnExposure(logger *slog.Logger, sec security, grpcAddr, metricsAddr net.Addr) {
+	if sec.mode == auth.ModeNone {
+		for _, a := range []net.Addr{grpcAddr, metricsAddr} {
+			if a != nil && !loopback(a) {
+				logger.Warn("listening on " + a.String() + ", beyond loopback, with authentication OFF: whoever reaches the port acts as any tenant (gRPC) or reads the metrics; give --listen/--metrics-listen a loopback address, or turn --auth on (SECURITY.md)")
+			}
 		}
-		w.Write([]byte("ok\n"))
-	})
+		return
+	}
+	if sec.tls == "off" && (sec.mode == auth.ModeAPIKey || sec.mode == auth.ModeJWT) && !loopback(grpcAddr) {
+		logger.Warn("--auth=" + sec.mode + " over plaintext on " + grpcAddr.String() + ": every call's credential crosses the network in clear text, readable and replayable on the way; serve TLS (--tls-cert, --tls-key) or listen on loopback behind a TLS-terminating proxy")
+	}
+}
+
+// loopback reports whether a listener's address is a loopback one: 127.0.0.1 or ::1, not
+// the unspecified address that binds every interface.
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
