@@ -130,10 +130,13 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 			out = append(out, pruned[i]) // the head: system, prefaces, pinned
 		}
 	}
+	// The summary stands for the messages before the cut that are not kept: the plan's
+	// summarized ones and those an earlier summary covered (its dropped ones).
+	folded := c.cut - len(out)
 	if req.GetEmitCompactPrompt() {
 		out = append(out, compactPromptMessage(req.GetInstructions()))
 	}
-	out = append(out, engine.SummaryMessage(entry.Text, c.cut))
+	out = append(out, engine.SummaryMessage(entry.Text, folded))
 	verbatim := c.verbatimRequests(entry.Text)
 	out = append(out, verbatim...)
 	out = append(out, pruned[c.cut:]...)

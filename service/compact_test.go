@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"net"
 	"net/http"
@@ -164,6 +165,10 @@ func checkCompacted(t *testing.T, msgs []*compactorv1.Message, resp *compactorv1
 	}
 	if txt := sum.GetParts()[0].GetText().GetText(); !strings.Contains(txt, resp.GetSummary().GetText()) || !strings.Contains(txt, "continues from an earlier conversation") {
 		t.Errorf("summary message text is not the framed summary: %q", txt)
+	}
+	// The summary counts the messages it stands for: those before the cut but the head.
+	if txt, want := sum.GetParts()[0].GetText().GetText(), fmt.Sprintf("(%d messages)", cut-1); !strings.Contains(txt, want) {
+		t.Errorf("the summary's header does not say it covers %s: %.300q", want, txt)
 	}
 	for i, m := range out[2:] {
 		if !proto.Equal(m, msgs[cut+i]) {
