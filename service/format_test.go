@@ -167,3 +167,21 @@ func TestCompactReplacesForeignCompaction(t *testing.T) {
 		t.Errorf("lowered body holds the compaction: %s", low.GetBody())
 	}
 }
+
+// TestLiftNamesTheBodyElement: a rule the lifted IR breaks is reported at the element of the
+// caller's body it came from, not at the IR's index: the orphan tool result is the body's
+// messages[2] (its fourth IR message, after the system message and a split), and its
+// description keeps the IR path.
+func TestLiftNamesTheBodyElement(t *testing.T) {
+	client := compactorv1.NewCompactorServiceClient(startBufconn(t, service.New(service.Options{})))
+	body := `{"system":"s","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"nobody","content":"r"}]}]}`
+	_, err := client.Lift(t.Context(), &compactorv1.LiftRequest{Body: body})
+	if field := BadRequestField(t, err, codes.InvalidArgument); field != "body.messages[2]" {
+		t.Errorf("field %q, want body.messages[2]", field)
+	}
+	st := status.Convert(err)
+	if msg := st.Message(); !strings.HasPrefix(msg, "body.messages[2]: ") || !strings.Contains(msg, "(lifted as messages[3].parts[0].tool_result.tool_call_id)") {
+		t.Errorf("message %q: want the body element first, the IR path in parentheses", msg)
+	}
+}

@@ -5,6 +5,8 @@ package service
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
@@ -116,28 +118,53 @@ func (s *Server) Lower(ctx context.Context, req *compactorv1.LowerRequest) (*com
 
 // Lift implements CompactorService.Lift.
 // A body that reads as a conversation breaking a rule of the IR (a tool result answering no
-// call, say) is INVALID_ARGUMENT with the violations reported against the "body" field.
+// call, say) is INVALID_ARGUMENT with each violation reported at the body element it was read
+// from ("body.messages[2]"), the lifted IR's path in its description.
 func (s *Server) Lift(ctx context.Context, req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
 	resp, err := format.Lift(req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	if err := s.validate(resp.GetMessages()); err != nil {
-		return nil, toStatus(asBodyViolations(err))
+		// Lifting is deterministic: again, with the sources, only on this failure path.
+		_, sources, _ := format.LiftSources(req)
+		return nil, toStatus(asBodyViolations(err, sources))
 	}
 	return resp, nil
 }
 
-// asBodyViolations reports the violations of a lifted conversation against the request's
-// body field, keeping the IR path in the description.
-func asBodyViolations(err error) error {
+// irPart matches the IR path of a lifted message or part: messages[3], messages[3].parts[0].
+var irPart = regexp.MustCompile(`^messages\[(\d+)\](?:\.parts\[(\d+)\])?`)
+
+// asBodyViolations reports the violations of a lifted conversation at the body elements
+// they come from (sources, as format.LiftSources gives them; the body itself when a path
+// names no message), keeping the IR path in the description.
+func asBodyViolations(err error, sources [][]string) error {
 	var ve *engine.ValidationError
 	if !errors.As(err, &ve) {
 		return err
 	}
 	out := &engine.ValidationError{Limit: ve.Limit, Violations: make([]engine.FieldViolation, len(ve.Violations))}
 	for i, v := range ve.Violations {
-		out.Violations[i] = engine.FieldViolation{Field: "body", Description: "lifted " + v.Field + ": " + v.Description}
+		out.Violations[i] = engine.FieldViolation{Field: bodySource(v.Field, sources),
+			Description: v.Description + " (lifted as " + v.Field + ")"}
 	}
 	return out
+}
+
+// bodySource is the body path of the lifted message or part irPath names, else "body".
+func bodySource(irPath string, sources [][]string) string {
+	m := irPart.FindStringSubmatch(irPath)
+	if m == nil {
+		return "body"
+	}
+	i, _ := strconv.Atoi(m[1])
+	j := 0
+	if m[2] != "" {
+		j, _ = strconv.Atoi(m[2])
+	}
+	if i >= len(sources) || len(sources[i]) == 0 {
+		return "body"
+	}
+	return sources[i][min(j, len(sources[i])-1)]
 }

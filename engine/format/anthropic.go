@@ -479,6 +479,7 @@ func (lt *lifter) anthropic(body string) error {
 }
 
 func (lt *lifter) anthropicSystem(sys string, p *jpath) error {
+	lt.from(p)
 	switch kindOf(sys) {
 	case kindNull:
 		return nil

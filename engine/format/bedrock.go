@@ -484,6 +484,7 @@ func (l *lowerer) bedrockDoc(f *compactorv1.FilePart, opts map[string]*structpb.
 func (lt *lifter) bedrock(body string) error {
 	if sys := field(body, "system"); sys != "" && sys != "null" {
 		sp := lt.root.k("system")
+		lt.from(sp)
 		if err := want(sys, kindArray, sp); err != nil {
 			return err
 		}

@@ -270,6 +270,7 @@ func gfield(obj, camel, snake string) string {
 func (lt *lifter) gemini(body string) error {
 	if si := gfield(body, "systemInstruction", "system_instruction"); si != "" && si != "null" {
 		sp := lt.root.k("systemInstruction")
+		lt.from(sp)
 		switch kindOf(si) {
 		case kindString:
 			lt.add(compactorv1.Role_ROLE_SYSTEM, []*compactorv1.Part{textPart(unquote(si))})
@@ -301,6 +302,7 @@ func (lt *lifter) gemini(body string) error {
 	}
 	g := &geminiLift{lt: lt}
 	for i, c := range elems(contents) {
+		lt.from(cp.i(i))
 		if err := g.content(c, cp.i(i)); err != nil {
 			return err
 		}

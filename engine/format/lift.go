@@ -1,6 +1,7 @@
 package format
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -36,25 +37,39 @@ import (
 // for malformed JSON, JSON nested deeper than 512 levels, or a shape the format does not have.
 // Lift never panics.
 func Lift(req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
+	resp, _, err := lift(req, false)
+	return resp, err
+}
+
+// LiftSources is Lift, also saying where in the body each lifted part was read:
+// sources[i][j] is the JSON path of the body element ("body.messages[2]", "body.input[5]",
+// "body.system") that part j of message i came from. A rule the lifted IR breaks
+// (engine.Validate's) can so be reported where the caller wrote it, not at the IR's index.
+// It costs a slice per message; Lift does not pay it.
+func LiftSources(req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, [][]string, error) {
+	return lift(req, true)
+}
+
+func lift(req *compactorv1.LiftRequest, track bool) (*compactorv1.LiftResponse, [][]string, error) {
 	body := strings.TrimSpace(req.GetBody())
 	root := &jpath{key: "body"}
 	if body == "" {
-		return nil, root.invalid("empty request body")
+		return nil, nil, root.invalid("empty request body")
 	}
 	if err := validateJSON(body, root); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if kindOf(body) != kindObject {
-		return nil, root.invalid("must be a JSON object, not " + kindName(kindOf(body)))
+		return nil, nil, root.invalid("must be a JSON object, not " + kindName(kindOf(body)))
 	}
 	provider := req.GetProvider()
 	if provider == compactorv1.Provider_PROVIDER_UNSPECIFIED {
 		provider = detect(body)
 		if provider == compactorv1.Provider_PROVIDER_UNSPECIFIED {
-			return nil, root.invalid(`unknown request format: expected "input" (OpenAI Responses), "messages" (Anthropic, OpenAI Chat, Bedrock) or "contents" (Gemini)`)
+			return nil, nil, root.invalid(`unknown request format: expected "input" (OpenAI Responses), "messages" (Anthropic, OpenAI Chat, Bedrock) or "contents" (Gemini)`)
 		}
 	}
-	lt := &lifter{root: root, names: map[string]string{}}
+	lt := &lifter{root: root, names: map[string]string{}, track: track}
 	var conv []string
 	var err error
 	switch provider {
@@ -69,17 +84,18 @@ func Lift(req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
 	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
 		conv, err = bedrockFields, lt.bedrock(body)
 	default:
-		return nil, engine.Invalid("provider", fmt.Sprintf("unknown provider %d", int32(provider)))
+		return nil, nil, engine.Invalid("provider", fmt.Sprintf("unknown provider %d", int32(provider)))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	lt.from(nil)
 	return &compactorv1.LiftResponse{
 		Messages: lt.msgs,
 		Provider: provider,
 		Warnings: lt.warnings,
 		RestBody: restBody(body, conv),
-	}, nil
+	}, lt.sources, nil
 }
 
 // restBody returns the object body without the members named in conv, other members in order
@@ -106,6 +122,36 @@ type lifter struct {
 	// names maps a tool call id to the name of the latest call with that id, so results
 	// can name their tool.
 	names map[string]string
+	// With track, sources[i][j] is the body path part j of message i was read from (see
+	// from); el is the path of the element being read ("" before the first).
+	track   bool
+	sources [][]string
+	el      string
+}
+
+// from says that the parts added from now on are read from the body element at p: it
+// attributes every part added since the previous call to that call's element. Lift calls it
+// for every top-level element (a message, an input item, the system field), and with nil
+// at the end.
+func (lt *lifter) from(p *jpath) {
+	if !lt.track {
+		return
+	}
+	// The path is rendered here rather than kept: a kept *jpath would make every path
+	// passed here escape to the heap, tracking or not.
+	src := cmp.Or(lt.el, lt.root.key)
+	for i := max(len(lt.sources)-1, 0); i < len(lt.msgs); i++ {
+		if i == len(lt.sources) {
+			lt.sources = append(lt.sources, nil)
+		}
+		for range len(lt.msgs[i].GetParts()) - len(lt.sources[i]) {
+			lt.sources[i] = append(lt.sources[i], src)
+		}
+	}
+	lt.el = ""
+	if p != nil {
+		lt.el = p.String()
+	}
 }
 
 func (lt *lifter) warn(p *jpath, format string, args ...any) {
@@ -145,7 +191,9 @@ func (lt *lifter) eachMessage(body string, lift func(m string, p *jpath) error) 
 		return err
 	}
 	for i, m := range elems(msgs) {
-		if err := lift(m, mp.i(i)); err != nil {
+		p := mp.i(i)
+		lt.from(p)
+		if err := lift(m, p); err != nil {
 			return err
 		}
 	}

@@ -363,6 +363,7 @@ func (lt *lifter) chat(body string) error {
 		return err
 	}
 	for i, m := range elems(msgs) {
+		lt.from(mp.i(i))
 		if err := lt.chatMessage(m, mp.i(i)); err != nil {
 			return err
 		}

@@ -308,6 +308,7 @@ func summaryText(v *structpb.Value) string {
 
 func (lt *lifter) responses(body string) error {
 	if ins := field(body, "instructions"); ins != "" {
+		lt.from(lt.root.k("instructions"))
 		t, err := str(ins, lt.root.k("instructions"), false)
 		if err != nil {
 			return err
@@ -320,6 +321,7 @@ func (lt *lifter) responses(body string) error {
 	input := field(body, "input")
 	switch kindOf(input) {
 	case kindString:
+		lt.from(ip)
 		lt.add(compactorv1.Role_ROLE_USER, []*compactorv1.Part{textPart(unquote(input))})
 		return nil
 	case kindArray:
@@ -327,6 +329,7 @@ func (lt *lifter) responses(body string) error {
 		return ip.invalid("must be a string or an array of items, not " + kindName(kindOf(input)))
 	}
 	for i, item := range elems(input) {
+		lt.from(ip.i(i))
 		if err := lt.responsesItem(item, ip.i(i)); err != nil {
 			return err
 		}
