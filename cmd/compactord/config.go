@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/internal/bytesize"
 	"github.com/compactord/compactord/service"
 )
 
@@ -30,12 +30,12 @@ type config struct {
 	RedisURL        string
 	Summarizer      string
 	ConfigFile      string
-	MaxMessageBytes byteSize
+	MaxMessageBytes bytesize.Size
 	DrainTimeout    time.Duration
 	MaxConnAge      time.Duration
-	CacheMaxBytes   byteSize
+	CacheMaxBytes   bytesize.Size
 	CacheTTL        time.Duration
-	TokenMemoBytes  byteSize
+	TokenMemoBytes  bytesize.Size
 	MaxSummaryRatio float64
 	LockTTL         time.Duration
 	LogLevel        string
@@ -283,40 +283,4 @@ func (c *config) applyListenDefaults(authMode string) {
 	if !c.metricsGiven {
 		c.MetricsListen = allMetrics
 	}
-}
-
-// byteSize is a flag value in bytes that accepts KiB, MiB and GiB suffixes, and prints
-// itself with the largest one that divides it (64MiB, not 67108864).
-type byteSize int64
-
-// byteUnits are byteSize's suffixes, largest first.
-var byteUnits = []struct {
-	suffix string
-	mult   int64
-}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
-
-func (b *byteSize) String() string {
-	n := int64(*b)
-	for _, u := range byteUnits {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-func (b *byteSize) Set(s string) error {
-	mult := int64(1)
-	for _, u := range byteUnits {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("%q is not a size in bytes (e.g. 16777216 or 16MiB)", s)
-	}
-	*b = byteSize(n * mult)
-	return nil
 }

@@ -70,23 +70,6 @@ func TestListenDefaults(t *testing.T) {
 	}
 }
 
-// TestByteSize: sizes print with the largest unit that divides them (the --help defaults
-// read 64MiB, not 67108864), and what they print parses back.
-func TestByteSize(t *testing.T) {
-	for _, tt := range []struct {
-		n    byteSize
-		want string
-	}{{64 << 20, "64MiB"}, {16 << 20, "16MiB"}, {1 << 30, "1GiB"}, {1536, "1536"}, {3 << 10, "3KiB"}, {1000, "1000"}, {0, "0"}, {3 << 29, "1536MiB"}} {
-		if got := tt.n.String(); got != tt.want {
-			t.Errorf("%d prints %q, want %q", int64(tt.n), got, tt.want)
-		}
-		var back byteSize
-		if err := back.Set(tt.n.String()); err != nil || back != tt.n {
-			t.Errorf("%q parses to %d, %v; want %d", tt.n.String(), back, err, tt.n)
-		}
-	}
-}
-
 func TestParseConfigRedisTopology(t *testing.T) {
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "pw")
