@@ -13,10 +13,12 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/bytesize"
 	"github.com/compactord/compactord/service"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -41,6 +43,8 @@ type connFlags struct {
 	tlsCert       string
 	tlsKey        string
 	tlsServerName string
+	// maxMessageBytes bounds the input, as compactord's --max-message-bytes bounds a request.
+	maxMessageBytes bytesize.Size
 }
 
 func (f *connFlags) register(fs *flag.FlagSet) {
@@ -48,14 +52,19 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.local, "local", false, "run the engine and the extractive summarizer in-process; no server")
 	fs.DurationVar(&f.timeout, "timeout", defaultTimeout, "deadline of the whole command (its calls together)")
 	fs.StringVar(&f.tenant, "tenant", "", "the tenant to act for (x-compactor-tenant; default $COMPACTORD_TENANT)")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding a bearer token (default $COMPACTORD_TOKEN)")
-	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding an API key (default $COMPACTORD_API_KEY)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding a bearer token (JWT); without it, the token itself from $COMPACTORD_TOKEN")
+	fs.StringVar(&f.apiKeyFile, "api-key-file", "", "file holding an API key; without it, the key itself from $COMPACTORD_API_KEY")
 	fs.BoolVar(&f.tls, "tls", false, "connect over TLS (implied by --tls-ca and --tls-cert)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "PEM file of the CAs that sign the server's certificate (default: the system roots)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate, for mTLS (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&f.tlsServerName, "tls-server-name", "", "name to verify in the server's certificate (default: the address's host)")
+	f.maxMessageBytes = defaultMaxMessageBytes
+	fs.Var(&f.maxMessageBytes, "max-message-bytes", "largest input read, as the server's request limit (compactord --max-message-bytes, same default); raise both together")
 }
+
+// defaultMaxMessageBytes is compactord's default --max-message-bytes.
+const defaultMaxMessageBytes = 16 << 20
 
 func (f *connFlags) check() error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
@@ -64,13 +73,17 @@ func (f *connFlags) check() error {
 	if f.timeout <= 0 {
 		return errors.New("--timeout must be positive")
 	}
+	if f.maxMessageBytes <= 0 {
+		return errors.New("--max-message-bytes must be positive")
+	}
 	if f.local && (f.addr != "" || f.tls || f.tlsCA != "" || f.tlsCert != "") {
 		return errors.New("--local runs no server: drop --addr and the TLS flags")
 	}
 	return nil
 }
 
-// connect sets c.backend and c.close.
+// connect sets c.backend and c.close. Remotely it also connects, so that a fault in the
+// address or TLS is reported as such (a configError) before any call, never retried.
 func (c *command) connect(ctx context.Context) error {
 	f := &c.conn
 	if f.local {
@@ -81,26 +94,40 @@ func (c *command) connect(ctx context.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	md, err := c.callMetadata()
+	if err != nil {
+		return usageError{err}
+	}
 	addr := cmp.Or(f.addr, c.getenv("COMPACTORD_ADDR"), "localhost:50051")
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(creds),
+	p := &probe{}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(probedCreds{TransportCredentials: creds, p: p}),
 		grpc.WithDefaultServiceConfig(serviceConfig),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(minRecvBytes, 2*int(f.maxMessageBytes)))),
+	}
+	target := addr
+	if !strings.Contains(addr, ":///") && !strings.HasPrefix(addr, "unix:") {
+		// host:port, resolved by the probe's dialer, so a DNS failure is seen as one.
+		target = "passthrough:///" + addr
+		opts = append(opts, grpc.WithContextDialer(p.dial))
+	}
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return usageError{fmt.Errorf("--addr %q: %w", addr, err)}
 	}
-	md, err := c.callMetadata()
-	if err != nil {
+	if err := awaitConnection(ctx, conn, p, f, addr); err != nil {
 		conn.Close()
-		return usageError{err}
+		return err
 	}
 	c.backend = remote{client: compactorv1.NewCompactorServiceClient(conn), md: md}
+	c.health = healthpb.NewHealthClient(conn)
 	c.close = func() { conn.Close() }
 	return nil
 }
 
-// maxMessageBytes matches the server's default request limit, for responses as large.
-const maxMessageBytes = 64 << 20
+// minRecvBytes is the smallest bound on a response: a lowered or compacted conversation
+// is about as large as the request, which --max-message-bytes bounds.
+const minRecvBytes = 64 << 20
 
 // serviceConfig retries UNAVAILABLE (with the server's backoff hints honoured by gRPC's own
 // retry throttling) a few times within each call's deadline.
@@ -109,8 +136,11 @@ const serviceConfig = `{"methodConfig": [{
   "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.2s", "maxBackoff": "3s",
     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
 
+// usesTLS reports whether the connection is over TLS (--tls, or implied by a TLS file).
+func (f *connFlags) usesTLS() bool { return f.tls || f.tlsCA != "" || f.tlsCert != "" }
+
 func (f *connFlags) credentials() (credentials.TransportCredentials, error) {
-	if !f.tls && f.tlsCA == "" && f.tlsCert == "" {
+	if !f.usesTLS() {
 		return insecure.NewCredentials(), nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.tlsServerName}

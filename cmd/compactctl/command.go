@@ -10,17 +10,21 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/bytesize"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // command is one invocation: its flags, its streams and, once connected, its backend.
 type command struct {
-	name   string // the command: lift, plan, compact or lower
-	input  string // the input file; "" or "-" is standard input
-	getenv func(string) string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	name  string // the command: lift, plan, compact, lower or health
+	input string // the input file; "" or "-" is standard input (health: the service)
+	// inputIsIR is set when the input was read as an IR document (not a provider body).
+	inputIsIR bool
+	getenv    func(string) string
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
 
 	conn connFlags
 	from string // the input's format: auto, ir or a provider name
@@ -29,7 +33,7 @@ type command struct {
 	model    string
 	baseBody string // a file holding the --to provider's base body (LowerRequest.base_body)
 	strict   bool   // LowerRequest.strict
-	explain  bool   // plan: a table instead of JSON
+	explain  bool   // plan: the table (plan's default output)
 	full     bool   // plan and compact: the whole response as JSON
 
 	policyFile string
@@ -39,6 +43,7 @@ type command struct {
 	instruct   string
 
 	backend backend
+	health  healthpb.HealthClient // remote only
 	close   func()
 }
 
@@ -51,14 +56,14 @@ type policyFlags struct {
 func (c *command) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("compactctl", flag.ContinueOnError)
 	c.conn.register(fs)
-	fs.StringVar(&c.from, "from", "auto", "the input's format: auto (an IR document, else the detected provider), ir, "+providerList)
+	fs.StringVar(&c.from, "from", "auto", "the input's format: "+fromList)
 	fs.StringVar(&c.to, "to", "", "the output's provider ("+providerList+"); lower requires it, compact prints the IR document without it")
 	fs.StringVar(&c.model, "model", "", "the model a lowered body is for (decides model-dependent rules such as OpenAI's developer role)")
 	fs.StringVar(&c.baseBody, "base-body", "", "with --to: a JSON file of the target's other fields (model, max_tokens, tools, ...) to lower into, in place of the input's")
 	fs.BoolVar(&c.strict, "strict", false, "with --to: fail (exit 4) rather than drop or change anything the target cannot carry")
-	fs.BoolVar(&c.explain, "explain", false, "plan: print the decision as a table")
-	fs.BoolVar(&c.full, "json", false, "plan and compact: print the whole response as JSON")
-	fs.StringVar(&c.policyFile, "policy", "", "JSON file holding a compactor.v1.Policy; the flags below override its fields")
+	fs.BoolVar(&c.explain, "explain", false, "plan: print the decision as a table (plan's default; --json prints JSON)")
+	fs.BoolVar(&c.full, "json", false, "plan and compact: print the whole response as JSON, every field (false and 0 included)")
+	fs.StringVar(&c.policyFile, "policy", "", "JSON file holding a compactor.v1.Policy; --context-window, --trigger-tokens, --keep-recent-tokens, --summary-max-tokens and --tokenizer override its fields")
 	fs.Int64Var(&c.policy.contextWindow, "context-window", 0, "the model's context window in tokens (required unless --trigger-tokens or --policy sets it)")
 	fs.Int64Var(&c.policy.triggerTokens, "trigger-tokens", 0, "act above this many tokens instead of the trigger ratio")
 	fs.Int64Var(&c.policy.keepRecentTokens, "keep-recent-tokens", 0, "token budget of the verbatim tail after a summary (0: the server's default)")
@@ -74,7 +79,7 @@ func (c *command) flags() *flag.FlagSet {
 func (c *command) check() error {
 	if c.from != "auto" && c.from != "ir" {
 		if _, err := parseProvider(c.from); err != nil {
-			return fmt.Errorf("--from: %w", err)
+			return fmt.Errorf("--from: unknown format %q (want %s)", c.from, fromList)
 		}
 	}
 	if c.to != "" {
@@ -83,6 +88,8 @@ func (c *command) check() error {
 		}
 	}
 	switch {
+	case c.name == "health" && c.conn.local:
+		return errors.New("health asks a server; --local runs none")
 	case c.name == "lower" && c.to == "":
 		return errors.New("lower needs --to")
 	case c.name == "lift" && c.from == "ir":
@@ -101,16 +108,45 @@ func (c *command) check() error {
 	return c.conn.check()
 }
 
-// readInput reads the whole input file, or standard input.
+// readInput reads the whole input file, or standard input, up to --max-message-bytes: the
+// server refuses a larger request, and --local holds to the same limit.
 func (c *command) readInput() ([]byte, error) {
-	if c.input == "" || c.input == "-" {
-		b, err := io.ReadAll(c.stdin)
+	limit := int64(c.conn.maxMessageBytes)
+	r := c.stdin
+	if c.input != "" && c.input != "-" {
+		f, err := os.Open(c.input)
 		if err != nil {
-			return nil, fmt.Errorf("reading standard input: %w", err)
+			return nil, err
 		}
-		return b, nil
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
+			return nil, tooLarge{c.inputName(), st.Size(), limit}
+		}
+		r = f
 	}
-	return os.ReadFile(c.input)
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", c.inputName(), err)
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge{c.inputName(), -1, limit}
+	}
+	return b, nil
+}
+
+// tooLarge is an input over --max-message-bytes; size is -1 when unknown (standard input).
+type tooLarge struct {
+	name        string
+	size, limit int64
+}
+
+func (e tooLarge) Error() string {
+	size := "more than " + bytesize.Size(e.limit).Human()
+	if e.size >= 0 {
+		size = bytesize.Size(e.size).Human()
+	}
+	return fmt.Sprintf("%s: %s, over the %s request limit (--max-message-bytes; compactord's --max-message-bytes bounds the server's)",
+		e.name, size, bytesize.Size(e.limit))
 }
 
 // buildPolicy is the --policy file with the policy flags set over it.
@@ -161,6 +197,9 @@ var providerNames = map[string]compactorv1.Provider{
 }
 
 const providerList = "anthropic, openai-chat, openai-responses, gemini or bedrock"
+
+// fromList is what --from accepts.
+const fromList = "auto (an IR document, else the detected provider), ir, " + providerList
 
 // providerName is the --to name of p.
 func providerName(p compactorv1.Provider) string {

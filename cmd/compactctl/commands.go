@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -20,15 +26,20 @@ type conversation = compactorv1.LiftResponse
 func (c *command) load(ctx context.Context) (*conversation, error) {
 	body, err := c.readInput()
 	if err != nil {
+		var tl tooLarge
+		if errors.As(err, &tl) {
+			return nil, err
+		}
 		return nil, inputError{err}
 	}
-	if !json.Valid(body) {
-		return nil, inputError{fmt.Errorf("%s: not JSON", c.inputName())}
+	if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {
+		return nil, inputError{c.notJSON(body, err)}
 	}
 	if c.from == "auto" || c.from == "ir" {
 		doc := &conversation{}
 		err := protojson.Unmarshal(body, doc)
 		if err == nil && len(doc.Messages) > 0 {
+			c.inputIsIR = true
 			return doc, nil
 		}
 		if c.from == "ir" {
@@ -50,6 +61,20 @@ func (c *command) load(ctx context.Context) (*conversation, error) {
 	return doc, nil
 }
 
+// notJSON locates a JSON syntax error in the input by line and column (1-based, columns in
+// characters), as an editor shows them: "conversation.json:3:17: not JSON: invalid
+// character ...".
+func (c *command) notJSON(body []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: not JSON: %w", c.inputName(), err)
+	}
+	at := max(min(int(se.Offset)-1, len(body)), 0) // the offending byte
+	line := 1 + bytes.Count(body[:at], []byte{'\n'})
+	col := 1 + utf8.RuneCount(body[bytes.LastIndexByte(body[:at], '\n')+1:at])
+	return fmt.Errorf("%s:%d:%d: not JSON: %w", c.inputName(), line, col, err)
+}
+
 func (c *command) inputName() string {
 	if c.input == "" || c.input == "-" {
 		return "standard input"
@@ -62,7 +87,21 @@ func lift(ctx context.Context, c *command) error {
 	if err != nil {
 		return err
 	}
-	return c.printJSON(doc)
+	return c.printJSON(doc, false)
+}
+
+// health asks the server's health service for the input argument's service ("" for the
+// server as a whole) and prints its status; anything but SERVING is transient (exit 5).
+func health(ctx context.Context, c *command) error {
+	r, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{Service: c.input})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, r.GetStatus())
+	if r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return status.Errorf(codes.Unavailable, "%s", r.GetStatus())
+	}
+	return nil
 }
 
 func plan(ctx context.Context, c *command) error {
@@ -78,11 +117,11 @@ func plan(ctx context.Context, c *command) error {
 	if err != nil {
 		return err
 	}
-	if c.explain {
-		_, err := c.stdout.Write(explain(p))
-		return err
+	if c.full {
+		return c.printJSON(p, true)
 	}
-	return c.printJSON(p)
+	_, err = c.stdout.Write(explain(p))
+	return err
 }
 
 func compact(ctx context.Context, c *command) error {
@@ -102,7 +141,7 @@ func compact(ctx context.Context, c *command) error {
 	}
 	c.warn("compact", r.Warnings)
 	if c.full {
-		return c.printJSON(r)
+		return c.printJSON(r, true)
 	}
 	if r.Compacted {
 		doc.Messages = r.Messages
@@ -115,7 +154,7 @@ func compact(ctx context.Context, c *command) error {
 	}
 	if c.to == "" {
 		doc.Warnings = nil
-		return c.printJSON(doc)
+		return c.printJSON(doc, false)
 	}
 	return c.lowerDoc(ctx, doc)
 }
@@ -153,19 +192,18 @@ func (c *command) lowerDoc(ctx context.Context, doc *conversation) error {
 		return err
 	}
 	c.warn("lower", r.Warnings)
-	var out bytes.Buffer
-	if err := json.Indent(&out, []byte(r.Body), "", "  "); err != nil {
-		return fmt.Errorf("the server's body is not JSON: %w", err)
-	}
-	out.WriteByte('\n')
-	_, err = c.stdout.Write(out.Bytes())
+	// The body as the server wrote it: re-indenting would change the raw JSON of tool-call
+	// inputs inside it, so that lifting it again would give another IR and prefix hash.
+	_, err = io.WriteString(c.stdout, r.Body+"\n")
 	return err
 }
 
-// printJSON writes m as indented JSON. protojson varies its whitespace on purpose; the
-// output is re-indented so the same result always prints the same bytes.
-func (c *command) printJSON(m proto.Message) error {
-	b, err := protojson.Marshal(m)
+// printJSON writes m as indented JSON; with every, fields at their zero value too
+// (compacted: false, cut_index: 0), as a response printed whole promises them. protojson
+// varies its whitespace on purpose; the output is re-indented so the same result always
+// prints the same bytes (string values, raw JSON included, are not touched).
+func (c *command) printJSON(m proto.Message, every bool) error {
+	b, err := protojson.MarshalOptions{EmitUnpopulated: every}.Marshal(m)
 	if err != nil {
 		return err
 	}

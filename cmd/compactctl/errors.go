@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
+	"strings"
+
+	"github.com/compactord/compactord/internal/bytesize"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -33,10 +35,15 @@ var exitCodes = map[codes.Code]int{
 	codes.PermissionDenied:   exitDenied,
 }
 
-// report prints err on w and returns its exit status.
-func report(w io.Writer, err error) int {
-	var ue usageError
-	var ie inputError
+// report prints err on standard error and returns its exit status.
+func (c *command) report(err error) int {
+	w := c.stderr
+	var (
+		ue usageError
+		ie inputError
+		ce configError
+		tl tooLarge
+	)
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "compactctl: %v\n", err)
@@ -44,18 +51,39 @@ func report(w io.Writer, err error) int {
 	case errors.As(err, &ie):
 		fmt.Fprintf(w, "compactctl: %v\n", err)
 		return exitInvalid
+	case errors.As(err, &tl):
+		fmt.Fprintf(w, "compactctl: %v\n", err)
+		return exitUnfit
+	case errors.As(err, &ce):
+		fmt.Fprintf(w, "compactctl: cannot reach the server: %v\n  %s\n", ce.err, ce.hint)
+		return exitConfig
 	}
 	st, ok := status.FromError(err)
 	if !ok {
 		fmt.Fprintf(w, "compactctl: %v\n", err)
 		return exitFailure
 	}
-	fmt.Fprintf(w, "compactctl: %s: %s\n", codeName(st.Code()), st.Message())
+	var violations []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.FieldViolations {
+				violations = append(violations, c.inInput(v.Field)+": "+v.Description)
+			}
+		}
+	}
+	msg := st.Message()
+	if len(violations) == 1 {
+		msg = violations[0] // the message, with the field where the user wrote it
+	}
+	fmt.Fprintf(w, "compactctl: %s: %s\n", codeName(st.Code()), msg)
+	if st.Code() == codes.ResourceExhausted && strings.HasPrefix(msg, "grpc: received message larger than max") {
+		fmt.Fprintf(w, "  the server's request limit (compactord --max-message-bytes; default %s)\n", bytesize.Size(defaultMaxMessageBytes))
+	}
 	for _, d := range st.Details() {
 		switch d := d.(type) {
 		case *errdetails.BadRequest:
-			for _, v := range d.FieldViolations {
-				if line := v.Field + ": " + v.Description; line != st.Message() {
+			for _, line := range violations {
+				if line != msg {
 					fmt.Fprintf(w, "  %s\n", line)
 				}
 			}
@@ -71,6 +99,21 @@ func report(w io.Writer, err error) int {
 		return code
 	}
 	return exitFailure
+}
+
+// inInput names a field of the request by where the user wrote it: the body of a Lift is
+// the input file ("body.messages[2]" is "conversation.json: messages[2]"), and so are the
+// messages of an IR document read from it.
+func (c *command) inInput(field string) string {
+	switch {
+	case field == "body":
+		return c.inputName()
+	case strings.HasPrefix(field, "body."):
+		return c.inputName() + ": " + strings.TrimPrefix(field, "body.")
+	case c.inputIsIR && (field == "messages" || strings.HasPrefix(field, "messages[")):
+		return c.inputName() + ": " + field
+	}
+	return field
 }
 
 // codeName is the code as gRPC's documentation spells it: INVALID_ARGUMENT, not

@@ -32,27 +32,25 @@ func explain(p *compactorv1.PlanResponse) []byte {
 		thousands(p.UsableTokens), thousands(p.TriggerAtTokens), thousands(p.TargetTokens))
 
 	row := func(label, messages, indexes, tokens string) {
-		fmt.Fprintf(&b, "%-40s %8s  %-9s %9s\n", label, messages, indexes, tokens)
+		fmt.Fprintf(&b, "%-40s %8s  %-11s %9s\n", label, messages, indexes, tokens)
 	}
 	row("region", "messages", "indexes", "tokens")
 	for _, r := range regions {
-		n, first, last, tokens := 0, 0, 0, int64(0)
+		var idx []int
+		tokens := int64(0)
 		for i, d := range p.Dispositions {
 			if d != r.disposition {
 				continue
 			}
-			if n == 0 {
-				first = i
-			}
-			n, last = n+1, i
+			idx = append(idx, i)
 			if i < len(p.MessageTokens) {
 				tokens += p.MessageTokens[i]
 			}
 		}
-		if n == 0 {
+		if len(idx) == 0 {
 			continue
 		}
-		row(r.label, fmt.Sprint(n), span(first, last), thousands(tokens))
+		row(r.label, fmt.Sprint(len(idx)), runs(idx), thousands(tokens))
 	}
 	if p.PrunedTokens > 0 {
 		row("removed by pruning", "", "", "-"+thousands(p.PrunedTokens))
@@ -69,12 +67,30 @@ func explain(p *compactorv1.PlanResponse) []byte {
 	return b.Bytes()
 }
 
-func span(first, last int) string {
-	if first == last {
-		return fmt.Sprint(first)
+// runs writes ascending indexes as their runs, "0, 17-24", so that regions that interleave
+// (the head kept before the summarized range, the tail after it) never seem to overlap.
+func runs(idx []int) string {
+	var parts []string
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, fmt.Sprint(idx[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		}
+		i = j + 1
 	}
-	return fmt.Sprintf("%d-%d", first, last)
+	if len(parts) > maxRuns {
+		parts = append(parts[:maxRuns-1], "…")
+	}
+	return strings.Join(parts, ", ")
 }
+
+// maxRuns bounds the index runs a row shows; --json has them all.
+const maxRuns = 4
 
 // thousands formats n with comma separators: 12,345.
 func thousands(n int64) string {

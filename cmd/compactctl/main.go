@@ -1,6 +1,7 @@
 // Command compactctl calls compactor.v1.CompactorService from a terminal or a script.
 //
 //	compactctl [flags] plan|compact|lower|lift [file|-]
+//	compactctl [flags] health [service]
 //
 // Every command reads one JSON document from the file named last, or from standard input
 // when it is "-" or absent: either a provider request body (Anthropic Messages, OpenAI Chat,
@@ -15,19 +16,17 @@
 // --local runs the same engine and extractive summarizer in-process, with no server.
 //
 // Standard output carries only the result, so it can be piped; warnings and notes go to
-// standard error. The exit status is one a script can branch on:
-//
-//	0  success (compact also exits 0 when nothing needed compacting: its output is the input)
-//	1  any other failure (the server's INTERNAL, an I/O error writing the output)
-//	2  usage: unknown command or flag, a missing or malformed flag value
-//	3  invalid input: unreadable JSON, a body no format reads, INVALID_ARGUMENT
-//	4  the conversation cannot be made to fit (FAILED_PRECONDITION) or is over a size limit
-//	   (RESOURCE_EXHAUSTED)
-//	5  transient: the server or its summarizer is unavailable or the deadline passed; retry
-//	6  the credentials were refused (UNAUTHENTICATED, PERMISSION_DENIED)
+// standard error. Bodies are printed as the server wrote them, byte for byte (tool-call
+// inputs inside them are raw JSON whose bytes the prefix hash covers). The exit status is
+// one a script can branch on (exitCodesHelp, which -h prints too).
 //
 // A gRPC error is printed as "compactctl: CODE: message", then one line per field the
-// server named ("  messages[3].role: ...").
+// server named ("  messages[3].role: ..."); a field in the input body is named by the input
+// file ("conversation.json: messages[2]: ..."), malformed JSON by line and column.
+// Connection faults that no retry cures (an address that does not resolve or where nothing
+// listens, TLS to a plaintext port or plaintext to a TLS one, an untrusted certificate, a
+// refused client certificate) are found before the first call and printed with the flag to
+// fix (exit 7).
 package main
 
 import (
@@ -41,7 +40,7 @@ import (
 	"syscall"
 )
 
-// Exit statuses; see the package doc.
+// Exit statuses; see exitCodesHelp.
 const (
 	exitOK          = 0
 	exitFailure     = 1
@@ -50,7 +49,23 @@ const (
 	exitUnfit       = 4
 	exitUnavailable = 5
 	exitDenied      = 6
+	exitConfig      = 7
 )
+
+// exitCodesHelp is the exit statuses, as -h prints them.
+const exitCodesHelp = `Exit status:
+  0  success (compact also exits 0 when nothing needed compacting: its output is the input)
+  1  any other failure (the server's INTERNAL, an I/O error writing the output)
+  2  usage: unknown command or flag, a missing or malformed flag value
+  3  invalid input: malformed JSON, a body no format reads, INVALID_ARGUMENT
+  4  the conversation cannot be made to fit (FAILED_PRECONDITION) or is over a size limit
+     (RESOURCE_EXHAUSTED, --max-message-bytes)
+  5  transient: the server or its summarizer is unavailable, or the deadline passed; retry
+  6  the credentials were refused (UNAUTHENTICATED, PERMISSION_DENIED)
+  7  cannot reach the server as configured: the address does not resolve or nothing
+     listens there, TLS does not match the port, a certificate is refused; the message
+     names the flag to fix (never retried)
+`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -65,17 +80,21 @@ var commands = map[string]func(ctx context.Context, c *command) error{
 	"plan":    plan,
 	"compact": compact,
 	"lower":   lower,
+	"health":  health,
 }
 
 const usage = `usage: compactctl [flags] plan|compact|lower|lift [file|-]
+       compactctl [flags] health [service]
 
   lift     read a provider body; print the IR document
-  plan     print the compaction plan (--explain: as a table)
+  plan     print the compaction plan as a table (--json: as JSON)
   compact  print the compacted conversation (--to: as a provider body)
   lower    print the conversation as a provider body (--to is required)
+  health   ask the server's grpc.health.v1 service (no credentials, no reflection needed);
+           print its status, exit 0 when SERVING
 
-The input is a provider body or an IR document, from the file or standard input.
-Flags go before or after the command, before the file:
+The input is a provider body or an IR document, from the file or standard input, at most
+--max-message-bytes. Flags go before or after the command, before the file:
 `
 
 // run is compactctl with its environment passed in; it returns the exit status.
@@ -86,6 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\n"+exitCodesHelp)
 	}
 	// Flags may come before and after the command: parse, take the command, parse the rest.
 	if err := fs.Parse(args); err != nil {
@@ -123,7 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = do(ctx, c)
 	}
 	if err != nil {
-		return report(stderr, err)
+		return c.report(err)
 	}
 	return exitOK
 }

@@ -1,7 +1,7 @@
 # Plan, then compact an OpenAI Chat body into an Anthropic one, in-process (--local);
 # without --local it calls the server at --addr (default localhost:50051).
 body=internal/corpus/testdata/fixture-swe-units.openai.json
-compactctl --local plan --explain --context-window 2500 --summary-max-tokens 500 "$body"
+compactctl --local plan --context-window 2500 --summary-max-tokens 500 "$body"
 # Another provider's body needs that provider's other fields: --base-body gives them,
 # --strict refuses to drop anything.
 echo '{"model":"claude-sonnet-4-5","max_tokens":1024}' > anthropic.base.json
@@ -10,5 +10,6 @@ compactctl --local compact --context-window 2500 --summary-max-tokens 500 \
 # Lift once, keep the IR, lower it for any provider.
 compactctl --local lift "$body" > conversation.ir.json
 compactctl --local lower --to gemini conversation.ir.json > gemini.json
-# Exit 3: invalid input; 4: cannot fit; 5: transient, retry (see compactctl -h).
+# Exit 3: invalid input; 4: cannot fit; 5: transient, retry; 7: the server cannot be
+# reached as configured (compactctl -h lists them all).
 compactctl --local plan --context-window 2500 "$body" || echo "exit $?"
