@@ -3,6 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -110,12 +111,30 @@ test("an unreachable server is UNAVAILABLE", async () => {
   c.close();
 });
 
-test("the README example (examples/quickstart.mjs) runs", async () => {
-  const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, "clients/node/examples/quickstart.mjs")], {
+async function runExample(node) {
+  const { stdout } = await promisify(execFile)(node, [join(ROOT, "clients/node/examples/quickstart.mjs")], {
     cwd: ROOT,
     env: { ...process.env, COMPACTORD_ADDR: server.address },
   });
   const lines = stdout.trim().split("\n");
   assert.match(lines[0], /^\{"model":"claude-sonnet-4-5","max_tokens":1024,/);
   assert.match(lines[1], /^INVALID_ARGUMENT policy/);
-});
+}
+
+test("the README example (examples/quickstart.mjs) runs", () => runExample(process.execPath));
+
+// package.json's engines is the oldest Node the client and its example run on, checked here
+// with that very version: COMPACTORD_NODE_OLDEST names its node binary (.ci/run installs it
+// with npm). Without it the check is skipped, loudly, unless CLIENTS_REQUIRED is set.
+const oldest = process.env.COMPACTORD_NODE_OLDEST;
+test(
+  "the README example runs on the oldest Node that engines admits",
+  { skip: !oldest && !process.env.CLIENTS_REQUIRED && "COMPACTORD_NODE_OLDEST unset: the oldest supported Node is not checked" },
+  async () => {
+    assert.ok(oldest, "COMPACTORD_NODE_OLDEST must name the oldest supported node binary (CLIENTS_REQUIRED is set)");
+    const engines = JSON.parse(readFileSync(join(ROOT, "clients/node/package.json"), "utf8")).engines.node;
+    const { stdout } = await promisify(execFile)(oldest, ["--version"]);
+    assert.equal(`>=${stdout.trim().replace(/^v/, "")}`, engines, "COMPACTORD_NODE_OLDEST is not the version engines names");
+    await runExample(oldest);
+  },
+);
