@@ -19,6 +19,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -117,25 +118,13 @@ func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, a...)...)
 }
 
-// run does the whole load test and reports whether it had zero errors.
+// run does the whole load test and reports whether it had zero errors: it reads the suite,
+// builds the binaries, starts the servers, measures every scenario in rounds, and writes the
+// report. Everything it started is stopped on the way out, newest first.
 func run(ctx context.Context, f flags) (bool, error) {
 	started := time.Now()
-	if f.replicas < 1 || f.replicas > 8 {
-		return false, errors.New("-replicas must be 1..8")
-	}
-	if !f.redis && f.replicas > 1 {
-		return false, errors.New("-redis=false needs -replicas 1: replicas share summaries only through Redis")
-	}
-	sf, err := os.Open(f.scenarios)
+	suite, err := loadSuite(f)
 	if err != nil {
-		return false, err
-	}
-	suite, err := ParseSuite(sf)
-	sf.Close()
-	if err != nil {
-		return false, err
-	}
-	if err := applyOverrides(suite, f); err != nil {
 		return false, err
 	}
 	repoRoot, err := findRepoRoot()
@@ -155,12 +144,10 @@ func run(ctx context.Context, f flags) (bool, error) {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-
 	bin, err := serverBinary(ctx, f.bin, repoRoot, tmp)
 	if err != nil {
 		return false, err
 	}
-
 	var floorBin, floorModules string
 	if f.floor {
 		logf("building floorserver")
@@ -169,74 +156,117 @@ func run(ctx context.Context, f flags) (bool, error) {
 		}
 	}
 
-	// Everything started from here on is stopped on the way out, newest first.
+	// Processes are stopped after everything else is closed.
 	var procs []*proc
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop(5 * time.Second)
 		}
 	}()
+	var closers cleanups
+	defer closers.run()
+	e, topology, err := startServers(ctx, f, tmp, bin, &procs, &closers)
+	if err != nil {
+		return false, err
+	}
+	mem := newMemory(append(replicaProcs(e), redisProcs(procs)...))
+	if err := mem.start(); err != nil {
+		return false, err
+	}
+	rep := &Report{
+		Date:     started,
+		Command:  "cd loadtest && go run . " + strings.Join(os.Args[1:], " "),
+		Commit:   gitDescribe(repoRoot),
+		Env:      fmt.Sprintf("%s %s/%s, %d CPUs (load generator and servers share them), ghz runner v0.121.0", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
+		Topology: topology,
+	}
+	m := &measurement{ctx: ctx, f: f, e: e, corpus: corpus, tmp: tmp, floorBin: floorBin, procs: &procs, closers: &closers, sample: mem.sample}
+	if err := m.suite(suite, rep); err != nil {
+		return false, err
+	}
+	if f.floor {
+		rep.FloorModules = floorModules
+	}
+	rep.Memory = mem.finish()
+	rep.Notes = append(rep.Notes,
+		"RPS counts every call of the measured run over its wall time; the warm-up before each scenario is not counted.",
+		"Percentiles are nearest-rank over the calls that returned OK, measured by the ghz client (queueing in the client included).",
+		"Requests are built from the real corpus (COMPACTORD_CORPUS, else ../shared/corpus/real), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
+		"Cache-miss requests differ only in a marker prepended to the first user message, so every call has a new prefix hash and makes one summarizer call.",
+		fmt.Sprintf("Total driver wall time: %s.", time.Since(started).Round(time.Second)),
+	)
+	out := cmp.Or(f.out, defaultReport(f.replicas))
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(out, []byte(rep.Markdown()), 0o644); err != nil {
+		return false, err
+	}
+	logf("wrote %s (%s)", out, time.Since(started).Round(time.Second))
+	return rep.OK(), nil
+}
 
+// cleanups are functions run newest first: connections to close, servers to stop.
+type cleanups []func()
+
+func (c *cleanups) add(f func()) { *c = append(*c, f) }
+
+func (c cleanups) run() {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
+}
+
+// loadSuite checks the topology flags and reads the scenarios, with the flags' overrides.
+func loadSuite(f flags) (*Suite, error) {
+	if f.replicas < 1 || f.replicas > 8 {
+		return nil, errors.New("-replicas must be 1..8")
+	}
+	if !f.redis && f.replicas > 1 {
+		return nil, errors.New("-redis=false needs -replicas 1: replicas share summaries only through Redis")
+	}
+	sf, err := os.Open(f.scenarios)
+	if err != nil {
+		return nil, err
+	}
+	suite, err := ParseSuite(sf)
+	sf.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := applyOverrides(suite, f); err != nil {
+		return nil, err
+	}
+	return suite, nil
+}
+
+// startServers starts the fake LLM, the throwaway Redis (unless -redis=false) and the
+// replicas, connects to each and registers the round-robin resolver ghz dials. It returns
+// the environment and the report's description of the topology; every process goes on
+// procs, every connection and the LLM on closers.
+func startServers(ctx context.Context, f flags, tmp, bin string, procs *[]*proc, closers *cleanups) (*env, string, error) {
 	llm := &FakeLLM{Latency: f.llmLatency}
 	if err := llm.Start(); err != nil {
-		return false, err
+		return nil, "", err
 	}
-	defer llm.Close()
+	closers.add(func() { llm.Close() })
 	cfgPath := filepath.Join(tmp, "compactord.yaml")
 	if err := os.WriteFile(cfgPath, []byte(serverConfig(llm.BaseURL())), 0o600); err != nil {
-		return false, err
+		return nil, "", err
 	}
-
-	topology := fmt.Sprintf("%d replica(s), in-memory summary cache", f.replicas)
-	serverArgs := []string{
-		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--drain-timeout", "2s",
-		"--config", cfgPath,
-	}
+	args := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--drain-timeout", "2s", "--config", cfgPath}
 	if f.redis {
 		rp, raddr, err := startRedis(ctx, tmp)
 		if err != nil {
-			return false, err
+			return nil, "", err
 		}
-		procs = append(procs, rp)
-		serverArgs = append(serverArgs, "--redis-url", "redis://"+raddr+"/0")
-		topology = fmt.Sprintf("1 replica with a throwaway %s on loopback (no persistence) as its summary cache, behind its in-memory tier", redisVersion())
-		if f.replicas > 1 {
-			topology = fmt.Sprintf("%d replicas sharing a throwaway %s on loopback (no persistence)", f.replicas, redisVersion())
-		}
+		*procs = append(*procs, rp)
+		args = append(args, "--redis-url", "redis://"+raddr+"/0")
 	}
-	if f.replicas > 1 {
-		topology += "; ghz balances calls round-robin over the replicas through one client connection (a gRPC round_robin policy over a static resolver, as a client behind a headless Service would)"
-	}
-	topology += fmt.Sprintf("; fake OpenAI-compatible LLM with %s fixed latency; servers on their default flags otherwise (JSON log line per call at info level, drained to a file)", f.llmLatency)
-
-	if len(f.serverEnv) > 0 {
-		topology += "; replica environment adds " + strings.Join(f.serverEnv, " ")
-	}
-	if len(f.serverArgs) > 0 {
-		serverArgs = append(serverArgs, f.serverArgs...)
-		topology += "; replica flags add " + strings.Join(f.serverArgs, " ")
-	}
+	args = append(args, f.serverArgs...)
 	e := &env{llm: llm}
-	for i := 0; i < f.replicas; i++ {
-		name := fmt.Sprintf("replica-%d", i+1)
-		p, addr, err := startProc(ctx, tmp, name, "serving", bin, serverArgs,
-			append([]string{"LOADTEST_FAKE_LLM_KEY=fake-key", "OTEL_TRACES_EXPORTER=none"}, f.serverEnv...))
-		if err != nil {
-			return false, err
-		}
-		procs = append(procs, p)
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
-		if err != nil {
-			return false, err
-		}
-		defer conn.Close()
-		maddr := p.loggedAddr("metrics")
-		if maddr == "" {
-			return false, fmt.Errorf("%s logged no metrics address", name)
-		}
-		e.replicas = append(e.replicas, &replica{name: name, addr: addr, metrics: maddr, proc: p, conn: conn})
-		logf("%s serving on %s (pid %d)", name, addr, p.cmd.Process.Pid)
+	if err := e.startReplicas(ctx, f, tmp, bin, args, procs, closers); err != nil {
+		return nil, "", err
 	}
 	addrs := make([]resolver.Address, len(e.replicas))
 	for i, r := range e.replicas {
@@ -246,120 +276,170 @@ func run(ctx context.Context, f flags) (bool, error) {
 	rb.InitialState(resolver.State{Addresses: addrs})
 	resolver.Register(rb)
 	e.host = "loadtest:///compactord"
+	var err error
 	if e.protoset, err = descriptorSet(); err != nil {
-		return false, err
+		return nil, "", err
 	}
+	return e, describeTopology(f), nil
+}
 
-	mem := make([]MemRow, 0, len(procs))
-	memProcs := append(replicaProcs(e), redisProcs(procs)...)
-	for _, p := range memProcs {
+// startReplicas starts -replicas compactord processes with args and connects to each.
+func (e *env) startReplicas(ctx context.Context, f flags, tmp, bin string, args []string, procs *[]*proc, closers *cleanups) error {
+	for i := range f.replicas {
+		name := fmt.Sprintf("replica-%d", i+1)
+		p, addr, err := startProc(ctx, tmp, name, "serving", bin, args,
+			append([]string{"LOADTEST_FAKE_LLM_KEY=fake-key", "OTEL_TRACES_EXPORTER=none"}, f.serverEnv...))
+		if err != nil {
+			return err
+		}
+		*procs = append(*procs, p)
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		if err != nil {
+			return err
+		}
+		closers.add(func() { conn.Close() })
+		maddr := p.loggedAddr("metrics")
+		if maddr == "" {
+			return fmt.Errorf("%s logged no metrics address", name)
+		}
+		e.replicas = append(e.replicas, &replica{name: name, addr: addr, metrics: maddr, proc: p, conn: conn})
+		logf("%s serving on %s (pid %d)", name, addr, p.cmd.Process.Pid)
+	}
+	return nil
+}
+
+// describeTopology is the report's description of the servers the flags start.
+func describeTopology(f flags) string {
+	topology := fmt.Sprintf("%d replica(s), in-memory summary cache", f.replicas)
+	if f.redis {
+		topology = fmt.Sprintf("1 replica with a throwaway %s on loopback (no persistence) as its summary cache, behind its in-memory tier", redisVersion())
+		if f.replicas > 1 {
+			topology = fmt.Sprintf("%d replicas sharing a throwaway %s on loopback (no persistence)", f.replicas, redisVersion())
+		}
+	}
+	if f.replicas > 1 {
+		topology += "; ghz balances calls round-robin over the replicas through one client connection (a gRPC round_robin policy over a static resolver, as a client behind a headless Service would)"
+	}
+	topology += fmt.Sprintf("; fake OpenAI-compatible LLM with %s fixed latency; servers on their default flags otherwise (JSON log line per call at info level, drained to a file)", f.llmLatency)
+	if len(f.serverEnv) > 0 {
+		topology += "; replica environment adds " + strings.Join(f.serverEnv, " ")
+	}
+	if len(f.serverArgs) > 0 {
+		topology += "; replica flags add " + strings.Join(f.serverArgs, " ")
+	}
+	return topology
+}
+
+// memory samples the resident memory of the servers: at start, between slices (its peak)
+// and at the end.
+type memory struct {
+	procs []*proc
+	rows  []MemRow
+}
+
+func newMemory(procs []*proc) *memory { return &memory{procs: procs} }
+
+// start takes the first sample, after start-up and before any load.
+func (m *memory) start() error {
+	for _, p := range m.procs {
 		k, err := rssKiB(p.cmd.Process.Pid)
 		if err != nil {
-			return false, fmt.Errorf("reading RSS of %s: %w", p.name, err)
+			return fmt.Errorf("reading RSS of %s: %w", p.name, err)
 		}
-		mem = append(mem, MemRow{Process: p.name, StartKiB: k, PeakSample: k})
+		m.rows = append(m.rows, MemRow{Process: p.name, StartKiB: k, PeakSample: k})
 	}
-	sampleMem := func() []int64 {
-		out := make([]int64, len(memProcs))
-		for i, p := range memProcs {
-			if k, err := rssKiB(p.cmd.Process.Pid); err == nil {
-				out[i] = k
-				mem[i].PeakSample = max(mem[i].PeakSample, k)
-			}
+	return nil
+}
+
+// sample returns every process's RSS now (0 when unreadable), keeping the peaks.
+func (m *memory) sample() []int64 {
+	out := make([]int64, len(m.procs))
+	for i, p := range m.procs {
+		if k, err := rssKiB(p.cmd.Process.Pid); err == nil {
+			out[i] = k
+			m.rows[i].PeakSample = max(m.rows[i].PeakSample, k)
 		}
-		return out
 	}
+	return out
+}
 
-	rep := &Report{
-		Date:     started,
-		Command:  "cd loadtest && go run . " + strings.Join(os.Args[1:], " "),
-		Commit:   gitDescribe(repoRoot),
-		Env:      fmt.Sprintf("%s %s/%s, %d CPUs (load generator and servers share them), ghz runner v0.121.0", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
-		Topology: topology,
+// finish takes the last sample and returns the report's rows.
+func (m *memory) finish() []MemRow {
+	end := m.sample()
+	for i := range m.rows {
+		m.rows[i].EndKiB = end[i]
 	}
+	return m.rows
+}
 
-	// prepare builds a scenario's payload and makes its preflight calls.
-	prepare := func(sc *Scenario) (*Payload, Result, error) {
-		res := Result{Name: sc.Name, Call: sc.Call, Concurrency: sc.Concurrency, Target: sc.Target}
-		p, err := buildPayload(ctx, e.replicas[0].conn, corpus, sc)
-		if err != nil {
+// measurement measures a suite against the started servers.
+type measurement struct {
+	ctx      context.Context
+	f        flags
+	e        *env
+	corpus   string
+	tmp      string
+	floorBin string
+	procs    *[]*proc
+	closers  *cleanups
+	sample   func() []int64
+}
+
+// prepare builds a scenario's payload and makes its preflight calls.
+func (m *measurement) prepare(sc *Scenario) (*Payload, Result, error) {
+	res := Result{Name: sc.Name, Call: sc.Call, Concurrency: sc.Concurrency, Target: sc.Target}
+	p, err := buildPayload(m.ctx, m.e.replicas[0].conn, m.corpus, sc)
+	if err != nil {
+		return nil, res, err
+	}
+	res.Payload = describePayload(sc, p)
+	if m.f.keep {
+		if _, err := writePayload(m.tmp, sc.Name, p.Request); err != nil {
 			return nil, res, err
 		}
-		res.Payload = describePayload(sc, p)
-		if f.keep {
-			if _, err := writePayload(tmp, sc.Name, p.Request); err != nil {
-				return nil, res, err
-			}
-		}
-		res.Notes, err = e.preflight(ctx, sc, p)
-		return p, res, err
 	}
+	res.Notes, err = m.e.preflight(m.ctx, sc, p)
+	return p, res, err
+}
+
+// suite measures the baseline alone first (it warms the servers up and stands for the whole
+// run even when no other scenario can run), then every scenario, in rounds where each
+// scenario's slices alternate with baseline slices (and, with -floor, its floor's), through
+// the soak when asked; all baseline slices add up to the baseline row. It fills rep's
+// results, floor rows and soak.
+func (m *measurement) suite(suite *Suite, rep *Report) error {
 	base := &suite.Scenarios[0]
-	bp, baseAll, err := prepare(base)
+	bp, baseAll, err := m.prepare(base)
 	if err != nil {
-		return false, fmt.Errorf("baseline %s: %w", base.Name, err)
+		return fmt.Errorf("baseline %s: %w", base.Name, err)
 	}
-	// The baseline alone first: it warms the servers up and stands for the whole run even
-	// when no other scenario can run. Every scenario's slices then alternate with baseline
-	// slices, and all baseline slices add up to the baseline row.
 	opening := newTrial(base, bp, nil)
-	if err := e.rounds(ctx, []*trial{opening}, nil, nil, nil, sampleMem); err != nil {
-		return false, err
+	if err := m.e.rounds(m.ctx, []*trial{opening}, nil, nil, nil, m.sample); err != nil {
+		return err
 	}
 	opening.finish()
 	baseAll.add(opening.r)
-	results := make([]Result, len(suite.Scenarios)-1)
-	var trials []*trial
-	var placed []int // trials[i] reports in results[placed[i]]
-	for i := 1; i < len(suite.Scenarios); i++ {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		sc := &suite.Scenarios[i]
-		p, res, err := prepare(sc)
-		if err != nil {
-			res.Failure = err.Error()
-			logf("%-22s FAILED before load: %s", sc.Name, oneLine(err.Error(), 300))
-		}
-		results[i-1] = res
-		if err != nil {
-			continue
-		}
-		trials = append(trials, newTrial(sc, p, base))
-		placed = append(placed, i-1)
+
+	results, trials, placed, err := m.scenarios(suite, base)
+	if err != nil {
+		return err
 	}
-	// With -floor, every scenario with a target has a floor trial right after its own in
-	// each round, so that both see the same phases of the machine.
-	var floors []*trial
-	order := trials
-	if f.floor {
-		order = nil
-		for _, t := range trials {
-			order = append(order, t)
-			if t.sc.Target == nil || t.sc.Cache == "miss" {
-				continue
-			}
-			ft, err := e.startFloor(ctx, t, base, floorBin, tmp, f.serverEnv, &procs)
-			if err != nil {
-				return false, fmt.Errorf("floor of %s: %w", t.sc.Name, err)
-			}
-			defer ft.env.replicas[0].conn.Close()
-			logf("floor of %s serving on %s", t.sc.Name, ft.env.host)
-			floors = append(floors, ft)
-			order = append(order, ft)
+	order, floors, err := m.withFloors(trials, base)
+	if err != nil {
+		return err
+	}
+	if m.f.soak > 0 && len(trials) > 0 {
+		rep.Soak = &Soak{Duration: m.f.soak, MaxGrowth: 1.2}
+		if err := m.e.fill(m.ctx, trials, m.f.soakFill, rep.Soak); err != nil {
+			return err
 		}
-		rep.FloorModules = floorModules
+		logf("soak: every scenario after a baseline slice, round after round, for %s", m.f.soak)
 	}
-	if f.soak > 0 && len(trials) > 0 {
-		rep.Soak = &Soak{Duration: f.soak, MaxGrowth: 1.2}
-		if err := e.fill(ctx, trials, f.soakFill, rep.Soak); err != nil {
-			return false, err
-		}
-		logf("soak: every scenario after a baseline slice, round after round, for %s", f.soak)
+	if err := m.e.rounds(m.ctx, order, base, bp, rep.Soak, m.sample); err != nil {
+		return err
 	}
-	if err := e.rounds(ctx, order, base, bp, rep.Soak, sampleMem); err != nil {
-		return false, err
-	}
+
 	for i, t := range trials {
 		t.finish()
 		res := &results[placed[i]]
@@ -379,32 +459,57 @@ func run(ctx context.Context, f flags) (bool, error) {
 	baseAll.finish()
 	baseAll.Notes = append(baseAll.Notes, "the baseline row adds up every baseline slice of the run: the opening run and the slices interleaved with each scenario")
 	rep.Results = append([]Result{baseAll}, results...)
+	return nil
+}
 
-	end := sampleMem()
-	for i := range mem {
-		mem[i].EndKiB = end[i]
+// scenarios prepares every scenario after the baseline: a scenario that cannot be prepared
+// is reported as failed and not measured. It returns the result rows, the trials to measure,
+// and for each trial the index of its row.
+func (m *measurement) scenarios(suite *Suite, base *Scenario) (results []Result, trials []*trial, placed []int, err error) {
+	results = make([]Result, len(suite.Scenarios)-1)
+	for i := 1; i < len(suite.Scenarios); i++ {
+		if err := m.ctx.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+		sc := &suite.Scenarios[i]
+		p, res, err := m.prepare(sc)
+		if err != nil {
+			res.Failure = err.Error()
+			logf("%-22s FAILED before load: %s", sc.Name, oneLine(err.Error(), 300))
+		}
+		results[i-1] = res
+		if err != nil {
+			continue
+		}
+		trials = append(trials, newTrial(sc, p, base))
+		placed = append(placed, i-1)
 	}
-	rep.Memory = mem
-	rep.Notes = append(rep.Notes,
-		"RPS counts every call of the measured run over its wall time; the warm-up before each scenario is not counted.",
-		"Percentiles are nearest-rank over the calls that returned OK, measured by the ghz client (queueing in the client included).",
-		"Requests are built from the real corpus (COMPACTORD_CORPUS, else ../shared/corpus/real), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
-		"Cache-miss requests differ only in a marker prepended to the first user message, so every call has a new prefix hash and makes one summarizer call.",
-		fmt.Sprintf("Total driver wall time: %s.", time.Since(started).Round(time.Second)),
-	)
+	return results, trials, placed, nil
+}
 
-	out := f.out
-	if out == "" {
-		out = defaultReport(f.replicas)
+// withFloors returns the order of the rounds: with -floor, every scenario with a target (on
+// a cache hit) is followed by its floor trial, so that both see the same phases of the
+// machine; the floors are also returned.
+func (m *measurement) withFloors(trials []*trial, base *Scenario) (order, floors []*trial, err error) {
+	if !m.f.floor {
+		return trials, nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return false, err
+	for _, t := range trials {
+		order = append(order, t)
+		if t.sc.Target == nil || t.sc.Cache == "miss" {
+			continue
+		}
+		ft, err := m.e.startFloor(m.ctx, t, base, m.floorBin, m.tmp, m.f.serverEnv, m.procs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("floor of %s: %w", t.sc.Name, err)
+		}
+		conn := ft.env.replicas[0].conn
+		m.closers.add(func() { conn.Close() })
+		logf("floor of %s serving on %s", t.sc.Name, ft.env.host)
+		floors = append(floors, ft)
+		order = append(order, ft)
 	}
-	if err := os.WriteFile(out, []byte(rep.Markdown()), 0o644); err != nil {
-		return false, err
-	}
-	logf("wrote %s (%s)", out, time.Since(started).Round(time.Second))
-	return rep.OK(), nil
+	return order, floors, nil
 }
 
 // logResult prints a measured trial's summary line; r.Baseline must be set.
