@@ -237,3 +237,42 @@ func TestAdmits(t *testing.T) {
 		t.Error("a range it does not understand passed")
 	}
 }
+
+// TestToolVersionsHaveOneHome: a doc that names a version of grpcurl names the Makefile's pin
+// (make grpcurl installs it); the README installs it with make, not by version.
+func TestToolVersionsHaveOneHome(t *testing.T) {
+	root := filepath.Join("..", "..")
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := regexp.MustCompile(`(?m)^GRPCURL_VERSION\s*:=\s*(v\S+)`).FindSubmatch(mk)
+	if pin == nil {
+		t.Fatal("the Makefile pins no GRPCURL_VERSION")
+	}
+	named := regexp.MustCompile(`grpcurl(?:/cmd/grpcurl)?[@ ](v\d+\.\d+\.\d+)`)
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".bin" || strings.HasPrefix(d.Name(), ".") && path != root) {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, ".md") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range named.FindAllSubmatch(b, -1) {
+			if string(m[1]) != string(pin[1]) {
+				t.Errorf("%s names grpcurl %s; the Makefile pins %s", path, m[1], pin[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
