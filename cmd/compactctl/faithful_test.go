@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -76,14 +77,7 @@ func TestBodiesAreByteFaithful(t *testing.T) {
 	}
 }
 
+// equalMessages compares two conversations message by message.
 func equalMessages(a, b []*compactorv1.Message) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !proto.Equal(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(m, n *compactorv1.Message) bool { return proto.Equal(m, n) })
 }
