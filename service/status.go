@@ -6,16 +6,12 @@ import (
 
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
+	"github.com/compactord/compactord/internal/grpcerr"
 	"github.com/compactord/compactord/summarize"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/protoadapt"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
-
-// errorDomain is the ErrorInfo domain of compactord's errors.
-const errorDomain = "compactord"
 
 // toStatus maps an error from the engine, the cache or a summarizer to the gRPC status a
 // client sees. It is the one place where Go errors become gRPC codes.
@@ -36,7 +32,7 @@ func toStatus(err error) error {
 			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
 				Type: "LOSSY_LOWERING", Subject: f, Description: se.Warnings[i]})
 		}
-		return withDetails(status.New(codes.FailedPrecondition, err.Error()), pf)
+		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, err.Error()), pf)
 	case errors.As(err, &ve):
 		code := codes.InvalidArgument
 		if ve.Limit {
@@ -46,10 +42,10 @@ func toStatus(err error) error {
 		for i, v := range ve.Violations {
 			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
 		}
-		return withDetails(status.New(code, err.Error()), br)
+		return grpcerr.WithDetails(status.New(code, err.Error()), br)
 	case errors.Is(err, engine.ErrIrreducible):
-		return withDetails(status.New(codes.FailedPrecondition, err.Error()),
-			&errdetails.ErrorInfo{Reason: "CONTEXT_IRREDUCIBLE", Domain: errorDomain})
+		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, err.Error()),
+			grpcerr.ErrorInfo("CONTEXT_IRREDUCIBLE", nil))
 	case errors.Is(err, engine.ErrInvalid):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrTooLarge):
@@ -59,17 +55,8 @@ func toStatus(err error) error {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, summarize.ErrUnavailable), errors.Is(err, summarize.ErrEmptySummary):
-		return withDetails(status.New(codes.Unavailable, err.Error()),
-			&errdetails.ErrorInfo{Reason: "SUMMARIZER_FAILED", Domain: errorDomain},
-			&errdetails.RetryInfo{RetryDelay: durationpb.New(summarize.RetryDelay(err))})
+		return grpcerr.WithDetails(status.New(codes.Unavailable, err.Error()),
+			grpcerr.ErrorInfo("SUMMARIZER_FAILED", nil), grpcerr.RetryInfo(summarize.RetryDelay(err)))
 	}
 	return status.Error(codes.Internal, err.Error())
-}
-
-// withDetails attaches details to st; if that fails the status goes out without them.
-func withDetails(st *status.Status, details ...protoadapt.MessageV1) error {
-	if d, err := st.WithDetails(details...); err == nil {
-		return d.Err()
-	}
-	return st.Err()
 }
