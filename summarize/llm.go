@@ -192,7 +192,8 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		if err := ctx.Err(); err != nil {
 			return res, l.ctxError(err, lastErr)
 		}
-		if !l.breaker.allow() {
+		done, ok := l.breaker.allow()
+		if !ok {
 			err := fmt.Errorf("summarizer %s: %w", l.name, ErrCircuitOpen)
 			if lastErr != nil {
 				err = fmt.Errorf("summarizer %s: %w (last error: %v)", l.name, ErrCircuitOpen, lastErr)
@@ -204,7 +205,7 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		c, err := l.call(actx, system, user, maxTokens)
 		cancel()
 		if err == nil {
-			l.breaker.success()
+			done(nil)
 			res.Model, res.InputTokens, res.OutputTokens, res.FinishReasons = c.model, c.inputTokens, c.outputTokens, c.finishReasons
 			res.PromptVersion = engine.PromptVersion
 			if res.Model == "" {
@@ -221,7 +222,7 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 			err = pe
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			l.breaker.release()
+			done(errNoVerdict)
 			return res, l.ctxError(cerr, err)
 		}
 		lastErr = err
@@ -232,11 +233,11 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		retryable, down := classify(status, isAPI)
 		switch {
 		case down:
-			l.breaker.failure()
+			done(errProviderDown)
 		case retryable: // rate limited: alive, but no verdict on its health
-			l.breaker.release()
+			done(errNoVerdict)
 		default: // it answered; the request was at fault
-			l.breaker.success()
+			done(nil)
 		}
 		if !retryable || attempt >= l.retry.MaxAttempts {
 			return res, l.unavailable(isAPI, err, attempt)
