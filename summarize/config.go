@@ -1,10 +1,8 @@
 package summarize
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"gopkg.in/yaml.v3"
 
 	"github.com/compactord/compactord/engine"
 )
@@ -75,21 +72,6 @@ type SummarizerConfig struct {
 	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
 	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
 	Fallback string `yaml:"fallback"`
-}
-
-// ParseConfig parses and validates a --config YAML document. Unknown fields are errors, so
-// a typo never silently falls back to a default.
-func ParseConfig(b []byte) (*Config, error) {
-	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("summarizer config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // Validate checks names, kinds and required fields without reading keys.
