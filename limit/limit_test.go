@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/auth"
+	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/internal/redistest"
 	"github.com/compactord/compactord/metrics"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,11 +16,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
-	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 var compactInfo = &grpc.UnaryServerInfo{FullMethod: servicePrefix + "Compact"}
@@ -171,36 +169,36 @@ func TestRedisDownFallsBackToLocal(t *testing.T) {
 	}
 }
 
-// tapped runs a call through the tap as gRPC would: a stream context that ends with the
-// stream. It returns the call's context and its end, or the refusal.
-func tapped(s *Shedder, method string) (context.Context, context.CancelFunc, error) {
-	stream, end := context.WithCancel(context.Background())
-	ctx, err := s.TapHandle()(stream, &tap.Info{FullMethodName: method})
+// admitted admits a call as the service's method handlers do: a hold for the call, and the
+// slot in it. It returns the call's context and its end, or the refusal.
+func admitted(s *Shedder) (context.Context, func(), error) {
+	ctx, end := hold.Start(context.Background())
+	release, err := s.AdmitCall(ctx)
 	if err != nil {
 		end()
 		return nil, nil, err
 	}
+	hold.AddSlot(ctx, release)
 	return ctx, end, nil
 }
 
 func TestShedder(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s := NewShedder(2, 1, metrics.New(reg))
-	_, end1, err1 := tapped(s, servicePrefix+"Plan")
-	ctx2, end2, err2 := tapped(s, servicePrefix+"Compact")
+	s := NewShedder(ShedOptions{MaxCPU: 2, MaxLLM: 1, Metrics: metrics.New(reg)})
+	_, end1, err1 := admitted(s)
+	ctx2, end2, err2 := admitted(s)
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	_, _, err := tapped(s, servicePrefix+"Lower")
+	_, _, err := admitted(s)
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), BoundCPU) {
 		t.Errorf("a third call at a bound of 2: %v, want UNAVAILABLE naming %s", err, BoundCPU)
 	}
-	if _, _, err := tapped(s, "/grpc.health.v1.Health/Check"); err != nil {
-		t.Errorf("health at the bound: %v", err)
+	end1() // a call ends: its slot is free
+	if len(s.cpu) != 1 {
+		t.Fatalf("%d slots taken after a call ended, want 1", len(s.cpu))
 	}
-	end1() // a stream ends: its slot is free
-	waitFor(t, func() bool { return len(s.cpu) == 1 })
-	_, end3, err := tapped(s, servicePrefix+"Plan")
+	_, end3, err := admitted(s)
 	if err != nil {
 		t.Fatalf("after a call ended: %v", err)
 	}
@@ -209,7 +207,7 @@ func TestShedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, end4, err := tapped(s, servicePrefix+"Plan")
+	_, end4, err := admitted(s)
 	if err != nil {
 		t.Errorf("cpu work while a Compact waits on its model: %v", err)
 	}
@@ -217,15 +215,72 @@ func TestShedder(t *testing.T) {
 		t.Errorf("a second LLM call at a bound of 1: %v", err)
 	}
 	done()
-	end2() // ending the stream after the handover frees nothing twice
+	end2() // ending the call after the handover frees nothing twice
 	end3()
 	end4()
-	waitFor(t, func() bool { return len(s.cpu) == 0 && len(s.llm) == 0 })
+	if len(s.cpu) != 0 || len(s.llm) != 0 {
+		t.Errorf("slots still taken: cpu %d, llm %d", len(s.cpu), len(s.llm))
+	}
 	if got := counter(t, reg, "compactord_shed_total", "cpu"); got != 1 {
 		t.Errorf("shed cpu: %v, want 1", got)
 	}
 	if got := counter(t, reg, "compactord_shed_total", "llm"); got != 1 {
 		t.Errorf("shed llm: %v, want 1", got)
+	}
+}
+
+// TestShedderMemoryBudget: requests' bytes are admitted up to the budget; past it a request
+// is refused with RESOURCE_EXHAUSTED naming the budget, with RetryInfo while others hold it,
+// without when it alone is larger; released bytes are admitted again.
+func TestShedderMemoryBudget(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := NewShedder(ShedOptions{MemoryBytes: 1000, Metrics: metrics.New(reg)})
+	a, err := s.AdmitBytes(600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.AdmitBytes(400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memoryRefused(t, s, 1, true)
+	a()
+	a() // released once
+	if got := s.inUse.Load(); got != 400 {
+		t.Errorf("in use after a release: %d, want 400", got)
+	}
+	c, err := s.AdmitBytes(600)
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	memoryRefused(t, s, 1001, false)
+	b()
+	c()
+	if got := s.inUse.Load(); got != 0 {
+		t.Errorf("in use after every release: %d", got)
+	}
+	if got := counter(t, reg, "compactord_shed_total", "memory"); got != 2 {
+		t.Errorf("shed memory: %v, want 2", got)
+	}
+}
+
+// memoryRefused checks that n bytes are refused with RESOURCE_EXHAUSTED naming the memory
+// budget, with RetryInfo when retry.
+func memoryRefused(t *testing.T, s *Shedder, n int64, retry bool) {
+	t.Helper()
+	_, err := s.AdmitBytes(n)
+	st := status.Convert(err)
+	var named, retryInfo bool
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.QuotaFailure:
+			named = strings.HasPrefix(d.Violations[0].Description, MemoryBudget)
+		case *errdetails.RetryInfo:
+			retryInfo = d.RetryDelay.AsDuration() > 0
+		}
+	}
+	if st.Code() != codes.ResourceExhausted || !named || retryInfo != retry {
+		t.Errorf("%d bytes: %v (named %v, RetryInfo %v), want RESOURCE_EXHAUSTED naming %s, RetryInfo %v", n, err, named, retryInfo, MemoryBudget, retry)
 	}
 }
 
@@ -270,68 +325,6 @@ func closedAddr(t *testing.T) string {
 	addr := lis.Addr().String()
 	lis.Close()
 	return addr
-}
-
-// TestShedderTapOverGRPC: at the bound, new calls are refused before their requests are
-// read, with the details intact across a real connection.
-func TestShedderTapOverGRPC(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	s := NewShedder(1, 0, metrics.New(reg))
-	release := make(chan struct{})
-	entered := make(chan struct{}, 10)
-	srv := grpc.NewServer(grpc.InTapHandle(s.TapHandle()))
-	srv.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "compactor.v1.CompactorService",
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{MethodName: "Plan", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			var req emptypb.Empty
-			if err := dec(&req); err != nil {
-				return nil, err
-			}
-			entered <- struct{}{}
-			<-release
-			return &emptypb.Empty{}, nil
-		}}},
-	}, struct{}{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	defer srv.Stop()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	call := func() error {
-		return conn.Invoke(context.Background(), servicePrefix+"Plan", &emptypb.Empty{}, &emptypb.Empty{})
-	}
-	first := make(chan error)
-	go func() { first <- call() }()
-	<-entered
-	err = call()
-	st := status.Convert(err)
-	var retry bool
-	for _, d := range st.Details() {
-		if _, ok := d.(*errdetails.RetryInfo); ok {
-			retry = true
-		}
-	}
-	if st.Code() != codes.Unavailable || !retry {
-		t.Errorf("a call at the bound: %v (details %v), want UNAVAILABLE with RetryInfo", err, st.Details())
-	}
-	close(release)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return len(s.cpu) == 0 }) // the first stream's end frees its slot
-	if err := call(); err != nil {
-		t.Errorf("below the bound again: %v", err)
-	}
-	if got := counter(t, reg, "compactord_shed_total", "cpu"); got != 1 {
-		t.Errorf("shed: %v, want 1", got)
-	}
 }
 
 // TestLocalStateBounded: the local fallback remembers a bounded number of tenants, and a

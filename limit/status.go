@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
 )
 
 // refusal is the RESOURCE_EXHAUSTED answer of a per-tenant limit: a QuotaFailure naming the
@@ -28,4 +29,21 @@ func overloaded(bound string, retry time.Duration) error {
 	return grpcerr.WithDetails(status.New(codes.Unavailable, "server overloaded: "+bound+" calls in flight already; retry later or on another replica"),
 		grpcerr.RetryInfo(retry),
 		grpcerr.ErrorInfo("OVERLOADED", map[string]string{"bound": bound}))
+}
+
+// memoryRefusal is the RESOURCE_EXHAUSTED answer of a full memory budget: with RetryInfo
+// (retry > 0) while other requests hold it, without when the request alone is larger.
+func memoryRefusal(n, budget int64, retry time.Duration) error {
+	msg := fmt.Sprintf("the server's memory budget (%d bytes) cannot take this request's %d bytes now; retry later or on another replica", budget, n)
+	details := []protoadapt.MessageV1{
+		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+			Subject: "server", Description: fmt.Sprintf("%s: %d bytes", MemoryBudget, budget)}}},
+		grpcerr.ErrorInfo("MEMORY_BUDGET_EXCEEDED", map[string]string{"limit": MemoryBudget}),
+	}
+	if retry > 0 {
+		details = append(details, grpcerr.RetryInfo(retry))
+	} else {
+		msg = fmt.Sprintf("the request needs %d bytes to decode, more than the server's whole memory budget (%d bytes)", n, budget)
+	}
+	return grpcerr.WithDetails(status.New(codes.ResourceExhausted, msg), details...)
 }

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,9 @@ type config struct {
 	Reflection                   bool
 	// Server-wide bounds on work in flight (package limit); 0 is unbounded.
 	MaxInflight, MaxInflightLLM int
+	// MemoryBudget bounds the memory of requests being decoded and held; 0 derives it from
+	// the Go memory limit (see memoryBudget).
+	MemoryBudget byteSize
 }
 
 // redisConfig is how to reach a Redis that is not a single node given by --redis-url: a
@@ -102,6 +107,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.BoolVar(&c.Reflection, "reflection", true, "serve gRPC server reflection (with --auth, it needs credentials like any call)")
 	fs.IntVar(&c.MaxInflight, "max-inflight", 64, "CompactorService calls in flight beyond which new ones are refused at once with UNAVAILABLE and RetryInfo (0: unbounded; docs/PERFORMANCE.md measures what bound keeps latency)")
 	fs.IntVar(&c.MaxInflightLLM, "max-inflight-llm", 64, "summarizer calls to a model in flight beyond which new ones are refused with UNAVAILABLE (0: unbounded)")
+	fs.Var(&c.MemoryBudget, "memory-budget", "bytes of requests being decoded and held beyond which new ones are refused with RESOURCE_EXHAUSTED (default: a quarter of GOMEMLIMIT, else 256MiB)")
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: compactord [flags]\n\nEvery flag has an environment twin: --listen ↔ %s.\n\n", envName("listen"))
 		fs.PrintDefaults()
@@ -222,6 +228,8 @@ func (c config) check() error {
 		return errors.New("--listen: an address is required")
 	case c.MaxMessageBytes <= 0:
 		return errors.New("--max-message-bytes: must be positive")
+	case c.memoryBudget() < int64(c.MaxMessageBytes):
+		return fmt.Errorf("--memory-budget: %d bytes (set, or a quarter of GOMEMLIMIT) cannot take one request of --max-message-bytes (%d): raise it or lower --max-message-bytes", c.memoryBudget(), c.MaxMessageBytes)
 	case c.DrainTimeout <= 0:
 		return errors.New("--drain-timeout: must be positive")
 	case c.MaxConnAge < 0:
@@ -272,4 +280,22 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(n * mult)
 	return nil
+}
+
+// defaultMemoryBudget is the memory budget of requests without --memory-budget or a Go
+// memory limit (GOMEMLIMIT).
+const defaultMemoryBudget = 256 << 20
+
+// memoryBudget is --memory-budget, else a quarter of the Go memory limit (GOMEMLIMIT: the
+// rest is for the stores, the tokenizer tables, the work of the calls and the collector's
+// headroom; k8s/base/deployment.yaml sets 400MiB for a 512Mi container, hence 100 MiB),
+// else defaultMemoryBudget.
+func (c config) memoryBudget() int64 {
+	if c.MemoryBudget > 0 {
+		return int64(c.MemoryBudget)
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		return limit / 4
+	}
+	return defaultMemoryBudget
 }

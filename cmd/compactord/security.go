@@ -20,13 +20,14 @@ import (
 )
 
 // security is what TLS, authentication, per-tenant limits and load shedding add to the
-// server: its interceptors (auth, then shedding, then tenant limits), credentials, and the
-// admission of summarizer calls.
+// server: its interceptors (auth, then tenant limits), credentials, the admission of calls
+// and their requests' memory (shedding), and the admission of summarizer calls.
 type security struct {
 	mode, tls     string
 	unary         []grpc.UnaryServerInterceptor
 	stream        []grpc.StreamServerInterceptor
 	serverOptions []grpc.ServerOption
+	calls         service.Admitter
 	admit         service.SummaryAdmitter
 }
 
@@ -65,8 +66,9 @@ func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.Uni
 		u, s := auth.Interceptors(a)
 		sec.unary, sec.stream = append(sec.unary, u), append(sec.stream, s)
 	}
-	shed := limit.NewShedder(cfg.MaxInflight, cfg.MaxInflightLLM, m)
-	sec.serverOptions = append(sec.serverOptions, grpc.InTapHandle(shed.TapHandle()))
+	shed := limit.NewShedder(limit.ShedOptions{MaxCPU: cfg.MaxInflight, MaxLLM: cfg.MaxInflightLLM,
+		MemoryBytes: cfg.memoryBudget(), Metrics: m})
+	sec.calls = shed
 	adm := limit.Admission{Shedder: shed}
 	if fc.Limits.Enabled() {
 		adm.Enforcer = limit.New(fc.Limits, limit.Options{Redis: rdb, Metrics: m})
