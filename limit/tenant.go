@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/auth"
+	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/metrics"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -98,7 +99,8 @@ func key(tenant, what string) string {
 }
 
 // UnaryServerInterceptor enforces calls_per_second on every CompactorService call and
-// concurrent_compacts on Compact, for the tenant the call acts for (auth.Tenant).
+// concurrent_compacts on Compact, for the tenant the call acts for (auth.Tenant). A
+// Compact's lease is held until the call, and the work it detached, end.
 func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, servicePrefix) {
@@ -114,7 +116,11 @@ func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			if err != nil {
 				return nil, err
 			}
-			defer release()
+			// The lease lasts as long as the call and the summarization it may leave
+			// running when its caller goes (package hold).
+			if !hold.Add(ctx, release) {
+				defer release()
+			}
 		}
 		return h(ctx, req)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -14,11 +15,11 @@ import (
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -204,47 +205,70 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 		return e, compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE, err
 	}
 
-	// One computation per key in this process (singleflight), and one across replicas
-	// (cache.Fill's lock). Each caller gives up at its own deadline; the computation runs to
-	// the deadline of the caller that started it, and a caller that joined a computation
-	// which ran out of its starter's time starts a new one.
+	// One computation per key in this process (flights), and one across replicas
+	// (cache.Fill's lock). Each caller gives up at its own deadline. The computation runs
+	// detached from the caller that started it, to that caller's deadline, holding what the
+	// caller's call holds (its slot, its tenant's concurrent-Compacts lease, its request's
+	// memory: package hold); a caller that joined a computation which ran out of its
+	// starter's time starts a new one.
 	for {
-		led := false // set when this caller's function is the one that runs
-		ch := c.s.flight.DoChan(key.String(), func() (any, error) {
-			led = true
-			fctx := context.WithoutCancel(ctx)
-			if dl, ok := ctx.Deadline(); ok {
-				var cancel context.CancelFunc
-				fctx, cancel = context.WithDeadline(fctx, dl)
-				defer cancel()
-			}
-			e, st, err := cache.Fill(fctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
-				return c.summarize(ctx, from, anchor)
-			})
-			return filled{e, st}, err
-		})
-		var r singleflight.Result
+		fl, lead := c.s.flights.join(key.String())
+		if lead {
+			c.detach(ctx, key, fl, from, anchor)
+		} else {
+			hold.Yield(ctx) // waiting on another call's work is not engine work
+		}
 		select {
 		case <-ctx.Done():
 			return nil, 0, fmt.Errorf("compact: waiting for the summary: %w", ctx.Err())
-		case r = <-ch:
+		case <-fl.done:
 		}
-		if r.Err != nil {
-			if !led && ctx.Err() == nil && (errors.Is(r.Err, context.DeadlineExceeded) || errors.Is(r.Err, context.Canceled)) {
+		if fl.err != nil {
+			if !lead && ctx.Err() == nil && (errors.Is(fl.err, context.DeadlineExceeded) || errors.Is(fl.err, context.Canceled)) {
 				continue // the starter's time ran out, not ours
 			}
-			return nil, 0, r.Err
+			return nil, 0, fl.err
 		}
-		f := r.Val.(filled)
 		st := compactorv1.CacheStatus_CACHE_STATUS_MISS
 		switch {
-		case f.status == cache.StatusHit || !led:
+		case fl.status == cache.StatusHit || !lead:
 			st = compactorv1.CacheStatus_CACHE_STATUS_HIT
-		case f.status == cache.StatusUnavailable:
+		case fl.status == cache.StatusUnavailable:
 			st = compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE
 		}
-		return f.entry, st, nil
+		return fl.entry, st, nil
 	}
+}
+
+// detach computes the summary of key (cache.Fill) for fl in a goroutine of its own, which
+// keeps what the call of ctx holds until it ends and runs to ctx's deadline whether or not
+// the caller waits for it.
+func (c *compaction) detach(ctx context.Context, key cache.Key, fl *flight, from int, anchor string) {
+	detached := hold.Detach(ctx)
+	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		fctx, cancel = context.WithDeadline(fctx, dl)
+	}
+	go func() {
+		defer detached()
+		defer cancel()
+		e, st, err := c.fill(fctx, key, from, anchor)
+		c.s.flights.finish(key.String(), fl, e, st, err)
+	}()
+}
+
+// fill is cache.Fill of key with a summary built on anchor from msgs[from:cut]. A panic (a
+// bug) is an error: no caller is left to recover it.
+func (c *compaction) fill(ctx context.Context, key cache.Key, from int, anchor string) (e *cache.Entry, st cache.Status, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.logger.ErrorContext(ctx, "panic while summarizing", "panic", p, "stack", string(debug.Stack()))
+			err = errors.New("compact: internal error while summarizing")
+		}
+	}()
+	return cache.Fill(ctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
+		return c.summarize(ctx, from, anchor)
+	})
 }
 
 // transient reports whether err is a summarizer failure a fallback summarizer may stand in
@@ -268,11 +292,6 @@ func (c *compaction) start() (from int, anchor string) {
 		return int(si) + 1, engine.SummaryText(c.msgs[si])
 	}
 	return 0, ""
-}
-
-type filled struct {
-	entry  *cache.Entry
-	status cache.Status
 }
 
 // summarize summarizes the summarized messages of msgs[from:cut] on top of anchor within a

@@ -47,7 +47,9 @@ type replicaConfig struct {
 	fill     cache.FillOptions
 	maxRatio float64
 	admit    service.SummaryAdmitter
-	fallback string // the llm summarizer's fallback
+	fallback string                        // the llm summarizer's fallback
+	calls    service.Admitter              // admits calls and their requests' memory
+	unary    []grpc.UnaryServerInterceptor // e.g. the per-tenant limits
 }
 
 // startReplica serves a Server with an "llm" summarizer (OpenAI protocol, pointed at
@@ -72,7 +74,7 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 		cfg.fill = cache.FillOptions{PollInterval: 20 * time.Millisecond}
 	}
 	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio, Admit: cfg.admit})
-	g := service.NewGRPC(srv, service.GRPCOptions{TracerProvider: cfg.tp})
+	g := service.NewGRPC(srv, service.GRPCOptions{TracerProvider: cfg.tp, Admit: cfg.calls, UnaryInterceptors: cfg.unary})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package service
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
@@ -12,7 +13,6 @@ import (
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
-	"golang.org/x/sync/singleflight"
 )
 
 // Options configures a Server. The zero value serves with engine.DefaultLimits.
@@ -37,6 +37,9 @@ type Options struct {
 	// Admit admits every summarizer call to a model (not the extractive summarizer's); nil
 	// admits all.
 	Admit SummaryAdmitter
+	// Logger receives what goes wrong away from any call (a panic in a summarization its
+	// caller left); nil discards it.
+	Logger *slog.Logger
 }
 
 // SummaryAdmitter admits summarizer calls to a model and is told what each spent: the
@@ -59,13 +62,17 @@ type Server struct {
 	maxSummaryRatio float64
 	metrics         *metrics.Metrics
 	admit           SummaryAdmitter
-	flight          singleflight.Group
+	logger          *slog.Logger
+	flights         flights
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
 	s := &Server{limits: o.Limits, counter: o.Counter, summarizers: o.Summarizers, cache: o.Cache,
-		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit}
+		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit, logger: o.Logger}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
 	if s.counter == nil {
 		s.counter = engine.NewCounter(0)
 	}

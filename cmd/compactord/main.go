@@ -100,6 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxSummaryRatio: cfg.MaxSummaryRatio,
 		Metrics:         m,
 		Admit:           sec.admit,
+		Logger:          logger,
 	})
 	g := service.NewGRPC(srv, service.GRPCOptions{
 		Logger:             logger,
