@@ -4,12 +4,14 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/internal/redistest"
+	"github.com/compactord/compactord/internal/tcpproxy"
 	"github.com/compactord/compactord/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -343,5 +345,62 @@ func TestLocalStateBounded(t *testing.T) {
 	defer e.mu.Unlock()
 	if len(e.rates) > maxLocalTenants || len(e.tokens) > maxLocalTenants || len(e.running) != 0 {
 		t.Errorf("local state: %d rate limiters, %d token windows, %d running entries", len(e.rates), len(e.tokens), len(e.running))
+	}
+}
+
+// TestLeaseWithLostReplyIsTakenBack: a concurrent_compacts lease whose script Redis ran but
+// whose reply came back after the timeout is removed again by the replica that asked for it
+// (it knows its member), so the tenant's slot comes back in about a second rather than
+// after the lease's 10 minutes.
+func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
+	redistest.Need(t)
+	node := redistest.Start(t, false)
+	proxy, err := tcpproxy.New(node.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Stop()
+	slow := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true})
+	defer slow.Close()
+	direct := redis.NewClient(&redis.Options{Addr: node.Addr})
+	defer direct.Close()
+	ctx := context.Background()
+	// A pooled connection, and the script loaded (EVALSHA runs it), before the delay.
+	if err := acquireScript.Load(ctx, slow).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{Default: Limits{ConcurrentCompacts: 1}}, Options{Redis: slow})
+	leases := key("acme", "compacts")
+	var seen atomic.Bool
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n, _ := direct.ZCard(ctx, leases).Result(); n > 0 {
+				seen.Store(true)
+			}
+		}
+	}()
+	proxy.DelayReplies(300 * time.Millisecond)
+	release, err := e.acquire(ctx, "acme", e.cfg.For("acme")) // decided locally once Redis is late
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	var gone bool
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(20 * time.Millisecond) {
+		n, err := direct.ZCard(ctx, leases).Result()
+		gone = err == nil && n == 0
+	}
+	if !seen.Load() {
+		t.Fatal("the lease never reached Redis; the test proves nothing")
+	}
+	if !gone {
+		t.Error("5 s after a lease's reply was lost, it still takes the tenant's slot")
 	}
 }

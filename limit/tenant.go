@@ -16,6 +16,7 @@ import (
 
 	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/internal/hold"
+	"github.com/compactord/compactord/internal/lostwrite"
 	"github.com/compactord/compactord/metrics"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -197,14 +198,19 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (releas
 		cancel()
 		switch {
 		case err == nil && got == 1:
-			return func() {
+			return sync.OnceFunc(func() {
 				rctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 				defer cancel()
-				e.rdb.ZRem(rctx, k, member) // on failure the lease expires
-			}, nil
+				if e.rdb.ZRem(rctx, k, member).Err() != nil {
+					e.undoLease(k, member) // try again, detached, rather than wait for the lease's expiry
+				}
+			}), nil
 		case err == nil:
 			return nil, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
 		}
+		// Redis may have added the lease after the timeout: take it back, or the tenant
+		// would have one slot fewer until it expires.
+		e.undoLease(k, member)
 		e.metrics.LimitFallback(ConcurrentCompacts)
 	}
 	e.mu.Lock()
@@ -220,6 +226,15 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (releas
 		}
 		e.mu.Unlock()
 	}), nil
+}
+
+// undoLease removes member from the lease set k in the background: a lease whose write or
+// release lost its reply (lostwrite).
+func (e *Enforcer) undoLease(k, member string) {
+	lostwrite.Undo(func(ctx context.Context) (bool, error) {
+		n, err := e.rdb.ZRem(ctx, k, member).Result()
+		return n > 0, err
+	})
 }
 
 // AdmitTokens applies summarizer_tokens before an LLM summarizer call for tenant: it refuses
