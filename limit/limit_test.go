@@ -3,6 +3,7 @@ package limit
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -128,17 +129,56 @@ func TestConcurrentCompactsAcrossReplicas(t *testing.T) {
 func TestSummarizerTokensAcrossReplicas(t *testing.T) {
 	a, b, _ := replicas(t, Config{Default: Limits{SummarizerTokens: 1000, TokenWindow: time.Hour}}, nil)
 	ctx := tenantCtx("acme")
-	if err := a.AdmitTokens(ctx, "acme"); err != nil {
+	settle, err := a.ReserveTokens(ctx, "acme", 100)
+	if err != nil {
 		t.Fatal(err)
 	}
-	a.ChargeTokens(ctx, "acme", 600)
-	if err := b.AdmitTokens(ctx, "acme"); err != nil {
+	settle(600)
+	if settle, err = b.ReserveTokens(ctx, "acme", 100); err != nil {
 		t.Fatalf("600 of 1000 spent: %v", err)
 	}
-	b.ChargeTokens(ctx, "acme", 400)
-	refusedBy(t, a.AdmitTokens(ctx, "acme"), SummarizerTokens)
-	if err := a.AdmitTokens(ctx, "globex"); err != nil {
+	settle(400)
+	_, err = a.ReserveTokens(ctx, "acme", 100)
+	refusedBy(t, err, SummarizerTokens)
+	if _, err := a.ReserveTokens(ctx, "globex", 100); err != nil {
 		t.Errorf("another tenant: %v", err)
+	}
+}
+
+// TestTokenReservations: calls in flight count against the token budget before they
+// report, on every replica, and each is charged what it spent in place of its estimate.
+func TestTokenReservations(t *testing.T) {
+	cfg := Config{Default: Limits{SummarizerTokens: 1000, TokenWindow: time.Hour}}
+	for name, pair := range map[string]func(t *testing.T) (a, b *Enforcer){
+		"redis": func(t *testing.T) (a, b *Enforcer) { a, b, _ = replicas(t, cfg, nil); return a, b },
+		"local": func(*testing.T) (a, b *Enforcer) { e := New(cfg, Options{}); return e, e },
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, b := pair(t)
+			ctx := context.Background()
+			first, err := a.ReserveTokens(ctx, "acme", 600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := b.ReserveTokens(ctx, "acme", 500) // 600 in flight: admitted
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.ReserveTokens(ctx, "acme", 10) // 1100 in flight: refused
+			refusedBy(t, err, SummarizerTokens)
+			first(0)                                         // failed without spending
+			second(100)                                      // spent less than it might have
+			settle, err := b.ReserveTokens(ctx, "acme", 850) // 100 spent
+			if err != nil {
+				t.Fatalf("after the calls reported 100 spent: %v", err)
+			}
+			settle(850)
+			settle(850)                               // once
+			_, err = a.ReserveTokens(ctx, "acme", 10) // 950 spent, 10 in flight: admitted
+			if err != nil {
+				t.Fatalf("950 of 1000 spent: %v", err)
+			}
+		})
 	}
 }
 
@@ -164,8 +204,13 @@ func TestRedisDownFallsBackToLocal(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("three decisions with Redis down took %v", d)
 	}
-	e.ChargeTokens(ctx, "acme", 10)
-	refusedBy(t, e.AdmitTokens(ctx, "acme"), SummarizerTokens)
+	settle, err := e.ReserveTokens(ctx, "acme", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(10)
+	_, err = e.ReserveTokens(ctx, "acme", 1)
+	refusedBy(t, err, SummarizerTokens)
 	if got := counter(t, reg, "compactord_limit_fallback_total", CallsPerSecond); got != 3 {
 		t.Errorf("fallback decisions: %v, want 3", got)
 	}
@@ -330,21 +375,83 @@ func closedAddr(t *testing.T) string {
 }
 
 // TestLocalStateBounded: the local fallback remembers a bounded number of tenants, and a
-// finished Compact leaves no entry behind.
+// finished Compact leaves no entry behind. (Past the bound, newcomers share one overflow
+// entry, so some of them are refused: TestSprayingCannotResetLimits.)
 func TestLocalStateBounded(t *testing.T) {
 	e := New(Config{Default: Limits{CallsPerSecond: 1, ConcurrentCompacts: 1, SummarizerTokens: 10}}, Options{})
 	in := e.UnaryServerInterceptor()
 	for i := range maxLocalTenants + 10 {
 		ctx := tenantCtx("t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String())
-		if _, err := in(ctx, nil, compactInfo, ok); err != nil {
+		if _, err := in(ctx, nil, compactInfo, ok); err != nil && i < maxLocalTenants-1 {
 			t.Fatal(err)
 		}
-		e.ChargeTokens(ctx, auth.Tenant(ctx), 1)
+		if settle, err := e.ReserveTokens(ctx, auth.Tenant(ctx), 1); err == nil {
+			settle(1)
+		} else if i < maxLocalTenants-1 {
+			t.Fatal(err)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.rates) > maxLocalTenants || len(e.tokens) > maxLocalTenants || len(e.running) != 0 {
-		t.Errorf("local state: %d rate limiters, %d token windows, %d running entries", len(e.rates), len(e.tokens), len(e.running))
+	if len(e.rates.m) > maxLocalTenants || len(e.tokens.m) > maxLocalTenants || len(e.running) != 0 {
+		t.Errorf("local state: %d rate limiters, %d token windows, %d running entries", len(e.rates.m), len(e.tokens.m), len(e.running))
+	}
+}
+
+// TestSprayingCannotResetLimits: while Redis is down, naming more tenants than the local
+// fallback remembers forgets nobody's limits: a tenant over its rate or its token budget
+// stays over it; the newcomers share what is left.
+func TestSprayingCannotResetLimits(t *testing.T) {
+	e := New(Config{Default: Limits{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{})
+	in := e.UnaryServerInterceptor()
+	acme := tenantCtx("acme")
+	if _, err := in(acme, nil, planInfo, ok); err != nil {
+		t.Fatal(err)
+	}
+	settle, err := e.ReserveTokens(acme, "acme", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(10)
+	for i := range 2 * maxLocalTenants {
+		ctx := tenantCtx("spray-" + strconv.Itoa(i))
+		_, _ = in(ctx, nil, planInfo, ok)
+		if settle, err := e.ReserveTokens(ctx, auth.Tenant(ctx), 1); err == nil {
+			settle(1)
+		}
+	}
+	_, err = in(acme, nil, planInfo, ok)
+	refusedBy(t, err, CallsPerSecond)
+	_, err = e.ReserveTokens(acme, "acme", 1)
+	refusedBy(t, err, SummarizerTokens)
+}
+
+// TestRedisAndLocalRatesAgree: Redis and the local fallback enforce the same rate, exactly,
+// whole calls per second or not: 2.5 calls per second is one call every 400 ms in both.
+func TestRedisAndLocalRatesAgree(t *testing.T) {
+	for _, cps := range []float64{2.5, 0.3, 7, 1000.5, 1, 1.0 / 60} {
+		l := Config{Default: Limits{CallsPerSecond: cps}}.For("t")
+		g := gcraLimit(l)
+		interval := g.Period / time.Duration(g.Rate)
+		if want := time.Duration(float64(time.Second) / cps); interval < want-1 || interval > want+1 || g.Burst != l.Burst {
+			t.Errorf("%g calls per second: Redis allows one every %v (burst %d), the local limiter one every %v (burst %d)", cps, interval, g.Burst, want, l.Burst)
+		}
+	}
+	a, _, _ := replicas(t, Config{Default: Limits{CallsPerSecond: 2.5, Burst: 1}}, nil)
+	in := a.UnaryServerInterceptor()
+	if _, err := in(tenantCtx("acme"), nil, planInfo, ok); err != nil {
+		t.Fatal(err)
+	}
+	_, err := in(tenantCtx("acme"), nil, planInfo, ok)
+	refusedBy(t, err, CallsPerSecond)
+	var retry time.Duration
+	for _, d := range status.Convert(err).Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			retry = r.RetryDelay.AsDuration()
+		}
+	}
+	if retry <= 300*time.Millisecond || retry > 400*time.Millisecond {
+		t.Errorf("Redis says retry in %v, want just under the 400 ms of 2.5 calls per second", retry)
 	}
 }
 

@@ -148,24 +148,24 @@ type Admission struct {
 	Enforcer *Enforcer
 }
 
-// AdmitSummary admits one summarizer call for tenant, or refuses it; done releases its slot
-// and charges the tokens it spent.
-func (a Admission) AdmitSummary(ctx context.Context, tenant string) (done func(tokens int64), err error) {
+// AdmitSummary admits one summarizer call for tenant that may spend up to estimate tokens,
+// or refuses it; done releases its slot and charges the tokens it spent.
+func (a Admission) AdmitSummary(ctx context.Context, tenant string, estimate int64) (done func(tokens int64), err error) {
+	settle := func(int64) {}
 	if a.Enforcer != nil {
-		if err := a.Enforcer.AdmitTokens(ctx, tenant); err != nil {
+		if settle, err = a.Enforcer.ReserveTokens(ctx, tenant, estimate); err != nil {
 			return nil, err
 		}
 	}
 	release := func() {}
 	if a.Shedder != nil {
 		if release, err = a.Shedder.AdmitLLM(ctx); err != nil {
+			settle(0)
 			return nil, err
 		}
 	}
 	return func(tokens int64) {
 		release()
-		if a.Enforcer != nil {
-			a.Enforcer.ChargeTokens(ctx, tenant, tokens)
-		}
+		settle(tokens)
 	}, nil
 }

@@ -323,9 +323,12 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 	}
 	name := c.sum.Fingerprint().Name
 	spent := func(int64) {}
-	if c.s.admit != nil && c.sum.Fingerprint().Model != summarize.ExtractiveModel {
+	if c.s.admit != nil && summarize.CallsModel(c.sum) {
+		// What the call may spend: its input (the range, the anchor and the instructions)
+		// and the summary.
+		estimate := inTokens + c.s.textTokens(c.req.GetInstructions(), tok) + budget
 		var err error
-		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx)); err != nil {
+		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx), estimate); err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,7 @@ type replicaConfig struct {
 	maxRatio float64
 	admit    service.SummaryAdmitter
 	fallback string                        // the llm summarizer's fallback
+	model    string                        // the llm summarizer's model; "gpt-test" by default
 	calls    service.Admitter              // admits calls and their requests' memory
 	unary    []grpc.UnaryServerInterceptor // e.g. the per-tenant limits
 }
@@ -60,9 +61,12 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 		cfg.retry = summarize.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	}
 	var sc *summarize.Config
+	if cfg.model == "" {
+		cfg.model = "gpt-test"
+	}
 	if cfg.llm != nil {
 		sc = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
-			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: "gpt-test", Timeout: 10 * time.Second,
+			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: cfg.model, Timeout: 10 * time.Second,
 			Fallback: cfg.fallback,
 		}}}
 	}

@@ -43,11 +43,12 @@ type Options struct {
 }
 
 // SummaryAdmitter admits summarizer calls to a model and is told what each spent: the
-// server-wide bound on LLM calls in flight and the tenant's token budget (package limit).
+// server-wide bound on LLM calls in flight and the tenant's token budget (package limit),
+// against which estimate (what the call may spend) counts until done reports what it did.
 // A refusal is a status error (UNAVAILABLE or RESOURCE_EXHAUSTED, with RetryInfo) that
 // Compact returns as it is.
 type SummaryAdmitter interface {
-	AdmitSummary(ctx context.Context, tenant string) (done func(tokens int64), err error)
+	AdmitSummary(ctx context.Context, tenant string, estimate int64) (done func(tokens int64), err error)
 }
 
 // Server implements compactorv1.CompactorServiceServer. It holds no per-request state and is

@@ -112,6 +112,14 @@ type Result struct {
 	Attempts int
 }
 
+// CallsModel reports whether s writes its summaries with a model (an LLM summarizer, whose
+// calls spend tokens and take a slot among the calls to models) rather than locally (the
+// extractive summarizer), whatever its configured name or model.
+func CallsModel(s Summarizer) bool {
+	_, local := s.(*Extractive)
+	return !local
+}
+
 // Fingerprint names a summarizer configuration for cache keys: summaries written by a
 // different summarizer name, model or prompt version are never reused.
 type Fingerprint struct {
