@@ -98,18 +98,18 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		return status.Error(codes.Internal, "internal error")
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
-	// Recovery comes first, so that a panic in any interceptor (logging, metrics,
-	// authentication, limits) is an INTERNAL answer rather than the end of the process; and
-	// last again, so that a panic in a handler is logged and counted as the INTERNAL it
-	// becomes.
+	// Recovery comes first, so that a panic even in logging or metrics is an INTERNAL answer
+	// rather than the end of the process; and again right after them, so that a panic in
+	// any later interceptor (authentication, limits) or in a handler is logged and counted
+	// as the INTERNAL it becomes.
 	unary := []grpc.UnaryServerInterceptor{recovery.UnaryServerInterceptor(onPanic), logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...)}
 	stream := []grpc.StreamServerInterceptor{recovery.StreamServerInterceptor(onPanic), logging.StreamServerInterceptor(slogAdapter(logger), logOpts...)}
 	if o.Metrics != nil {
 		unary = append(unary, o.Metrics.UnaryServerInterceptor())
 		stream = append(stream, o.Metrics.StreamServerInterceptor())
 	}
-	unary = append(append(unary, o.UnaryInterceptors...), recovery.UnaryServerInterceptor(onPanic))
-	stream = append(append(stream, o.StreamInterceptors...), recovery.StreamServerInterceptor(onPanic))
+	unary = append(append(unary, recovery.UnaryServerInterceptor(onPanic)), o.UnaryInterceptors...)
+	stream = append(append(stream, recovery.StreamServerInterceptor(onPanic)), o.StreamInterceptors...)
 	otelOpts := []otelgrpc.Option{otelgrpc.WithPropagators(propagation.TraceContext{})}
 	if o.TracerProvider != nil {
 		otelOpts = append(otelOpts, otelgrpc.WithTracerProvider(o.TracerProvider))
