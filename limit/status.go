@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/compactord/compactord/internal/clip"
 	"github.com/compactord/compactord/internal/grpcerr"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -15,7 +16,7 @@ import (
 // limit and the tenant, RetryInfo saying when to try again, and an ErrorInfo whose metadata
 // names the limit for programs.
 func refusal(limit, tenant string, retry time.Duration, desc string) error {
-	msg := fmt.Sprintf("tenant %q is over its %s limit: %s", tenant, limit, desc)
+	msg := fmt.Sprintf("tenant %s is over its %s limit: %s", clip.Quote(tenant), limit, desc)
 	return grpcerr.WithDetails(status.New(codes.ResourceExhausted, msg),
 		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 			Subject: "tenant:" + tenant, Description: limit + ": " + desc}}},

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -378,6 +379,9 @@ func TestCompactSummarizerFailures(t *testing.T) {
 		{name: "500s exhaust the retries", reply: func(int64) (int, string) { return http.StatusInternalServerError, "" }, want: codes.Unavailable, calls: 3},
 		{name: "slow past the deadline", delay: 10 * time.Second, deadline: 300 * time.Millisecond, want: codes.DeadlineExceeded, calls: 1},
 		{name: "empty completion", reply: func(int64) (int, string) { return 0, "  \n" }, want: codes.Unavailable, calls: 1},
+		// A refused key or request is permanent: FAILED_PRECONDITION, never retried
+		// (TestCompactRejectedIsNotRetryable checks the details).
+		{name: "401", reply: func(int64) (int, string) { return http.StatusUnauthorized, "" }, want: codes.FailedPrecondition, calls: 1},
 		// A summary longer than its budget is cut to it (deterministically), not rejected:
 		// a rejection would repeat on every retry.
 		{name: "summary as long as its input", reply: func(int64) (int, string) { return 0, strings.Repeat("all of it again ", 3000) }, want: codes.OK, calls: 1},
@@ -418,6 +422,38 @@ func TestCompactSummarizerFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompactRejectedIsNotRetryable: a provider's 400, 401 or 403 is answered with
+// FAILED_PRECONDITION naming the HTTP status and without RetryInfo (a retry meets the same
+// answer), the fallback summarizer does not stand in, and nothing of the provider's error
+// text beyond its status reaches the caller.
+func TestCompactRejectedIsNotRetryable(t *testing.T) {
+	for _, code := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden} {
+		llm := llmtest.NewOpenAI(t)
+		llm.Script(func(int64) (int, string) { return code, "" }, 0)
+		client := startReplica(t, replicaConfig{llm: llm, fallback: "extractive"})
+		_, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20)))
+		st := status.Convert(err)
+		var info *errdetails.ErrorInfo
+		for _, d := range st.Details() {
+			switch d := d.(type) {
+			case *errdetails.RetryInfo:
+				t.Errorf("HTTP %d: RetryInfo %v invites a retry", code, d)
+			case *errdetails.ErrorInfo:
+				info = d
+			}
+		}
+		if st.Code() != codes.FailedPrecondition || info.GetReason() != "SUMMARIZER_REJECTED" || info.GetMetadata()["status"] != strconv.Itoa(code) {
+			t.Errorf("HTTP %d: %v (%v), want FAILED_PRECONDITION with ErrorInfo SUMMARIZER_REJECTED naming the status", code, err, info)
+		}
+		if strings.Contains(st.Message(), "scripted") || strings.Contains(st.Message(), llm.URL) {
+			t.Errorf("HTTP %d: the message repeats the provider's text or address: %q", code, st.Message())
+		}
+		if llm.Calls() != 1 {
+			t.Errorf("HTTP %d: %d calls, want 1", code, llm.Calls())
+		}
 	}
 }
 

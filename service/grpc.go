@@ -9,6 +9,7 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/clip"
 	"github.com/compactord/compactord/metrics"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
@@ -184,12 +185,21 @@ func (g *GRPC) Shutdown(ctx context.Context) bool {
 	}
 }
 
-// slogAdapter lets the go-grpc-middleware logging interceptors write to slog.
+// slogAdapter lets the go-grpc-middleware logging interceptors write to slog, every string
+// value bounded (package clip): an error message can quote a caller's input.
 func slogAdapter(l *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		for i, f := range fields {
+			if s, ok := f.(string); ok && len(s) > maxLogValue {
+				fields[i] = clip.String(s, maxLogValue)
+			}
+		}
 		l.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
 }
+
+// maxLogValue bounds a string value of a call's log line.
+const maxLogValue = 2048
 
 // Transport bounds per stream and per connection.
 const (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,21 +17,19 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "anthropic")
+	if err := os.WriteFile(keyFile, []byte("sk-ant-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := &Config{DefaultSummarizer: "mini", Summarizers: []SummarizerConfig{
 		{Name: "mini", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
 			Timeout: 30 * time.Second, MaxOutputTokens: 2048, Fallback: "extractive"},
-		{Name: "claude", Kind: KindAnthropic, Model: "claude-haiku", APIKeyFile: "/secrets/anthropic"},
+		{Name: "claude", Kind: KindAnthropic, Model: "claude-haiku", APIKeyFile: keyFile},
 		{Name: "short", Kind: KindExtractive, MaxOutputTokens: 256},
 	}}
 	opt := Options{
 		LookupEnv: func(k string) (string, bool) {
 			return map[string]string{"OPENAI_API_KEY": "sk-1"}[k], k == "OPENAI_API_KEY"
-		},
-		ReadFile: func(p string) ([]byte, error) {
-			if p == "/secrets/anthropic" {
-				return []byte("sk-ant-2\n"), nil
-			}
-			return nil, os.ErrNotExist
 		},
 	}
 	r, err := NewRegistry(c, "extractive", opt)
@@ -68,10 +67,14 @@ func TestRegistry(t *testing.T) {
 	}
 
 	// Missing keys fail at startup, naming the variable or file but never a key.
-	noKeys := Options{LookupEnv: func(string) (string, bool) { return "", false },
-		ReadFile: func(string) ([]byte, error) { return nil, os.ErrNotExist }}
+	noKeys := Options{LookupEnv: func(string) (string, bool) { return "", false }}
 	if _, err := NewRegistry(c, "", noKeys); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("missing env key: %v", err)
+	}
+	c.Summarizers[0].APIKeyEnv = ""
+	c.Summarizers[1].APIKeyFile = keyFile + ".missing"
+	if _, err := NewRegistry(c, "", noKeys); err == nil || !strings.Contains(err.Error(), "api_key_file") || strings.Contains(err.Error(), "sk-") {
+		t.Errorf("missing key file: %v", err)
 	}
 
 	// Without a config: just the extractive default; --summarizer must name something.
@@ -151,5 +154,28 @@ func TestFallbackConfig(t *testing.T) {
 	}
 	if _, ok := r.Fallback("b"); ok {
 		t.Error("b has no fallback")
+	}
+}
+
+// TestPlainHTTPBaseURL: an http:// base_url would send the API key and the conversations in
+// clear, so it is refused unless it names a loopback address or allow_http says so.
+func TestPlainHTTPBaseURL(t *testing.T) {
+	for _, tt := range []struct {
+		url   string
+		allow bool
+		ok    bool
+	}{
+		{"https://api.example.com/v1", false, true},
+		{"http://127.0.0.1:11434/v1", false, true},
+		{"http://localhost:8000/v1", false, true},
+		{"http://[::1]:8000/v1", false, true},
+		{"http://vllm.models.svc:8000/v1", false, false},
+		{"http://10.0.0.5/v1", false, false},
+		{"http://vllm.models.svc:8000/v1", true, true},
+	} {
+		err := (&Config{Summarizers: []SummarizerConfig{{Name: "a", Kind: KindOpenAI, Model: "m", BaseURL: tt.url, AllowHTTP: tt.allow}}}).Validate()
+		if (err == nil) != tt.ok || !tt.ok && !strings.Contains(err.Error(), "allow_http") {
+			t.Errorf("%s (allow_http %v): %v, want ok %v", tt.url, tt.allow, err, tt.ok)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	summarizers, err := loadSummarizers(cfg, &fc.Config, tp)
+	summarizers, err := loadSummarizers(cfg, &fc.Config, tp, logger)
 	if err != nil {
 		return err
 	}
@@ -161,8 +161,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // loadSummarizers builds the named summarizers of --config (if any) plus the built-in
 // extractive one, with the default from the file or --summarizer.
-func loadSummarizers(cfg config, sc *summarize.Config, tp trace.TracerProvider) (*summarize.Registry, error) {
-	r, err := summarize.NewRegistry(sc, cfg.Summarizer, summarize.Options{TracerProvider: tp})
+func loadSummarizers(cfg config, sc *summarize.Config, tp trace.TracerProvider, logger *slog.Logger) (*summarize.Registry, error) {
+	r, err := summarize.NewRegistry(sc, cfg.Summarizer, summarize.Options{TracerProvider: tp, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("summarizers: %w", err)
 	}

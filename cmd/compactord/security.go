@@ -62,10 +62,9 @@ func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.Uni
 	if a == nil {
 		logger.Warn("authentication is OFF (--auth=none): any caller can act as any tenant by setting " +
 			auth.TenantKey + "; use --auth=mtls, jwt or api-key wherever more than one party can reach the port (SECURITY.md)")
-	} else {
-		u, s := auth.Interceptors(a)
-		sec.unary, sec.stream = append(sec.unary, u), append(sec.stream, s)
 	}
+	u, s := auth.Interceptors(a) // with none, they check the tenant the header names
+	sec.unary, sec.stream = append(sec.unary, u), append(sec.stream, s)
 	shed := limit.NewShedder(limit.ShedOptions{MaxCPU: cfg.MaxInflight, MaxLLM: cfg.MaxInflightLLM,
 		MemoryBytes: cfg.memoryBudget(), Metrics: m})
 	sec.calls = shed
