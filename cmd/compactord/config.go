@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/internal/filewatch"
 )
 
 // config is the server's configuration: flags, each with a COMPACTORD_* environment twin
@@ -62,7 +64,14 @@ type redisConfig struct {
 	Budget time.Duration
 	// Password and SentinelPassword are read from the files or the environment by parseConfig.
 	Password, SentinelPassword string
+	// reload is how often --redis-password-file is stat'ed for a rotated password;
+	// 0 means secretReloadInterval.
+	reload time.Duration
 }
+
+// secretReloadInterval is how often a password file is stat'ed, on use, for a new password
+// (as the API-key file and the TLS files are).
+const secretReloadInterval = 5 * time.Second
 
 // envName is the environment twin of a flag: --max-message-bytes ↔ COMPACTORD_MAX_MESSAGE_BYTES.
 func envName(flagName string) string {
@@ -195,6 +204,20 @@ func (r redisConfig) topology() (t cache.Topology, ok bool, err error) {
 		return t, false, nil
 	}
 	t.Username, t.Password, t.SentinelPassword = r.Username, r.Password, r.SentinelPassword
+	if r.PasswordFile != "" {
+		// New connections authenticate with the file's current password. (The Sentinels'
+		// password is read once: go-redis takes no provider for it.)
+		path, user := r.PasswordFile, r.Username
+		interval := cmp.Or(r.reload, secretReloadInterval)
+		pw, err := filewatch.New([]string{path}, filewatch.Options{Interval: interval}, func() (string, error) {
+			b, err := os.ReadFile(path)
+			return strings.TrimRight(string(b), "\r\n"), err
+		})
+		if err != nil {
+			return t, false, fmt.Errorf("--redis-password-file: %w", err)
+		}
+		t.Credentials = func() (string, string) { return user, pw.Get() }
+	}
 	if r.TLS || r.TLSCA != "" {
 		if t.TLS, err = cache.TLSConfig(r.TLSCA, r.TLSServerName); err != nil {
 			return t, false, fmt.Errorf("--redis-tls-ca: %w", err)
