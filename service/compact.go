@@ -86,6 +86,9 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if err := s.checkInstructions(req); err != nil {
+		return nil, toStatus(err)
+	}
 	plan := d.Response
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrAction.String(plan.GetAction().String()),
@@ -301,20 +304,18 @@ func (c *compaction) start() (from int, anchor string) {
 func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*cache.Entry, error) {
 	tok := c.req.GetPolicy().GetTokenizer()
 	count := func(s string) int { return int(c.s.textTokens(s, tok)) }
+	// The policy's summary room (what the plan reserved for the summary) bounds it too.
+	room := summaryRoom(c.req.GetPolicy())
+	anchor, anchorTokens := c.s.boundAnchor(anchor, tok, room)
 	var (
 		in       []*compactorv1.Message
-		inTokens = c.s.textTokens(anchor, tok)
+		inTokens = anchorTokens
 	)
 	for i := from; i < c.cut; i++ {
 		if c.summarized(i) {
 			in = append(in, c.msgs[i])
 			inTokens += c.plan.GetMessageTokens()[i]
 		}
-	}
-	// The policy's summary room (what the plan reserved for the summary) bounds it too.
-	room := int64(engine.DefaultSummaryMaxTokens)
-	if m := c.req.GetPolicy().GetSummaryMaxTokens(); m > 0 {
-		room = m
 	}
 	budget := min(int64(c.s.maxSummaryRatio*float64(inTokens)), room)
 	if budget < minSummaryTokens {
@@ -371,6 +372,42 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 			Trimmed: rep.Trimmed,
 		},
 	}, nil
+}
+
+// summaryRoom is the policy's room for a summary: summary_max_tokens, else its default.
+func summaryRoom(p *compactorv1.Policy) int64 {
+	if m := p.GetSummaryMaxTokens(); m > 0 {
+		return m
+	}
+	return engine.DefaultSummaryMaxTokens
+}
+
+// checkInstructions bounds a Compact's instructions by its policy: they go into the
+// summarizer's prompt whole (and into the COMPACT_PROMPT message), so they may take at most
+// the room the policy gives the summary itself.
+func (s *Server) checkInstructions(req *compactorv1.CompactRequest) error {
+	ins, room := req.GetInstructions(), summaryRoom(req.GetPolicy())
+	if int64(len(ins)) <= room { // a token is at least a byte
+		return nil
+	}
+	if n := s.textTokens(ins, req.GetPolicy().GetTokenizer()); n > room {
+		return &engine.ValidationError{Limit: true, Violations: []engine.FieldViolation{{Field: "instructions",
+			Description: fmt.Sprintf("%d tokens exceed the limit of %d, the policy's summary room (policy.summary_max_tokens)", n, room)}}}
+	}
+	return nil
+}
+
+// boundAnchor bounds the previous summary a new one builds on by the policy: a summary
+// compactord wrote is at most the summary room, so an anchor of more than twice that (a
+// caller's own text in a COMPACT_SUMMARY message, or a room since made smaller) is cut to
+// it, keeping its head and tail. It returns the anchor and its tokens.
+func (s *Server) boundAnchor(anchor, tok string, room int64) (string, int64) {
+	n := s.textTokens(anchor, tok)
+	if limit := 2 * room; n > limit {
+		anchor = engine.Truncate(anchor, int(int64(len(anchor))*room/n))
+		n = s.textTokens(anchor, tok)
+	}
+	return anchor, n
 }
 
 // summarized reports whether msgs[i] is replaced by the summary.

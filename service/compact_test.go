@@ -16,6 +16,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
 	"github.com/compactord/compactord/service"
@@ -685,4 +686,41 @@ func hasSpan(spans tracetest.SpanStubs, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestCompactBoundsInstructionsAndAnchor: instructions go into the summarizer's prompt
+// whole, so they may take at most the policy's summary room (RESOURCE_EXHAUSTED naming
+// instructions beyond it); the previous summary a new one builds on is cut to that room when
+// it is more than twice as long, so a caller's oversized COMPACT_SUMMARY text never reaches
+// the model whole.
+func TestCompactBoundsInstructionsAndAnchor(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{})})
+	req := compactReq(irtest.Conversation(20))
+	req.Instructions = strings.Repeat("keep every path ", 1000) // about 3000 tokens
+	_, err := client.Compact(t.Context(), req)
+	if field := BadRequestField(t, err, codes.ResourceExhausted); field != "instructions" {
+		t.Errorf("instructions past the summary room: field %q", field)
+	}
+	req.Policy.SummaryMaxTokens = 4000
+	if _, err := client.Compact(t.Context(), req); err != nil {
+		t.Errorf("the same instructions within a 4000-token summary room: %v", err)
+	}
+
+	anchor := "ANCHOR-HEAD " + strings.Repeat("an earlier summary that goes on and on. ", 4000) + " ANCHOR-TAIL"
+	msgs := irtest.Conversation(20)
+	msgs = append(msgs[:1], append([]*compactorv1.Message{engine.SummaryMessage(anchor, 40)}, msgs[1:]...)...)
+	big := &compactorv1.CompactRequest{Messages: msgs, Summarizer: "llm", Force: true,
+		Policy: &compactorv1.Policy{ContextWindow: 200_000, Prune: &compactorv1.PrunePolicy{Disabled: true}}}
+	before := llm.Calls()
+	if _, err := client.Compact(t.Context(), big); err != nil {
+		t.Fatal(err)
+	}
+	if llm.Calls() != before+1 {
+		t.Fatalf("%d LLM calls, want 1", llm.Calls()-before)
+	}
+	body := llm.Body(int(before + 1))
+	if !strings.Contains(body, "ANCHOR-HEAD") || !strings.Contains(body, "ANCHOR-TAIL") || !strings.Contains(body, "bytes omitted") || len(body) > len(anchor)/2 {
+		t.Errorf("a %d-byte anchor reached the model in a %d-byte request: want it cut to the summary room, head and tail kept", len(anchor), len(body))
+	}
 }
