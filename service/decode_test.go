@@ -49,7 +49,15 @@ func TestDecodeDepthLimit(t *testing.T) {
 				t.Fatalf("nested %d deep, within the limit: %v", fits, err)
 			}
 			for _, depth := range []int{fits + 1, 100_000} {
-				_, err := checkRequest(tt.build(depth), &compactorv1.PlanRequest{})
+				b := tt.build(depth)
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				_, err := checkRequest(b, &compactorv1.PlanRequest{})
+				runtime.ReadMemStats(&after)
+				// Refusing costs what the first levels do, not the nesting's full depth.
+				if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 {
+					t.Errorf("nested %d deep: refusing it allocated %d bytes", depth, n)
+				}
 				v, limit := violation(t, err)
 				if !limit || !strings.HasPrefix(v.Field, tt.wantPrefix) || !strings.Contains(v.Description, "nested deeper than the limit of 64 levels") {
 					t.Errorf("nested %d deep: %+v (limit %v), want a limit naming %s…", depth, v, limit, tt.wantPrefix)

@@ -401,10 +401,10 @@ func (s *wireSchema) pathAt(b []byte, off int) string {
 			}
 			if vlen < 0 || off < vstart+vlen {
 				parts = append(parts, name)
-				if vlen < 0 || f.inner == nil || typ != protowire.BytesType {
-					return joinPath(parts)
-				}
 				_, ln := protowire.ConsumeVarint(b[vstart:end])
+				if vlen < 0 || f.inner == nil || typ != protowire.BytesType || off < vstart+ln {
+					return joinPath(parts) // off is in this field's tag or length, or it holds no message
+				}
 				cur, start, end = f.inner, vstart+ln, vstart+vlen
 				next = true
 				break

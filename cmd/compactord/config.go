@@ -314,11 +314,17 @@ const defaultMemoryBudget = 256 << 20
 // headroom; k8s/base/deployment.yaml sets 400MiB for a 512Mi container, hence 100 MiB),
 // else defaultMemoryBudget.
 func (c config) memoryBudget() int64 {
-	if c.MemoryBudget > 0 {
-		return int64(c.MemoryBudget)
-	}
-	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
-		return limit / 4
+	return memoryBudgetFor(int64(c.MemoryBudget), debug.SetMemoryLimit(-1))
+}
+
+// memoryBudgetFor is the memory budget of --memory-budget set (0: not set) under the Go
+// memory limit goMemLimit (math.MaxInt64: none).
+func memoryBudgetFor(set, goMemLimit int64) int64 {
+	switch {
+	case set > 0:
+		return set
+	case goMemLimit != math.MaxInt64:
+		return goMemLimit / 4
 	}
 	return defaultMemoryBudget
 }
