@@ -11,6 +11,7 @@ import (
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/cputime"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
@@ -337,12 +338,11 @@ func BenchmarkCodecUnmarshal(b *testing.B) {
 	}{{"compactord", newCodec(admitAll{})}, {"grpc-proto", encoding.GetCodecV2("proto")}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(wire)))
-			b.ReportAllocs()
-			for b.Loop() {
+			cputime.Loop(b, func() {
 				if err := bc.codec.Unmarshal(data, &compactorv1.PlanRequest{}); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
