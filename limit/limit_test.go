@@ -331,15 +331,6 @@ func memoryRefused(t *testing.T, s *Shedder, n int64, retry bool) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-	}
-}
-
 // counter returns the value of the series of name with the given label values in reg.
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()

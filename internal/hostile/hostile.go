@@ -113,7 +113,7 @@ func Malformed() map[string][]byte {
 		"truncated length":         append(slices.Clone(msg), planMessages<<3|2, 0x80),
 		"length past the end":      append(slices.Clone(msg), planMessages<<3|2, 0x7f, 0x0a),
 		"negative length":          append(slices.Clone(msg), planMessages<<3|2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
-		"wrong wire type":          append(slices.Clone(msg), planMessages<<3|0, 0x01), // messages as a varint
+		"wrong wire type":          append(slices.Clone(msg), planMessages<<3, 0x01), // messages as a varint (wire type 0)
 		"field number zero":        append(slices.Clone(msg), 0x02, 0x00),
 		"group on a message field": append(slices.Clone(msg), planMessages<<3|3, planMessages<<3|4),
 		"overlong varint":          field(planMessages, append([]byte{messageRole << 3}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)),
