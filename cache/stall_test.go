@@ -4,25 +4,17 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/compactord/compactord/internal/redistest"
-	"github.com/compactord/compactord/internal/tcpproxy"
 )
 
 // TestRedisStalledGivesUpWithinBudget: behind a partition, every cache command gives up
 // within the budget, the breaker opens (commands then fail at once) and closes again once
 // Redis answers.
 func TestRedisStalledGivesUpWithinBudget(t *testing.T) {
-	redistest.Need(t)
-	node := redistest.Start(t, false)
-	proxy, err := tcpproxy.New(node.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Stop()
+	_, proxy := redistest.Proxied(t)
 	var mu sync.Mutex
 	var states []string
 	r, err := NewRedis(RedisOptions{URL: "redis://" + proxy.Addr() + "/0", BreakerCooldown: 200 * time.Millisecond,
@@ -73,13 +65,7 @@ func TestRedisStalledGivesUpWithinBudget(t *testing.T) {
 // after the budget is deleted by its would-be holder (compare-and-delete with its token),
 // so another caller can take it in about a second rather than after --lock-ttl.
 func TestLockWithLostReplyIsTakenBack(t *testing.T) {
-	redistest.Need(t)
-	node := redistest.Start(t, false)
-	proxy, err := tcpproxy.New(node.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Stop()
+	node, proxy := redistest.Proxied(t)
 	slow, err := NewRedis(RedisOptions{URL: "redis://" + proxy.Addr() + "/0", Breaker: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -95,21 +81,10 @@ func TestLockWithLostReplyIsTakenBack(t *testing.T) {
 	lockKey := slow.lockKey(key)
 
 	// Watch the lock key from the side, to know the SET was applied.
-	var seen atomic.Bool
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n, _ := direct.rdb.Exists(ctx, lockKey).Result(); n == 1 {
-				seen.Store(true)
-			}
-		}
-	}()
+	seen := redistest.Ever(t, func() bool {
+		n, _ := direct.rdb.Exists(ctx, lockKey).Result()
+		return n == 1
+	})
 	if _, err := slow.Get(ctx, key); !errors.Is(err, ErrNotFound) { // a pooled connection, before the delay
 		t.Fatal(err)
 	}
@@ -124,7 +99,7 @@ func TestLockWithLostReplyIsTakenBack(t *testing.T) {
 			_ = l.Unlock(ctx)
 		}
 	}
-	if !seen.Load() {
+	if !seen() {
 		t.Fatal("the SET never reached Redis; the test proves nothing")
 	}
 	if !taken {
@@ -136,13 +111,7 @@ func TestLockWithLostReplyIsTakenBack(t *testing.T) {
 // like every other command: behind a partition each gives up within the budget, and their
 // failures open the breaker.
 func TestPublishWithinBudgetAndBreaker(t *testing.T) {
-	redistest.Need(t)
-	node := redistest.Start(t, false)
-	proxy, err := tcpproxy.New(node.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Stop()
+	_, proxy := redistest.Proxied(t)
 	r, err := NewRedis(RedisOptions{URL: "redis://" + proxy.Addr() + "/0", BreakerCooldown: time.Minute})
 	if err != nil {
 		t.Fatal(err)

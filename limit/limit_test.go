@@ -5,14 +5,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/internal/redistest"
-	"github.com/compactord/compactord/internal/tcpproxy"
 	"github.com/compactord/compactord/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -451,13 +449,7 @@ func TestRedisAndLocalRatesAgree(t *testing.T) {
 // (it knows its member), so the tenant's slot comes back in about a second rather than
 // after the lease's 10 minutes.
 func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
-	redistest.Need(t)
-	node := redistest.Start(t, false)
-	proxy, err := tcpproxy.New(node.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Stop()
+	node, proxy := redistest.Proxied(t)
 	slow := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true})
 	defer slow.Close()
 	direct := redis.NewClient(&redis.Options{Addr: node.Addr})
@@ -469,21 +461,10 @@ func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
 	}
 	e := New(Config{Default: Limits{ConcurrentCompacts: 1}}, Options{Redis: slow})
 	leases := key("acme", "compacts")
-	var seen atomic.Bool
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n, _ := direct.ZCard(ctx, leases).Result(); n > 0 {
-				seen.Store(true)
-			}
-		}
-	}()
+	seen := redistest.Ever(t, func() bool {
+		n, _ := direct.ZCard(ctx, leases).Result()
+		return n > 0
+	})
 	proxy.DelayReplies(300 * time.Millisecond)
 	release, err := e.acquire(ctx, "acme", e.cfg.For("acme")) // decided locally once Redis is late
 	if err != nil {
@@ -495,7 +476,7 @@ func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
 		n, err := direct.ZCard(ctx, leases).Result()
 		gone = err == nil && n == 0
 	}
-	if !seen.Load() {
+	if !seen() {
 		t.Fatal("the lease never reached Redis; the test proves nothing")
 	}
 	if !gone {

@@ -13,7 +13,6 @@ import (
 	"github.com/compactord/compactord/internal/llmtest"
 	"github.com/compactord/compactord/limit"
 	"github.com/compactord/compactord/service"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -119,14 +118,7 @@ func TestCompactLeaseOutlivesCaller(t *testing.T) {
 	short, stop := context.WithTimeout(tenant, 2*time.Second)
 	defer stop()
 	_, err := client.Compact(short, other)
-	st := status.Convert(err)
-	var named bool
-	for _, d := range st.Details() {
-		if q, ok := d.(*errdetails.QuotaFailure); ok && strings.HasPrefix(q.Violations[0].Description, limit.ConcurrentCompacts) {
-			named = true
-		}
-	}
-	if st.Code() != codes.ResourceExhausted || !named {
+	if !quotaRefusal(err, limit.ConcurrentCompacts) {
 		t.Errorf("a second Compact while the first one's summarization runs on: %v, want RESOURCE_EXHAUSTED naming %s", err, limit.ConcurrentCompacts)
 	}
 	release()

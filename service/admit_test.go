@@ -37,15 +37,8 @@ func TestCompactSummarizerTokenBudget(t *testing.T) {
 	other := compactReq(irtest.Conversation(22))
 	other.Messages[1] = irtest.User("A different task: " + strings.Repeat("port the parser ", 20))
 	_, err := client.Compact(ctx, other)
-	st := status.Convert(err)
-	var named bool
-	for _, d := range st.Details() {
-		if q, ok := d.(*errdetails.QuotaFailure); ok && strings.HasPrefix(q.Violations[0].Description, limit.SummarizerTokens) {
-			named = true
-		}
-	}
-	if st.Code() != codes.ResourceExhausted || !named {
-		t.Fatalf("a new LLM summary over the budget: %v (%v), want RESOURCE_EXHAUSTED naming %s", err, st.Details(), limit.SummarizerTokens)
+	if !quotaRefusal(err, limit.SummarizerTokens) {
+		t.Fatalf("a new LLM summary over the budget: %v (%v), want RESOURCE_EXHAUSTED naming %s", err, status.Convert(err).Details(), limit.SummarizerTokens)
 	}
 	if hit, err := client.Compact(ctx, first); err != nil || hit.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT {
 		t.Errorf("a cache hit over the budget: %v, %v", err, hit.GetCacheStatus())
@@ -60,6 +53,18 @@ func TestCompactSummarizerTokenBudget(t *testing.T) {
 	if _, err := client.Compact(globex, other); err != nil || llm.Calls() == before {
 		t.Errorf("another tenant's LLM summary: %v (LLM calls %d → %d)", err, before, llm.Calls())
 	}
+}
+
+// quotaRefusal reports whether err is RESOURCE_EXHAUSTED with a QuotaFailure naming the
+// per-tenant limit name.
+func quotaRefusal(err error, name string) bool {
+	st := status.Convert(err)
+	for _, d := range st.Details() {
+		if q, ok := d.(*errdetails.QuotaFailure); ok && strings.HasPrefix(q.Violations[0].Description, name) {
+			return st.Code() == codes.ResourceExhausted
+		}
+	}
+	return false
 }
 
 // recordingSummaryAdmitter admits every summarizer call and records the estimates and the

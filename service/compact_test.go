@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -27,7 +26,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -80,18 +78,7 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 		cfg.fill = cache.FillOptions{PollInterval: 20 * time.Millisecond}
 	}
 	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio, Admit: cfg.admit})
-	g := service.NewGRPC(srv, service.GRPCOptions{TracerProvider: cfg.tp, Admit: cfg.calls, UnaryInterceptors: cfg.unary})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Server.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	_, conn := serveTCP(t, srv, service.GRPCOptions{TracerProvider: cfg.tp, Admit: cfg.calls, UnaryInterceptors: cfg.unary})
 	return compactorv1.NewCompactorServiceClient(conn)
 }
 

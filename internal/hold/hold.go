@@ -42,22 +42,18 @@ func from(ctx context.Context) *call {
 // reports false, without keeping release, when ctx carries no hold or the call has ended:
 // the caller releases itself then.
 func Add(ctx context.Context, release func()) bool {
-	c := from(ctx)
-	if c == nil {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.refs == 0 {
-		return false
-	}
-	c.releases = append(c.releases, release)
-	return true
+	return with(ctx, func(c *call) { c.releases = append(c.releases, release) })
 }
 
 // AddSlot is Add for the call's slot among the calls in flight, which Yield may also give
 // back earlier. release may run from Yield or at the end, once.
 func AddSlot(ctx context.Context, release func()) bool {
+	return with(ctx, func(c *call) { c.slot = release })
+}
+
+// with runs f on the call ctx belongs to, under its lock, unless there is no call or it has
+// ended; it reports whether f ran.
+func with(ctx context.Context, f func(c *call)) bool {
 	c := from(ctx)
 	if c == nil {
 		return false
@@ -67,7 +63,7 @@ func AddSlot(ctx context.Context, release func()) bool {
 	if c.refs == 0 {
 		return false
 	}
-	c.slot = release
+	f(c)
 	return true
 }
 
@@ -91,17 +87,12 @@ func Yield(ctx context.Context) {
 // returns: the caller is starting work that may outlive the call. It returns a no-op when
 // ctx carries no hold.
 func Detach(ctx context.Context) (done func()) {
-	c := from(ctx)
-	if c == nil {
-		return func() {}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.refs == 0 {
-		return func() {}
-	}
-	c.refs++
-	return sync.OnceFunc(c.unref)
+	done = func() {}
+	with(ctx, func(c *call) {
+		c.refs++
+		done = sync.OnceFunc(c.unref)
+	})
+	return done
 }
 
 // unref drops one reference; the last one gives back everything the call holds.
