@@ -28,7 +28,6 @@ type Conn struct {
 
 	mu     sync.Mutex
 	resets map[uint32]http2.ErrCode // streams the server reset
-	ended  map[uint32]string        // streams the server ended (trailers): their grpc-status
 	goaway bool
 	closed chan struct{}
 }
@@ -40,7 +39,7 @@ func Dial(addr string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{c: nc, next: 1, resets: map[uint32]http2.ErrCode{}, ended: map[uint32]string{}, closed: make(chan struct{})}
+	c := &Conn{c: nc, next: 1, resets: map[uint32]http2.ErrCode{}, closed: make(chan struct{})}
 	c.fr = http2.NewFramer(nc, nc)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = 1 << 20
@@ -82,12 +81,6 @@ func (c *Conn) read() {
 			c.mu.Lock()
 			c.resets[f.StreamID] = f.ErrCode
 			c.mu.Unlock()
-		case *http2.MetaHeadersFrame:
-			if f.StreamEnded() {
-				c.mu.Lock()
-				c.ended[f.StreamID] = f.PseudoValue("status") + " grpc-status " + grpcStatus(f)
-				c.mu.Unlock()
-			}
 		case *http2.GoAwayFrame:
 			c.mu.Lock()
 			c.goaway = true
@@ -153,24 +146,6 @@ func (c *Conn) Reset(id uint32) (http2.ErrCode, bool) {
 	defer c.mu.Unlock()
 	code, ok := c.resets[id]
 	return code, ok
-}
-
-// Ended reports whether the server ended stream id with its trailers, and their HTTP and
-// gRPC status ("200 grpc-status 3").
-func (c *Conn) Ended(id uint32) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.ended[id]
-	return st, ok
-}
-
-func grpcStatus(f *http2.MetaHeadersFrame) string {
-	for _, hf := range f.Fields {
-		if hf.Name == "grpc-status" {
-			return hf.Value
-		}
-	}
-	return ""
 }
 
 // Open reports whether the connection is still up (no GOAWAY, not closed).
