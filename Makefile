@@ -100,8 +100,8 @@ k8s-validate:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./engine:FuzzValidate ./engine/tokenizer:FuzzImageSize ./engine:FuzzTruncate \
 	./summarize:FuzzExtractiveSummary ./engine/tokenizer:FuzzBPEMatchesTiktoken ./engine/tokenizer:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
-	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./summarize:FuzzParseConfig \
-	./fidelity:FuzzCheck
+	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./cmd/compactord:FuzzConfigFile \
+	./fidelity:FuzzCheck ./service:FuzzDecodeRequest
 # One replica with a throwaway Redis as its summary cache, every scenario in
 # loadtest/scenarios.yaml measured round after round over a 5-minute memory soak; writes
 # loadtest/results/loadtest-1-replicas.md (needs redis-server on PATH). The server gets the GC

@@ -20,9 +20,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/compactord/compactord/internal/clip"
+	"github.com/compactord/compactord/internal/grpcerr"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -167,24 +170,70 @@ func header(ctx context.Context, key string) string {
 	return ""
 }
 
+// MaxTenantBytes bounds the length of a tenant's name.
+const MaxTenantBytes = 256
+
+// ValidTenant checks a tenant's name: at most MaxTenantBytes bytes of visible ASCII
+// (letters, digits and punctuation; no space, no control character). "" is the anonymous
+// tenant of unauthenticated calls. Names are part of cache keys, limits and log lines: they
+// stay short and printable.
+func ValidTenant(name string) error {
+	if len(name) > MaxTenantBytes {
+		return fmt.Errorf("a tenant name has at most %d bytes, not %d", MaxTenantBytes, len(name))
+	}
+	for i := range len(name) {
+		if c := name[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("a tenant name is visible ASCII (letters, digits, punctuation); byte %d is %#x", i, c)
+		}
+	}
+	return nil
+}
+
+// badTenant is the INVALID_ARGUMENT answer to a call acting for a tenant whose name
+// ValidTenant refuses: a BadRequest naming the tenant header.
+func badTenant(err error) error {
+	return grpcerr.WithDetails(status.New(codes.InvalidArgument, TenantKey+": "+err.Error()),
+		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: TenantKey, Description: err.Error()}}})
+}
+
 // authorize decides the tenant of an authenticated call.
 func authorize(ctx context.Context, id Identity) (string, error) {
 	asked := header(ctx, TenantKey)
 	switch {
 	case asked == "" || asked == id.Tenant:
 		if id.Tenant == "" {
-			return "", status.Errorf(codes.PermissionDenied, "%s %q has no tenant of its own: name one in %s", id.Method, id.Subject, TenantKey)
+			return "", status.Errorf(codes.PermissionDenied, "%s %s has no tenant of its own: name one in %s", id.Method, clip.Quote(id.Subject), TenantKey)
+		}
+		if err := ValidTenant(id.Tenant); err != nil {
+			return "", status.Errorf(codes.PermissionDenied, "%s %s: its tenant cannot be used: %v", id.Method, clip.Quote(id.Subject), err)
 		}
 		return id.Tenant, nil
 	case id.Gateway:
+		if err := ValidTenant(asked); err != nil {
+			return "", badTenant(err)
+		}
 		return asked, nil
 	}
-	return "", status.Errorf(codes.PermissionDenied, "%s %q may not act for tenant %q", id.Method, id.Subject, asked)
+	return "", status.Errorf(codes.PermissionDenied, "%s %s may not act for tenant %s", id.Method, clip.Quote(id.Subject), clip.Quote(asked))
 }
 
 // Interceptors authenticate every call but the health service's (kubelets and load
-// balancers probe it without credentials) and put the Call in its context.
+// balancers probe it without credentials) and put the Call in its context. With a nil
+// Authenticator (mode none) they only check the tenant the header names (ValidTenant).
 func Interceptors(a Authenticator) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+		return c.Service != healthpb.Health_ServiceDesc.ServiceName
+	})
+	if a == nil {
+		check := func(ctx context.Context) (context.Context, error) {
+			if err := ValidTenant(header(ctx, TenantKey)); err != nil {
+				return nil, badTenant(err)
+			}
+			return ctx, nil
+		}
+		return selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(check), notHealth),
+			selector.StreamServerInterceptor(grpcauth.StreamServerInterceptor(check), notHealth)
+	}
 	fn := func(ctx context.Context) (context.Context, error) {
 		id, err := a.Authenticate(ctx)
 		if err != nil {
@@ -199,9 +248,6 @@ func Interceptors(a Authenticator) (grpc.UnaryServerInterceptor, grpc.StreamServ
 		}
 		return context.WithValue(ctx, ctxKey{}, Call{Identity: id, Tenant: t}), nil
 	}
-	notHealth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
-		return c.Service != healthpb.Health_ServiceDesc.ServiceName
-	})
 	return selector.UnaryServerInterceptor(grpcauth.UnaryServerInterceptor(fn), notHealth),
 		selector.StreamServerInterceptor(grpcauth.StreamServerInterceptor(fn), notHealth)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/compactord/compactord/internal/certtest"
 	"github.com/compactord/compactord/service"
 	"github.com/golang-jwt/jwt/v5"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -406,4 +407,65 @@ func TestMTLS(t *testing.T) {
 	srv = serve(t, plain)
 	_, err = srv.call(t, nil, auth.TenantKey, "team-blue")
 	wantCode(t, "plaintext", err, codes.Unauthenticated)
+}
+
+func TestValidTenant(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"", true},
+		{"acme", true},
+		{"spiffe://cluster.local/ns/agents/sa/runner", true},
+		{"tenant_42.eu-west@org+x=y", true},
+		{strings.Repeat("a", auth.MaxTenantBytes), true},
+		{strings.Repeat("a", auth.MaxTenantBytes+1), false},
+		{"two words", false},
+		{"tab\there", false},
+		{"nul\x00", false},
+		{"é", false},
+	} {
+		if err := auth.ValidTenant(tt.name); (err == nil) != tt.ok {
+			t.Errorf("ValidTenant(%.40q) = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+// TestTenantHeaderChecked: a tenant name beyond MaxTenantBytes, or not visible ASCII, is
+// refused with INVALID_ARGUMENT naming the header, with authentication off and from a
+// gateway alike, before any call reaches the service.
+func TestTenantHeaderChecked(t *testing.T) {
+	long := strings.Repeat("t", 1<<10) // past MaxTenantBytes, within the transport's header bound
+	none := serve(t, nil)
+	if got, err := none.call(t, nil, auth.TenantKey, "acme"); err != nil || got != "acme" {
+		t.Errorf("a valid tenant: %v, tenant %q", err, got)
+	}
+	for _, bad := range []string{long, "acme corp"} {
+		_, err := none.call(t, nil, auth.TenantKey, bad)
+		wantCode(t, "a bad tenant header", err, codes.InvalidArgument)
+		if field := badRequestField(err); field != auth.TenantKey {
+			t.Errorf("BadRequest field %q, want %s", field, auth.TenantKey)
+		}
+		if len(status.Convert(err).Message()) > 512 {
+			t.Errorf("a %d-byte message", len(status.Convert(err).Message()))
+		}
+	}
+	file := filepath.Join(t.TempDir(), "keys")
+	certtest.WriteFile(t, file, []byte(keyLine("key-gw", "edge", "-", true)))
+	a, err := auth.New(context.Background(), auth.Config{Mode: auth.ModeAPIKey, APIKeysFile: file}, auth.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = serve(t, a).call(t, nil, "x-api-key", "key-gw", auth.TenantKey, long)
+	wantCode(t, "a gateway naming a bad tenant", err, codes.InvalidArgument)
+}
+
+// badRequestField returns the first field a BadRequest detail of err names.
+func badRequestField(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return br.GetFieldViolations()[0].GetField()
+		}
+	}
+	return ""
 }

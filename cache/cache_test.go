@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/compactord/compactord/internal/hold"
 )
 
 func hashOf(s string) string {
@@ -499,6 +501,38 @@ func TestMemoryFillWakesWaitersAtOnce(t *testing.T) {
 	}
 	if e := <-waiter; e == nil || e.Text != "woken" {
 		t.Errorf("waiter got %+v", e)
+	}
+}
+
+// A Fill that waits on another holder gives its call's slot among the calls in flight back
+// (package hold): waiting is not engine work.
+func TestFillWaiterGivesItsSlotBack(t *testing.T) {
+	m := NewMemory(MemoryOptions{})
+	k := Scope{}.Key(hashOf("slot"))
+	lease, err := m.Lock(context.Background(), k, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, end := hold.Start(context.Background())
+	defer end()
+	yielded := make(chan struct{})
+	hold.AddSlot(ctx, func() { close(yielded) })
+	waiter := make(chan error, 1)
+	go func() {
+		_, _, err := Fill(ctx, m, k, FillOptions{}, func(context.Context) (*Entry, error) { return entry("x"), nil })
+		waiter <- err
+	}()
+	select {
+	case <-yielded:
+	case <-time.After(5 * time.Second):
+		t.Error("the waiting Fill kept its slot")
+	}
+	if err := m.Set(context.Background(), k, entry("stored")); err != nil {
+		t.Fatal(err)
+	}
+	_ = lease.Unlock(context.Background())
+	if err := <-waiter; err != nil {
+		t.Fatal(err)
 	}
 }
 

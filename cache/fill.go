@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/compactord/compactord/internal/hold"
 )
 
 // Status says where the entry returned by Fill came from.
@@ -51,6 +53,8 @@ type FillOptions struct {
 // the lock over if it is released or expires without one. Fill does not look the key up
 // before locking; callers usually did that already with Longest.
 //
+// A waiter gives back the slot its call holds among the calls in flight (hold.Yield).
+//
 // When the backend fails, Fill computes without the cache and returns StatusUnavailable.
 // Errors from compute are returned unchanged (with status 0); a context that ends before
 // compute starts (while locking or waiting) returns an error wrapping ctx.Err().
@@ -75,6 +79,9 @@ func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(c
 		default: // unavailable
 			return computeUncached(ctx, compute)
 		}
+		// Waiting on another holder's work is not this call's work: its slot among the
+		// calls in flight goes back (package hold).
+		hold.Yield(ctx)
 		wait := opt.PollInterval + rand.N(opt.PollInterval/4+1)
 		t := time.NewTimer(wait)
 		select {

@@ -108,9 +108,9 @@ func (n *notifications) wake(key string) {
 }
 
 // publish tells every process that key changed. It is best effort: a failure leaves waiters
-// to their poll.
-func (n *notifications) publish(ctx context.Context, key Key) {
-	_ = n.rdb.Publish(ctx, n.channel, key.s).Err()
+// to their poll. Redis.publish runs it within the command budget and behind the breaker.
+func (n *notifications) publish(ctx context.Context, key Key) error {
+	return n.rdb.Publish(ctx, n.channel, key.s).Err()
 }
 
 // close ends the subscription.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactord/compactord/internal/lostwrite"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
@@ -175,10 +176,13 @@ func (r *Redis) guard(ctx context.Context, fn func(ctx context.Context) error) e
 	}
 	_, err := r.cb.Execute(func() (struct{}, error) { return struct{}{}, run() })
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
+		return errBreakerOpen
 	}
 	return err
 }
+
+// errBreakerOpen is guard's answer while the breaker is open: the command was not sent.
+var errBreakerOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
 
 // Client returns the Redis client, for other users of the same Redis (per-tenant limits).
 func (r *Redis) Client() redis.UniversalClient { return r.rdb }
@@ -318,7 +322,7 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 	if err := r.guard(ctx, func(ctx context.Context) error { return r.rdb.Set(ctx, r.entryKey(key), b, ttl).Err() }); err != nil {
 		return unavailable(ctx, "set", err)
 	}
-	r.notes.publish(ctx, key)
+	r.publish(ctx, key)
 	return nil
 }
 
@@ -353,6 +357,11 @@ func (r *Redis) Lock(ctx context.Context, key Key, ttl time.Duration) (_ Lease, 
 		return nil, ErrLocked
 	}
 	if err != nil {
+		if !errors.Is(err, errBreakerOpen) {
+			// Redis may have applied the SET after the budget ran out: take it back if it
+			// holds our token, or every other caller would wait for it until --lock-ttl.
+			r.undoLock(key, lk, token)
+		}
 		return nil, unavailable(ctx, "lock", err)
 	}
 	if res != "OK" {
@@ -379,11 +388,30 @@ func (l *redisLease) Unlock(ctx context.Context) (err error) {
 	if err := l.r.guard(ctx, func(ctx context.Context) error {
 		return unlockScript.Run(ctx, l.r.rdb, []string{l.key}, l.token).Err()
 	}); err != nil && !errors.Is(err, redis.Nil) {
+		l.r.undoLock(l.cacheKey, l.key, l.token) // try again, detached, rather than wait for the TTL
 		return unavailable(ctx, "unlock", err)
 	}
 	// Waiters take the lock over when its holder gave up without a result.
-	l.r.notes.publish(ctx, l.cacheKey)
+	l.r.publish(ctx, l.cacheKey)
 	return nil
+}
+
+// undoLock deletes the lock lk of key in the background if it holds token: a lock whose SET
+// (or release) lost its reply (lostwrite). Waiters are told when it goes.
+func (r *Redis) undoLock(key Key, lk, token string) {
+	lostwrite.Undo(func(ctx context.Context) (bool, error) {
+		n, err := unlockScript.Run(ctx, r.rdb, []string{lk}, token).Int()
+		if n == 1 {
+			r.publish(ctx, key)
+		}
+		return n == 1, err
+	})
+}
+
+// publish tells every replica that key changed (notify.go), within the budget and behind
+// the breaker like every other command. It is best effort: waiters fall back to polling.
+func (r *Redis) publish(ctx context.Context, key Key) {
+	_ = r.guard(ctx, func(ctx context.Context) error { return r.notes.publish(ctx, key) })
 }
 
 // LogRedisTo sends the Redis client's own log lines (connection pool and dial failures; never

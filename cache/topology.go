@@ -24,6 +24,10 @@ type Topology struct {
 	MasterName string
 	// Username and Password authenticate to the Redis nodes (ACL user, or only a password).
 	Username, Password string
+	// Credentials, when set, gives the user and password for each new connection in their
+	// place, so that a rotated password is used without a restart (connections already
+	// open stay authenticated).
+	Credentials func() (username, password string)
 	// SentinelUsername and SentinelPassword authenticate to the Sentinels, when they require it.
 	SentinelUsername, SentinelPassword string
 	// TLS, when set, connects to every node (and Sentinel) over TLS with this configuration.
@@ -56,6 +60,7 @@ func (t Topology) Client() (redis.UniversalClient, error) {
 		DialerRetryTimeout: 50 * time.Millisecond,
 		// The cache's per-command budget is a context deadline (RedisOptions.Budget).
 		ContextTimeoutEnabled: true,
+		CredentialsProvider:   t.Credentials,
 	}
 	switch t.Mode {
 	case ModeSentinel:

@@ -153,3 +153,64 @@ func TestRedisSentinelAcrossReplicasAndFailover(t *testing.T) {
 	}
 	hitOn(t, a, k2, "two")
 }
+
+// TestTopologyCredentialsPerConnection: a topology with Credentials authenticates each new
+// connection with what they give at that moment, so a rotated password is picked up
+// without a restart. (A cluster client pointed at a plain node tells the two apart: past
+// AUTH it fails on CLUSTER SLOTS, before it with WRONGPASS.)
+func TestTopologyCredentialsPerConnection(t *testing.T) {
+	redistest.Need(t)
+	node := redistest.Start(t, false)
+	if out, err := redistest.Cli(node.Port, "CONFIG", "SET", "requirepass", "one"); err != nil {
+		t.Fatal(err, out)
+	}
+	var password atomic.Value
+	password.Store("one")
+	rdb, err := Topology{Mode: ModeCluster, Addrs: []string{node.Addr},
+		Credentials: func() (string, string) { return "", password.Load().(string) }}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	authenticated := func() bool {
+		err := rdb.Ping(context.Background()).Err()
+		switch {
+		case err != nil && strings.Contains(err.Error(), "cluster support disabled"):
+			return true
+		case err != nil && (strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), "NOAUTH")):
+			return false
+		}
+		t.Fatalf("unexpected answer: %v", err)
+		return false
+	}
+	if !authenticated() {
+		t.Fatal("not authenticated with the current password")
+	}
+	// Rotate: the server takes the new password, every connection is dropped, the
+	// credentials give the new one.
+	if out, err := redistest.Cli(node.Port, "-a", "one", "--no-auth-warning", "CONFIG", "SET", "requirepass", "two"); err != nil {
+		t.Fatal(err, out)
+	}
+	password.Store("two")
+	if out, err := redistest.Cli(node.Port, "-a", "two", "--no-auth-warning", "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err, out)
+	}
+	if !eventuallyTrue(authenticated) {
+		t.Error("new connections do not use the rotated password")
+	}
+	password.Store("stale")
+	_, _ = redistest.Cli(node.Port, "-a", "two", "--no-auth-warning", "CLIENT", "KILL", "TYPE", "normal")
+	if eventuallyTrue(authenticated) {
+		t.Error("a wrong password authenticated: the credentials are not what the connection uses")
+	}
+}
+
+// eventuallyTrue retries cond for up to 2 s (connections reconnect in the background).
+func eventuallyTrue(cond func() bool) bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/auth"
+	"github.com/compactord/compactord/internal/hold"
+	"github.com/compactord/compactord/internal/lostwrite"
 	"github.com/compactord/compactord/metrics"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -50,30 +51,17 @@ type Enforcer struct {
 	seq     atomic.Uint64
 	id      string // this process, in lease members
 
+	// The local fallback (local.go); running holds only Compacts in flight.
 	mu      sync.Mutex
-	rates   map[string]*rate.Limiter
+	rates   localMap[*rate.Limiter]
 	running map[string]int
-	tokens  map[string]tokenWindow
-}
-
-type tokenWindow struct{ index, used int64 }
-
-// maxLocalTenants bounds the tenants the local fallback remembers: without authentication a
-// caller names any tenant, and each would otherwise keep a limiter for the process's life.
-const maxLocalTenants = 10000
-
-// boundTenants forgets every tenant of m when it is full: the local fallback then starts
-// their budgets afresh, as after a restart.
-func boundTenants[V any](m map[string]V) {
-	if len(m) >= maxLocalTenants {
-		clear(m)
-	}
+	tokens  localMap[tokenWindow]
 }
 
 // New returns an Enforcer of cfg.
 func New(cfg Config, o Options) *Enforcer {
 	e := &Enforcer{cfg: cfg, rdb: o.Redis, timeout: o.Timeout, metrics: o.Metrics, now: o.Now,
-		rates: map[string]*rate.Limiter{}, running: map[string]int{}, tokens: map[string]tokenWindow{}}
+		rates: newLocalMap[*rate.Limiter](), running: map[string]int{}, tokens: newLocalMap[tokenWindow]()}
 	if e.timeout <= 0 {
 		e.timeout = DefaultRedisTimeout
 	}
@@ -98,7 +86,8 @@ func key(tenant, what string) string {
 }
 
 // UnaryServerInterceptor enforces calls_per_second on every CompactorService call and
-// concurrent_compacts on Compact, for the tenant the call acts for (auth.Tenant).
+// concurrent_compacts on Compact, for the tenant the call acts for (auth.Tenant). A
+// Compact's lease is held until the call, and the work it detached, end.
 func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, servicePrefix) {
@@ -114,7 +103,11 @@ func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			if err != nil {
 				return nil, err
 			}
-			defer release()
+			// The lease lasts as long as the call and the summarization it may leave
+			// running when its caller goes (package hold).
+			if !hold.Add(ctx, release) {
+				defer release()
+			}
 		}
 		return h(ctx, req)
 	}
@@ -138,12 +131,7 @@ func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Limits) error
 		e.metrics.LimitFallback(CallsPerSecond)
 	}
 	e.mu.Lock()
-	lim := e.rates[tenant]
-	if lim == nil || lim.Limit() != rate.Limit(l.CallsPerSecond) || lim.Burst() != l.Burst {
-		lim = rate.NewLimiter(rate.Limit(l.CallsPerSecond), l.Burst)
-		boundTenants(e.rates)
-		e.rates[tenant] = lim
-	}
+	lim := e.localRate(tenant, l, e.now())
 	e.mu.Unlock()
 	r := lim.ReserveN(e.now(), 1)
 	if d := r.DelayFrom(e.now()); d > 0 {
@@ -153,13 +141,11 @@ func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Limits) error
 	return nil
 }
 
-// gcraLimit is l's rate as redis_rate counts it: whole calls per second, or per minute for
-// rates under one per second.
+// gcraLimit is l's rate as redis_rate counts it: one call per emission interval of
+// 1/calls_per_second, exactly (to the nanosecond) the rate of the local fallback's
+// golang.org/x/time/rate limiter, with the same burst.
 func gcraLimit(l Limits) redis_rate.Limit {
-	if l.CallsPerSecond >= 1 {
-		return redis_rate.Limit{Rate: int(l.CallsPerSecond), Burst: l.Burst, Period: time.Second}
-	}
-	return redis_rate.Limit{Rate: max(1, int(math.Round(l.CallsPerSecond*60))), Burst: l.Burst, Period: time.Minute}
+	return redis_rate.Limit{Rate: 1, Burst: l.Burst, Period: time.Duration(math.Round(float64(time.Second) / l.CallsPerSecond))}
 }
 
 // leaseTTL bounds a concurrency lease whose replica died before releasing it.
@@ -191,14 +177,19 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (releas
 		cancel()
 		switch {
 		case err == nil && got == 1:
-			return func() {
+			return sync.OnceFunc(func() {
 				rctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 				defer cancel()
-				e.rdb.ZRem(rctx, k, member) // on failure the lease expires
-			}, nil
+				if e.rdb.ZRem(rctx, k, member).Err() != nil {
+					e.undoLease(k, member) // try again, detached, rather than wait for the lease's expiry
+				}
+			}), nil
 		case err == nil:
 			return nil, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
 		}
+		// Redis may have added the lease after the timeout: take it back, or the tenant
+		// would have one slot fewer until it expires.
+		e.undoLease(k, member)
 		e.metrics.LimitFallback(ConcurrentCompacts)
 	}
 	e.mu.Lock()
@@ -216,65 +207,94 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (releas
 	}), nil
 }
 
-// AdmitTokens applies summarizer_tokens before an LLM summarizer call for tenant: it refuses
-// once the tenant has spent its tokens for the current window.
-func (e *Enforcer) AdmitTokens(ctx context.Context, tenant string) error {
+// undoLease removes member from the lease set k in the background: a lease whose write or
+// release lost its reply (lostwrite).
+func (e *Enforcer) undoLease(k, member string) {
+	lostwrite.Undo(func(ctx context.Context) (bool, error) {
+		n, err := e.rdb.ZRem(ctx, k, member).Result()
+		return n > 0, err
+	})
+}
+
+// reserveScript reserves ARGV[2] tokens in a tenant's token window unless it has spent
+// its ARGV[1] already: {1, used before} when reserved, {0, used} when refused.
+var reserveScript = redis.NewScript(`
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+if used >= tonumber(ARGV[1]) then return {0, used} end
+redis.call('INCRBY', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1, used}`)
+
+// ReserveTokens applies summarizer_tokens before an LLM summarizer call for tenant: it
+// refuses once the tenant has spent its tokens for the current window, and otherwise
+// reserves estimate tokens (what the call may spend), so that calls in flight count against
+// the budget before they report. settle charges what the call spent in place of the
+// estimate; it must run once, failure or not.
+//
+// A reservation whose reply Redis lost may stay counted until the window ends: stricter,
+// by one estimate, never looser.
+func (e *Enforcer) ReserveTokens(ctx context.Context, tenant string, estimate int64) (settle func(spent int64), err error) {
 	l := e.cfg.For(tenant)
 	if l.SummarizerTokens <= 0 {
-		return nil
+		return func(int64) {}, nil
 	}
+	estimate = max(estimate, 0)
 	idx, left := e.window(l)
-	used, err := int64(0), errors.New("no redis")
+	until := e.now().Add(left)
+	refuse := func(used int64) error {
+		return e.refuse(SummarizerTokens, tenant, left, fmt.Sprintf("%d of %d summarizer tokens spent in this %s window", used, l.SummarizerTokens, l.TokenWindow))
+	}
+	k := tokensKey(tenant, idx)
+	inRedis := false
 	if e.rdb != nil {
 		rctx, cancel := context.WithTimeout(ctx, e.timeout)
-		used, err = e.rdb.Get(rctx, tokensKey(tenant, idx)).Int64()
+		res, err := reserveScript.Run(rctx, e.rdb, []string{k}, l.SummarizerTokens, estimate, (2 * l.TokenWindow).Milliseconds()).Int64Slice()
 		cancel()
-		if errors.Is(err, redis.Nil) {
-			used, err = 0, nil
-		}
-		if err != nil {
+		switch {
+		case err == nil && len(res) == 2 && res[0] == 0:
+			return nil, refuse(res[1])
+		case err == nil && len(res) == 2:
+			inRedis = true
+		default:
 			e.metrics.LimitFallback(SummarizerTokens)
 		}
 	}
-	if err != nil {
-		e.mu.Lock()
-		if w := e.tokens[tenant]; w.index == idx {
-			used = w.used
-		}
+	e.mu.Lock()
+	used := e.addLocalTokens(tenant, idx, until, estimate)
+	if !inRedis && used >= l.SummarizerTokens {
+		e.addLocalTokens(tenant, idx, until, -estimate)
 		e.mu.Unlock()
+		return nil, refuse(used)
 	}
-	if used >= l.SummarizerTokens {
-		return e.refuse(SummarizerTokens, tenant, left, fmt.Sprintf("%d of %d summarizer tokens spent in this %s window", used, l.SummarizerTokens, l.TokenWindow))
-	}
-	return nil
+	e.mu.Unlock()
+	return onceSettle(func(spent int64) {
+		// Redis has the estimate when it took the reservation, nothing otherwise.
+		redisDelta := max(spent, 0)
+		if inRedis {
+			redisDelta -= estimate
+		}
+		e.mu.Lock()
+		e.addLocalTokens(tenant, idx, until, max(spent, 0)-estimate)
+		e.mu.Unlock()
+		e.chargeRedis(ctx, k, redisDelta, l)
+	}), nil
 }
 
-// ChargeTokens records n summarizer tokens spent for tenant.
-func (e *Enforcer) ChargeTokens(ctx context.Context, tenant string, n int64) {
-	l := e.cfg.For(tenant)
-	if l.SummarizerTokens <= 0 || n <= 0 {
-		return
-	}
-	idx, _ := e.window(l)
-	e.mu.Lock()
-	w := e.tokens[tenant]
-	if w.index != idx {
-		w = tokenWindow{index: idx}
-	}
-	w.used += n
-	if _, ok := e.tokens[tenant]; !ok {
-		boundTenants(e.tokens)
-	}
-	e.tokens[tenant] = w
-	e.mu.Unlock()
-	if e.rdb == nil {
+// onceSettle makes settle run at most once.
+func onceSettle(settle func(int64)) func(int64) {
+	var once sync.Once
+	return func(spent int64) { once.Do(func() { settle(spent) }) }
+}
+
+// chargeRedis adds delta (negative: gives back) to the token count under k.
+func (e *Enforcer) chargeRedis(ctx context.Context, k string, delta int64, l Limits) {
+	if e.rdb == nil || delta == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
 	defer cancel()
-	k := tokensKey(tenant, idx)
 	_, err := e.rdb.TxPipelined(rctx, func(p redis.Pipeliner) error {
-		p.IncrBy(rctx, k, n)
+		p.IncrBy(rctx, k, delta)
 		p.PExpire(rctx, k, 2*l.TokenWindow)
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/summarize"
+	"gopkg.in/yaml.v3"
 )
 
 // TestChaosServiceConfig: the service config that rides in ghz's load-balancing name
@@ -33,8 +34,13 @@ func TestChaosServiceConfig(t *testing.T) {
 
 // TestChaosConfig: the replicas' summarizer file parses, and its default falls back.
 func TestChaosConfig(t *testing.T) {
-	c, err := summarize.ParseConfig([]byte(chaosConfig("http://127.0.0.1:1/v1")))
-	if err != nil {
+	var c summarize.Config
+	dec := yaml.NewDecoder(strings.NewReader(chaosConfig("http://127.0.0.1:1/v1")))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	if c.DefaultSummarizer != "llm-fb" || c.Summarizers[0].Fallback != "extractive" || c.Summarizers[1].Fallback != "" {

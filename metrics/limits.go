@@ -24,6 +24,8 @@ type limits struct {
 	fallback *prometheus.CounterVec
 	shed     *prometheus.CounterVec
 	inflight *prometheus.GaugeVec
+	// requestBytes is the memory budget in use; requestBudget the budget.
+	requestBytes, requestBudget prometheus.Gauge
 
 	mu      sync.RWMutex
 	tenants map[string]bool
@@ -41,18 +43,26 @@ func newLimits() *limits {
 		}, []string{"limit"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "compactord_shed_total",
-			Help: "Calls refused at once (UNAVAILABLE with RetryInfo) because the server was at its bound on in-flight work, by kind (cpu, llm).",
+			Help: "Calls refused at once because the server was at a bound, by kind: cpu and llm (UNAVAILABLE with RetryInfo, at --max-inflight and --max-inflight-llm), memory (RESOURCE_EXHAUSTED, at --memory-budget).",
 		}, []string{"kind"}),
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "compactord_inflight",
 			Help: "Calls in flight by kind: cpu (CompactorService calls doing engine work) and llm (summarizer calls to a model).",
 		}, []string{"kind"}),
+		requestBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "compactord_request_bytes",
+			Help: "Bytes of the memory budget held by requests being decoded and held (their encoded copy and what decoding it allocates).",
+		}),
+		requestBudget: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "compactord_request_budget_bytes",
+			Help: "The memory budget of requests being decoded and held (--memory-budget); 0 is unbounded.",
+		}),
 		tenants: map[string]bool{},
 	}
 }
 
 func (l *limits) collectors() []prometheus.Collector {
-	return []prometheus.Collector{l.refusals, l.fallback, l.shed, l.inflight}
+	return []prometheus.Collector{l.refusals, l.fallback, l.shed, l.inflight, l.requestBytes, l.requestBudget}
 }
 
 // SetTenantLabels names the tenants that get a label of their own (the tenants the limits
@@ -113,4 +123,20 @@ func (m *Metrics) AddInflight(kind string, delta int) {
 		return
 	}
 	m.limits.inflight.WithLabelValues(kind).Add(float64(delta))
+}
+
+// SetMemoryBudget records the memory budget of requests (0: unbounded).
+func (m *Metrics) SetMemoryBudget(n int64) {
+	if m == nil {
+		return
+	}
+	m.limits.requestBudget.Set(float64(n))
+}
+
+// AddRequestBytes moves the memory budget in use by delta bytes.
+func (m *Metrics) AddRequestBytes(delta int64) {
+	if m == nil {
+		return
+	}
+	m.limits.requestBytes.Add(float64(delta))
 }

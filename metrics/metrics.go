@@ -18,7 +18,8 @@
 // plus the Go runtime (go_*) and process (process_*) collectors.
 //
 //	compactord_limit_refusals_total{limit, tenant}, compactord_limit_fallback_total{limit},
-//	compactord_shed_total{kind}, compactord_inflight{kind}   (limits.go)
+//	compactord_shed_total{kind}, compactord_inflight{kind},
+//	compactord_request_bytes, compactord_request_budget_bytes   (limits.go)
 //
 // Label values are bounded: summarizer names come from the configuration, never from
 // request data; a tenant label is a tenant the limits configuration names, else "other";

@@ -1,7 +1,9 @@
 package service_test
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,15 +37,8 @@ func TestCompactSummarizerTokenBudget(t *testing.T) {
 	other := compactReq(irtest.Conversation(22))
 	other.Messages[1] = irtest.User("A different task: " + strings.Repeat("port the parser ", 20))
 	_, err := client.Compact(ctx, other)
-	st := status.Convert(err)
-	var named bool
-	for _, d := range st.Details() {
-		if q, ok := d.(*errdetails.QuotaFailure); ok && strings.HasPrefix(q.Violations[0].Description, limit.SummarizerTokens) {
-			named = true
-		}
-	}
-	if st.Code() != codes.ResourceExhausted || !named {
-		t.Fatalf("a new LLM summary over the budget: %v (%v), want RESOURCE_EXHAUSTED naming %s", err, st.Details(), limit.SummarizerTokens)
+	if !quotaRefusal(err, limit.SummarizerTokens) {
+		t.Fatalf("a new LLM summary over the budget: %v (%v), want RESOURCE_EXHAUSTED naming %s", err, status.Convert(err).Details(), limit.SummarizerTokens)
 	}
 	if hit, err := client.Compact(ctx, first); err != nil || hit.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT {
 		t.Errorf("a cache hit over the budget: %v, %v", err, hit.GetCacheStatus())
@@ -57,5 +52,61 @@ func TestCompactSummarizerTokenBudget(t *testing.T) {
 	before := llm.Calls()
 	if _, err := client.Compact(globex, other); err != nil || llm.Calls() == before {
 		t.Errorf("another tenant's LLM summary: %v (LLM calls %d → %d)", err, before, llm.Calls())
+	}
+}
+
+// quotaRefusal reports whether err is RESOURCE_EXHAUSTED with a QuotaFailure naming the
+// per-tenant limit name.
+func quotaRefusal(err error, name string) bool {
+	st := status.Convert(err)
+	for _, d := range st.Details() {
+		if q, ok := d.(*errdetails.QuotaFailure); ok && strings.HasPrefix(q.Violations[0].Description, name) {
+			return st.Code() == codes.ResourceExhausted
+		}
+	}
+	return false
+}
+
+// recordingSummaryAdmitter admits every summarizer call and records the estimates and the
+// tokens spent.
+type recordingSummaryAdmitter struct {
+	mu               sync.Mutex
+	estimates, spent []int64
+}
+
+func (r *recordingSummaryAdmitter) AdmitSummary(_ context.Context, _ string, estimate int64) (func(int64), error) {
+	r.mu.Lock()
+	r.estimates = append(r.estimates, estimate)
+	r.mu.Unlock()
+	return func(n int64) {
+		r.mu.Lock()
+		r.spent = append(r.spent, n)
+		r.mu.Unlock()
+	}, nil
+}
+
+// TestCompactAdmitsLLMByKind: whether a summary spends the token budget depends on the
+// summarizer's kind, not its model's name: an LLM whose model is called "extractive" is
+// admitted and charged like any other, with an estimate covering what it was sent and the
+// summary; the extractive summarizer is not.
+func TestCompactAdmitsLLMByKind(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	admit := &recordingSummaryAdmitter{}
+	client := startReplica(t, replicaConfig{llm: llm, model: "extractive", admit: admit, cache: cache.NewMemory(cache.MemoryOptions{})})
+	if _, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20))); err != nil {
+		t.Fatal(err)
+	}
+	local := compactReq(irtest.Conversation(22))
+	local.Summarizer = "extractive"
+	if _, err := client.Compact(t.Context(), local); err != nil {
+		t.Fatal(err)
+	}
+	admit.mu.Lock()
+	defer admit.mu.Unlock()
+	if len(admit.estimates) != 1 || len(admit.spent) != 1 || llm.Calls() != 1 {
+		t.Fatalf("estimates %v, spent %v, LLM calls %d: want one admitted LLM call", admit.estimates, admit.spent, llm.Calls())
+	}
+	if admit.estimates[0] < 1000 || admit.spent[0] <= 0 {
+		t.Errorf("estimate %d, spent %d: want an estimate of the input and the summary, and the tokens spent", admit.estimates[0], admit.spent[0])
 	}
 }

@@ -1,14 +1,10 @@
 package service
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the fallback codec
 	"google.golang.org/grpc/mem"
@@ -16,8 +12,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/compactord/compactord/engine"
-	"github.com/compactord/compactord/internal/uninit"
 )
 
 // vtMessage is a message with the fast paths vtprotobuf generates: every message of
@@ -29,34 +23,31 @@ type vtMessage interface {
 	UnmarshalVTUnsafe([]byte) error
 }
 
-// codec is the server's gRPC codec; the wire format is ordinary protobuf. It encodes and
-// decodes compactor.v1 messages with the code vtprotobuf generates for them, which works on
-// the struct fields directly where the protobuf runtime goes through reflection (notably for
+// codec is the server's gRPC codec; the wire format is ordinary protobuf. It encodes
+// compactor.v1 messages with the code vtprotobuf generates for them, which works on the
+// struct fields directly where the protobuf runtime goes through reflection (notably for
 // every oneof, which the IR uses in each part). Other messages (health, reflection) go to
 // gRPC's standard codec.
+//
+// CompactorService requests are not decoded here: they arrive as a rawRequest, whose bytes
+// the codec keeps (charged to the memory budget), and the method handlers decode them once
+// the call is admitted (see rawRequest), so that every decoding error is answered as bad
+// input rather than as the INTERNAL gRPC makes of any codec error. Other compactor.v1
+// messages (a client's, a test's) decode here through the same checks.
 //
 // A decoded request is backed by one buffer of its own: its strings and bytes point into a
 // copy of the encoded request made for it (never into gRPC's pooled buffers), so decoding
 // allocates the message structs and that copy instead of one object per string. Handlers
 // must not modify the request's bytes fields, and a string kept beyond the call keeps the
 // whole copy alive: clone request strings that outlive it.
-// The generated decoder does not check UTF-8, so the codec does, as the protobuf runtime
-// would (see utf8Checker). A request with a string that is not UTF-8 is bad input, to be
-// answered like any other with INVALID_ARGUMENT naming the field; but gRPC reports every
-// error of a codec as INTERNAL. So such a request decodes, the codec holds the field for it,
-// and the interceptors of rejectInvalid fail the call before any handler sees the request.
 type codec struct {
 	fallback encoding.CodecV2
-	utf8     utf8Checker
-	// rejected maps each request decoded with a string that is not UTF-8 to the field's
-	// path, until an interceptor takes it; pending counts them, so that the calls of valid
-	// requests (nearly all) pass without a look into the map.
-	rejected sync.Map
-	pending  atomic.Int64
+	admit    Admitter
 }
 
-func newCodec() *codec {
-	return &codec{fallback: encoding.GetCodecV2("proto")}
+// newCodec returns the codec of a server whose requests' bytes admit admits.
+func newCodec(admit Admitter) *codec {
+	return &codec{fallback: encoding.GetCodecV2("proto"), admit: admit}
 }
 
 // Name is the content subtype the codec serves: ordinary protobuf.
@@ -109,91 +100,20 @@ func marshalLower(r *compactorv1.LowerResponse) (mem.BufferSlice, error) {
 	}, nil
 }
 
-// Unmarshal decodes data into v, which must be empty. If a string field of v is not UTF-8,
-// v decodes all the same and rejection(v) reports the field, once.
+// Unmarshal keeps a CompactorService request's bytes for its handler (rawRequest), decodes
+// another compactor.v1 message through the decoding limits (checkRequest), and hands any
+// other message to gRPC's codec.
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
-	m, ok := v.(vtMessage)
-	if !ok {
-		return c.fallback.Unmarshal(data, v)
-	}
-	b := own(data)
-	field, bad := c.utf8.invalid(m.ProtoReflect().Descriptor(), b)
-	if err := m.UnmarshalVTUnsafe(b); err != nil {
-		return err
-	}
-	if bad {
-		c.rejected.Store(v, field)
-		c.pending.Add(1)
-	}
-	return nil
-}
-
-// rejection returns, the first time it is asked about a message Unmarshal decoded with a
-// string that is not UTF-8, an *engine.ValidationError naming that string's field; otherwise
-// nil.
-func (c *codec) rejection(v any) error {
-	if c.pending.Load() == 0 {
+	switch m := v.(type) {
+	case *rawRequest:
+		m.receive(data, c.admit)
 		return nil
-	}
-	field, ok := c.rejected.LoadAndDelete(v)
-	if !ok {
-		return nil
-	}
-	c.pending.Add(-1)
-	return engine.Invalid(field.(string), "string field contains invalid UTF-8")
-}
-
-// rejectInvalid fails a unary call whose request has a string that is not UTF-8 with
-// INVALID_ARGUMENT and a BadRequest naming the field, before the handler runs. With
-// rejectInvalidStream, it must be among the server's interceptors, so that every message the
-// codec decodes is looked at (and none stays in rejected).
-func (c *codec) rejectInvalid(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := c.rejection(req); err != nil {
-		return nil, toStatus(err)
-	}
-	return h(ctx, req)
-}
-
-// settle runs the rest of the chain, then drops the rejection of a request no later
-// interceptor passed on to rejectInvalid (a refused call), so none stays in rejected.
-func (c *codec) settle(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	resp, err := h(ctx, req)
-	if c.pending.Load() != 0 {
-		if _, ok := c.rejected.LoadAndDelete(req); ok { // not there when rejectInvalid took it
-			c.pending.Add(-1)
+	case vtMessage:
+		b := own(data)
+		if _, err := checkRequest(b, m); err != nil {
+			return err
 		}
+		return unmarshal(b, m)
 	}
-	return resp, err
-}
-
-// rejectInvalidStream is rejectInvalid for the messages a streaming call receives.
-func (c *codec) rejectInvalidStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	return h(srv, &rejectingStream{ServerStream: ss, c: c})
-}
-
-// rejectingStream fails RecvMsg for a message with a string that is not UTF-8.
-type rejectingStream struct {
-	grpc.ServerStream
-	c *codec
-}
-
-func (s *rejectingStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	if err := s.c.rejection(m); err != nil {
-		return toStatus(err)
-	}
-	return nil
-}
-
-// own copies data into one new buffer, read-only from then on: the decoded message's strings
-// and bytes point into it. The copy is allocated without being zeroed first (data overwrites
-// every byte), which matters at tens of KiB per request.
-func own(data mem.BufferSlice) []byte {
-	b := uninit.Bytes(data.Len())
-	for _, buf := range data {
-		b = append(b, buf.ReadOnlyData()...)
-	}
-	return b
+	return c.fallback.Unmarshal(data, v)
 }

@@ -11,12 +11,10 @@ import (
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
+	"github.com/compactord/compactord/internal/cputime"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -54,7 +52,7 @@ func corpusRequests(t *testing.T) []proto.Message {
 }
 
 func TestCodecRoundTripsCorpusRequests(t *testing.T) {
-	c := newCodec()
+	c := newCodec(admitAll{})
 	for _, req := range corpusRequests(t) {
 		wire, err := proto.Marshal(req)
 		if err != nil {
@@ -85,7 +83,7 @@ func TestCodecRoundTripsCorpusRequests(t *testing.T) {
 // The decoded message must not point into gRPC's buffers, which are reused once Unmarshal
 // returns.
 func TestCodecDecodedMessageOwnsItsMemory(t *testing.T) {
-	c := newCodec()
+	c := newCodec(admitAll{})
 	for _, req := range corpusRequests(t)[:5] {
 		wire, err := proto.Marshal(req)
 		if err != nil {
@@ -114,7 +112,7 @@ func TestCodecDecodedMessageOwnsItsMemory(t *testing.T) {
 // A LowerResponse is encoded to the bytes the protobuf runtime writes, with a large body
 // handed to gRPC by reference instead of copied.
 func TestCodecMarshalsLowerResponse(t *testing.T) {
-	c := newCodec()
+	c := newCodec(admitAll{})
 	long := strings.Repeat(`{"role":"user","content":"é"}`, 400)
 	for _, tt := range []struct {
 		name string
@@ -155,7 +153,7 @@ func TestCodecMarshalsLowerResponse(t *testing.T) {
 func trunc(b []byte) []byte { return b[:min(len(b), 80)] }
 
 func TestCodecFallsBackForOtherMessages(t *testing.T) {
-	c := newCodec()
+	c := newCodec(admitAll{})
 	in := &healthpb.HealthCheckRequest{Service: "compactor.v1.CompactorService"}
 	enc, err := c.Marshal(in)
 	if err != nil {
@@ -242,7 +240,7 @@ func stringSites(md protoreflect.MessageDescriptor, depth map[protoreflect.FullN
 // Struct keys and values), is checked, and the error names it.
 func TestCodecRejectsInvalidUTF8InEveryStringField(t *testing.T) {
 	const marker = "@@not-utf8@@"
-	c := newCodec()
+	c := newCodec(admitAll{})
 	for _, req := range []proto.Message{
 		&compactorv1.PlanRequest{}, &compactorv1.CompactRequest{},
 		&compactorv1.LowerRequest{}, &compactorv1.LiftRequest{},
@@ -268,26 +266,20 @@ func TestCodecRejectsInvalidUTF8InEveryStringField(t *testing.T) {
 				t.Fatalf("%s.%s: the protobuf runtime accepts the input; the test is wrong", md.FullName(), s.path)
 			}
 			got := req.ProtoReflect().New().Interface()
-			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, got); err != nil {
-				t.Fatalf("%s.%s: %v (want the request decoded, and held for rejection)", md.FullName(), s.path, err)
-			}
-			err = c.rejection(got)
+			err = c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, got)
 			var ve *engine.ValidationError
 			if !errors.As(err, &ve) || len(ve.Violations) != 1 {
-				t.Errorf("%s.%s: invalid UTF-8 accepted (rejection %v)", md.FullName(), s.path, err)
+				t.Errorf("%s.%s: invalid UTF-8 accepted (%v)", md.FullName(), s.path, err)
 				continue
 			}
 			if v := ve.Violations[0]; v.Field != s.path || v.Description != "string field contains invalid UTF-8" {
 				t.Errorf("%s: violation %+v, want one naming %s", md.FullName(), v, s.path)
 			}
-			if err := c.rejection(got); err != nil || c.pending.Load() != 0 {
-				t.Errorf("%s.%s: rejected twice (%v) or still pending (%d)", md.FullName(), s.path, err, c.pending.Load())
-			}
-			// The same bytes in a valid string decode, and are not rejected.
+			// The same bytes in a valid string decode.
 			wire[i] = '@'
 			got = req.ProtoReflect().New().Interface()
-			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, got); err != nil || c.rejection(got) != nil {
-				t.Errorf("%s.%s: valid input rejected: %v, %v", md.FullName(), s.path, err, c.rejection(got))
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, got); err != nil {
+				t.Errorf("%s.%s: valid input rejected: %v", md.FullName(), s.path, err)
 			}
 		}
 	}
@@ -295,7 +287,7 @@ func TestCodecRejectsInvalidUTF8InEveryStringField(t *testing.T) {
 
 // Bytes fields may hold anything, and the error path counts repeated fields.
 func TestCodecUTF8Paths(t *testing.T) {
-	c := newCodec()
+	c := newCodec(admitAll{})
 	req := &compactorv1.PlanRequest{Messages: []*compactorv1.Message{
 		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
 			{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{Source: &compactorv1.ImagePart_Data{Data: []byte{0xff, 0xfe, 0x80}}}}},
@@ -314,50 +306,8 @@ func TestCodecUTF8Paths(t *testing.T) {
 	}
 	wire[bytes.Index(wire, []byte("-bad-"))] = 0xc0
 	var got compactorv1.PlanRequest
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.rejection(&got); err == nil || !strings.HasPrefix(err.Error(), "messages[1].parts[1].text.text: ") {
-		t.Fatalf("rejection %v, want one naming messages[1].parts[1].text.text", err)
-	}
-}
-
-// recvStream is a server stream whose one message arrives encoded, through a codec.
-type recvStream struct {
-	grpc.ServerStream
-	c    *codec
-	wire []byte
-}
-
-func (s *recvStream) RecvMsg(m any) error {
-	return s.c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(s.wire)}, m)
-}
-
-// A streaming call's message with a string that is not UTF-8 fails RecvMsg with
-// INVALID_ARGUMENT, as a unary call's request fails the call; a valid one is received.
-func TestCodecRejectsInvalidUTF8InStreams(t *testing.T) {
-	c := newCodec()
-	wire, err := proto.Marshal(&compactorv1.PlanRequest{Messages: []*compactorv1.Message{
-		{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "x-bad-x"}}}}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv := func(wire []byte) error {
-		return c.rejectInvalidStream(nil, &recvStream{c: c, wire: wire}, &grpc.StreamServerInfo{}, func(_ any, ss grpc.ServerStream) error {
-			return ss.RecvMsg(&compactorv1.PlanRequest{})
-		})
-	}
-	if err := recv(bytes.Clone(wire)); err != nil {
-		t.Fatalf("valid message: %v", err)
-	}
-	wire[bytes.Index(wire, []byte("-bad-"))] = 0xc0
-	err = recv(wire)
-	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "messages[0].parts[0].text.text: string field contains invalid UTF-8") {
-		t.Fatalf("got %v, want INVALID_ARGUMENT naming messages[0].parts[0].text.text", err)
-	}
-	if n := c.pending.Load(); n != 0 {
-		t.Fatalf("%d rejections still pending", n)
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &got); err == nil || !strings.HasPrefix(err.Error(), "messages[1].parts[1].text.text: ") {
+		t.Fatalf("error %v, want one naming messages[1].parts[1].text.text", err)
 	}
 }
 
@@ -385,15 +335,14 @@ func BenchmarkCodecUnmarshal(b *testing.B) {
 		codec interface {
 			Unmarshal(mem.BufferSlice, any) error
 		}
-	}{{"compactord", newCodec()}, {"grpc-proto", encoding.GetCodecV2("proto")}} {
+	}{{"compactord", newCodec(admitAll{})}, {"grpc-proto", encoding.GetCodecV2("proto")}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(wire)))
-			b.ReportAllocs()
-			for b.Loop() {
+			cputime.Loop(b, func() {
 				if err := bc.codec.Unmarshal(data, &compactorv1.PlanRequest{}); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -14,11 +15,11 @@ import (
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -83,6 +84,9 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	force := req.GetForce() || len(warnings) > 0
 	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: force})
 	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.checkInstructions(req); err != nil {
 		return nil, toStatus(err)
 	}
 	plan := d.Response
@@ -207,47 +211,70 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 		return e, compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE, err
 	}
 
-	// One computation per key in this process (singleflight), and one across replicas
-	// (cache.Fill's lock). Each caller gives up at its own deadline; the computation runs to
-	// the deadline of the caller that started it, and a caller that joined a computation
-	// which ran out of its starter's time starts a new one.
+	// One computation per key in this process (flights), and one across replicas
+	// (cache.Fill's lock). Each caller gives up at its own deadline. The computation runs
+	// detached from the caller that started it, to that caller's deadline, holding what the
+	// caller's call holds (its slot, its tenant's concurrent-Compacts lease, its request's
+	// memory: package hold); a caller that joined a computation which ran out of its
+	// starter's time starts a new one.
 	for {
-		led := false // set when this caller's function is the one that runs
-		ch := c.s.flight.DoChan(key.String(), func() (any, error) {
-			led = true
-			fctx := context.WithoutCancel(ctx)
-			if dl, ok := ctx.Deadline(); ok {
-				var cancel context.CancelFunc
-				fctx, cancel = context.WithDeadline(fctx, dl)
-				defer cancel()
-			}
-			e, st, err := cache.Fill(fctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
-				return c.summarize(ctx, from, anchor)
-			})
-			return filled{e, st}, err
-		})
-		var r singleflight.Result
+		fl, lead := c.s.flights.join(key.String())
+		if lead {
+			c.detach(ctx, key, fl, from, anchor)
+		} else {
+			hold.Yield(ctx) // waiting on another call's work is not engine work
+		}
 		select {
 		case <-ctx.Done():
 			return nil, 0, fmt.Errorf("compact: waiting for the summary: %w", ctx.Err())
-		case r = <-ch:
+		case <-fl.done:
 		}
-		if r.Err != nil {
-			if !led && ctx.Err() == nil && (errors.Is(r.Err, context.DeadlineExceeded) || errors.Is(r.Err, context.Canceled)) {
+		if fl.err != nil {
+			if !lead && ctx.Err() == nil && (errors.Is(fl.err, context.DeadlineExceeded) || errors.Is(fl.err, context.Canceled)) {
 				continue // the starter's time ran out, not ours
 			}
-			return nil, 0, r.Err
+			return nil, 0, fl.err
 		}
-		f := r.Val.(filled)
 		st := compactorv1.CacheStatus_CACHE_STATUS_MISS
 		switch {
-		case f.status == cache.StatusHit || !led:
+		case fl.status == cache.StatusHit || !lead:
 			st = compactorv1.CacheStatus_CACHE_STATUS_HIT
-		case f.status == cache.StatusUnavailable:
+		case fl.status == cache.StatusUnavailable:
 			st = compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE
 		}
-		return f.entry, st, nil
+		return fl.entry, st, nil
 	}
+}
+
+// detach computes the summary of key (cache.Fill) for fl in a goroutine of its own, which
+// keeps what the call of ctx holds until it ends and runs to ctx's deadline whether or not
+// the caller waits for it.
+func (c *compaction) detach(ctx context.Context, key cache.Key, fl *flight, from int, anchor string) {
+	detached := hold.Detach(ctx)
+	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		fctx, cancel = context.WithDeadline(fctx, dl)
+	}
+	go func() {
+		defer detached()
+		defer cancel()
+		e, st, err := c.fill(fctx, key, from, anchor)
+		c.s.flights.finish(key.String(), fl, e, st, err)
+	}()
+}
+
+// fill is cache.Fill of key with a summary built on anchor from msgs[from:cut]. A panic (a
+// bug) is an error: no caller is left to recover it.
+func (c *compaction) fill(ctx context.Context, key cache.Key, from int, anchor string) (e *cache.Entry, st cache.Status, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.logger.ErrorContext(ctx, "panic while summarizing", "panic", p, "stack", string(debug.Stack()))
+			err = errors.New("compact: internal error while summarizing")
+		}
+	}()
+	return cache.Fill(ctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
+		return c.summarize(ctx, from, anchor)
+	})
 }
 
 // transient reports whether err is a summarizer failure a fallback summarizer may stand in
@@ -273,11 +300,6 @@ func (c *compaction) start() (from int, anchor string) {
 	return 0, ""
 }
 
-type filled struct {
-	entry  *cache.Entry
-	status cache.Status
-}
-
 // summarize summarizes the summarized messages of msgs[from:cut] on top of anchor within a
 // budget the summary can meet (at most maxSummaryRatio of the tokens it replaces, and the
 // policy's summary_max_tokens), then checks it (see package fidelity) so the entry is stored
@@ -285,20 +307,18 @@ type filled struct {
 func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*cache.Entry, error) {
 	tok := c.req.GetPolicy().GetTokenizer()
 	count := func(s string) int { return int(c.s.textTokens(s, tok)) }
+	// The policy's summary room (what the plan reserved for the summary) bounds it too.
+	room := summaryRoom(c.req.GetPolicy())
+	anchor, anchorTokens := c.s.boundAnchor(anchor, tok, room)
 	var (
 		in       []*compactorv1.Message
-		inTokens = c.s.textTokens(anchor, tok)
+		inTokens = anchorTokens
 	)
 	for i := from; i < c.cut; i++ {
 		if c.summarized(i) {
 			in = append(in, c.msgs[i])
 			inTokens += c.plan.GetMessageTokens()[i]
 		}
-	}
-	// The policy's summary room (what the plan reserved for the summary) bounds it too.
-	room := int64(engine.DefaultSummaryMaxTokens)
-	if m := c.req.GetPolicy().GetSummaryMaxTokens(); m > 0 {
-		room = m
 	}
 	budget := min(int64(c.s.maxSummaryRatio*float64(inTokens)), room)
 	if budget < minSummaryTokens {
@@ -307,9 +327,12 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 	}
 	name := c.sum.Fingerprint().Name
 	spent := func(int64) {}
-	if c.s.admit != nil && c.sum.Fingerprint().Model != summarize.ExtractiveModel {
+	if c.s.admit != nil && summarize.CallsModel(c.sum) {
+		// What the call may spend: its input (the range, the anchor and the instructions)
+		// and the summary.
+		estimate := inTokens + c.s.textTokens(c.req.GetInstructions(), tok) + budget
 		var err error
-		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx)); err != nil {
+		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx), estimate); err != nil {
 			return nil, err
 		}
 	}
@@ -352,6 +375,42 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 			Trimmed: rep.Trimmed,
 		},
 	}, nil
+}
+
+// summaryRoom is the policy's room for a summary: summary_max_tokens, else its default.
+func summaryRoom(p *compactorv1.Policy) int64 {
+	if m := p.GetSummaryMaxTokens(); m > 0 {
+		return m
+	}
+	return engine.DefaultSummaryMaxTokens
+}
+
+// checkInstructions bounds a Compact's instructions by its policy: they go into the
+// summarizer's prompt whole (and into the COMPACT_PROMPT message), so they may take at most
+// the room the policy gives the summary itself.
+func (s *Server) checkInstructions(req *compactorv1.CompactRequest) error {
+	ins, room := req.GetInstructions(), summaryRoom(req.GetPolicy())
+	if int64(len(ins)) <= room { // a token is at least a byte
+		return nil
+	}
+	if n := s.textTokens(ins, req.GetPolicy().GetTokenizer()); n > room {
+		return &engine.ValidationError{Limit: true, Violations: []engine.FieldViolation{{Field: "instructions",
+			Description: fmt.Sprintf("%d tokens exceed the limit of %d, the policy's summary room (policy.summary_max_tokens)", n, room)}}}
+	}
+	return nil
+}
+
+// boundAnchor bounds the previous summary a new one builds on by the policy: a summary
+// compactord wrote is at most the summary room, so an anchor of more than twice that (a
+// caller's own text in a COMPACT_SUMMARY message, or a room since made smaller) is cut to
+// it, keeping its head and tail. It returns the anchor and its tokens.
+func (s *Server) boundAnchor(anchor, tok string, room int64) (string, int64) {
+	n := s.textTokens(anchor, tok)
+	if limit := 2 * room; n > limit {
+		anchor = engine.Truncate(anchor, int(int64(len(anchor))*room/n))
+		n = s.textTokens(anchor, tok)
+	}
+	return anchor, n
 }
 
 // summarized reports whether msgs[i] is replaced by the summary.

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +16,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
 	"github.com/compactord/compactord/service"
@@ -26,7 +27,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -48,7 +48,10 @@ type replicaConfig struct {
 	fill     cache.FillOptions
 	maxRatio float64
 	admit    service.SummaryAdmitter
-	fallback string // the llm summarizer's fallback
+	fallback string                        // the llm summarizer's fallback
+	model    string                        // the llm summarizer's model; "gpt-test" by default
+	calls    service.Admitter              // admits calls and their requests' memory
+	unary    []grpc.UnaryServerInterceptor // e.g. the per-tenant limits
 }
 
 // startReplica serves a Server with an "llm" summarizer (OpenAI protocol, pointed at
@@ -59,9 +62,12 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 		cfg.retry = summarize.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	}
 	var sc *summarize.Config
+	if cfg.model == "" {
+		cfg.model = "gpt-test"
+	}
 	if cfg.llm != nil {
 		sc = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
-			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: "gpt-test", Timeout: 10 * time.Second,
+			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: cfg.model, Timeout: 10 * time.Second,
 			Fallback: cfg.fallback,
 		}}}
 	}
@@ -73,18 +79,7 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 		cfg.fill = cache.FillOptions{PollInterval: 20 * time.Millisecond}
 	}
 	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio, Admit: cfg.admit})
-	g := service.NewGRPC(srv, service.GRPCOptions{TracerProvider: cfg.tp})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Server.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	_, conn := serveTCP(t, srv, service.GRPCOptions{TracerProvider: cfg.tp, Admit: cfg.calls, UnaryInterceptors: cfg.unary})
 	return compactorv1.NewCompactorServiceClient(conn)
 }
 
@@ -377,6 +372,9 @@ func TestCompactSummarizerFailures(t *testing.T) {
 		{name: "500s exhaust the retries", reply: func(int64) (int, string) { return http.StatusInternalServerError, "" }, want: codes.Unavailable, calls: 3},
 		{name: "slow past the deadline", delay: 10 * time.Second, deadline: 300 * time.Millisecond, want: codes.DeadlineExceeded, calls: 1},
 		{name: "empty completion", reply: func(int64) (int, string) { return 0, "  \n" }, want: codes.Unavailable, calls: 1},
+		// A refused key or request is permanent: FAILED_PRECONDITION, never retried
+		// (TestCompactRejectedIsNotRetryable checks the details).
+		{name: "401", reply: func(int64) (int, string) { return http.StatusUnauthorized, "" }, want: codes.FailedPrecondition, calls: 1},
 		// A summary longer than its budget is cut to it (deterministically), not rejected:
 		// a rejection would repeat on every retry.
 		{name: "summary as long as its input", reply: func(int64) (int, string) { return 0, strings.Repeat("all of it again ", 3000) }, want: codes.OK, calls: 1},
@@ -417,6 +415,38 @@ func TestCompactSummarizerFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompactRejectedIsNotRetryable: a provider's 400, 401 or 403 is answered with
+// FAILED_PRECONDITION naming the HTTP status and without RetryInfo (a retry meets the same
+// answer), the fallback summarizer does not stand in, and nothing of the provider's error
+// text beyond its status reaches the caller.
+func TestCompactRejectedIsNotRetryable(t *testing.T) {
+	for _, code := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden} {
+		llm := llmtest.NewOpenAI(t)
+		llm.Script(func(int64) (int, string) { return code, "" }, 0)
+		client := startReplica(t, replicaConfig{llm: llm, fallback: "extractive"})
+		_, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20)))
+		st := status.Convert(err)
+		var info *errdetails.ErrorInfo
+		for _, d := range st.Details() {
+			switch d := d.(type) {
+			case *errdetails.RetryInfo:
+				t.Errorf("HTTP %d: RetryInfo %v invites a retry", code, d)
+			case *errdetails.ErrorInfo:
+				info = d
+			}
+		}
+		if st.Code() != codes.FailedPrecondition || info.GetReason() != "SUMMARIZER_REJECTED" || info.GetMetadata()["status"] != strconv.Itoa(code) {
+			t.Errorf("HTTP %d: %v (%v), want FAILED_PRECONDITION with ErrorInfo SUMMARIZER_REJECTED naming the status", code, err, info)
+		}
+		if strings.Contains(st.Message(), "scripted") || strings.Contains(st.Message(), llm.URL) {
+			t.Errorf("HTTP %d: the message repeats the provider's text or address: %q", code, st.Message())
+		}
+		if llm.Calls() != 1 {
+			t.Errorf("HTTP %d: %d calls, want 1", code, llm.Calls())
+		}
 	}
 }
 
@@ -648,4 +678,41 @@ func hasSpan(spans tracetest.SpanStubs, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestCompactBoundsInstructionsAndAnchor: instructions go into the summarizer's prompt
+// whole, so they may take at most the policy's summary room (RESOURCE_EXHAUSTED naming
+// instructions beyond it); the previous summary a new one builds on is cut to that room when
+// it is more than twice as long, so a caller's oversized COMPACT_SUMMARY text never reaches
+// the model whole.
+func TestCompactBoundsInstructionsAndAnchor(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{})})
+	req := compactReq(irtest.Conversation(20))
+	req.Instructions = strings.Repeat("keep every path ", 1000) // about 3000 tokens
+	_, err := client.Compact(t.Context(), req)
+	if field := BadRequestField(t, err, codes.ResourceExhausted); field != "instructions" {
+		t.Errorf("instructions past the summary room: field %q", field)
+	}
+	req.Policy.SummaryMaxTokens = 4000
+	if _, err := client.Compact(t.Context(), req); err != nil {
+		t.Errorf("the same instructions within a 4000-token summary room: %v", err)
+	}
+
+	anchor := "ANCHOR-HEAD " + strings.Repeat("an earlier summary that goes on and on. ", 4000) + " ANCHOR-TAIL"
+	msgs := irtest.Conversation(20)
+	msgs = append(msgs[:1], append([]*compactorv1.Message{engine.SummaryMessage(anchor, 40)}, msgs[1:]...)...)
+	big := &compactorv1.CompactRequest{Messages: msgs, Summarizer: "llm", Force: true,
+		Policy: &compactorv1.Policy{ContextWindow: 200_000, Prune: &compactorv1.PrunePolicy{Disabled: true}}}
+	before := llm.Calls()
+	if _, err := client.Compact(t.Context(), big); err != nil {
+		t.Fatal(err)
+	}
+	if llm.Calls() != before+1 {
+		t.Fatalf("%d LLM calls, want 1", llm.Calls()-before)
+	}
+	body := llm.Body(int(before + 1))
+	if !strings.Contains(body, "ANCHOR-HEAD") || !strings.Contains(body, "ANCHOR-TAIL") || !strings.Contains(body, "bytes omitted") || len(body) > len(anchor)/2 {
+		t.Errorf("a %d-byte anchor reached the model in a %d-byte request: want it cut to the summary room, head and tail kept", len(anchor), len(body))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/clip"
 	"github.com/compactord/compactord/metrics"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
@@ -37,11 +38,18 @@ type GRPCOptions struct {
 	// Metrics counts and times every call (grpc_server_*, first after call logging) and gets
 	// a zero series for every registered method; nil records nothing.
 	Metrics *metrics.Metrics
-	// UnaryInterceptors and StreamInterceptors run in order between the metrics and panic
-	// recovery, so they see a panicking call as INTERNAL, and before the codec's check for
-	// strings that are not UTF-8 (authentication answers first). They may refuse a call.
+	// UnaryInterceptors and StreamInterceptors run in order after panic recovery, call
+	// logging and metrics, so they are logged and counted (a panic among them included).
+	// They may refuse a call. For a CompactorService call they run before its request is
+	// received and decoded: the request they are given is the *rawRequest it will be
+	// received into, not the decoded message (authentication and tenant limits need only
+	// the call's metadata).
 	UnaryInterceptors  []grpc.UnaryServerInterceptor
 	StreamInterceptors []grpc.StreamServerInterceptor
+	// Admit admits each CompactorService call once its request has arrived (a slot among
+	// the calls in flight) and the memory its request takes (package limit's Shedder); nil
+	// admits everything.
+	Admit Admitter
 	// NoReflection turns server reflection off (with authentication on, reflection needs
 	// credentials like any other service; health never does).
 	NoReflection bool
@@ -63,8 +71,11 @@ type GRPC struct {
 
 // NewGRPC returns a gRPC server for s with panic recovery (a panic becomes INTERNAL and the
 // server keeps serving), structured call logging, metrics, OpenTelemetry tracing, the health
-// service reporting SERVING for "" and "compactor.v1.CompactorService", and reflection. A
-// request with a string field that is not UTF-8 fails with INVALID_ARGUMENT naming the field.
+// service reporting SERVING for "" and "compactor.v1.CompactorService", and reflection.
+// CompactorService requests are decoded within bounds (MaxDecodeDepth, DecodeCostMultiple)
+// after the interceptors admitted the call; a request that is malformed or has a string
+// field that is not UTF-8 fails with INVALID_ARGUMENT naming the field, one beyond a bound
+// with RESOURCE_EXHAUSTED naming it.
 //
 // It is the one constructor of compactord's gRPC stack: cmd/compactord serves the engine
 // with it, and loadtest/floorserver serves canned responses with it, so that the load test's
@@ -78,32 +89,42 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 	if maxBytes <= 0 {
 		maxBytes = 16 << 20
 	}
-	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+	admit := o.Admit
+	if admit == nil {
+		admit = admitAll{}
+	}
+	onPanic := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		method, _ := grpc.Method(ctx)
 		logger.ErrorContext(ctx, "panic in handler", "grpc.method", method, "panic", p, "stack", string(debug.Stack()))
 		return status.Error(codes.Internal, "internal error")
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
-	cd := newCodec()
-	// The codec's rejections come after metrics and the caller's interceptors, so that they
-	// count and log the INVALID_ARGUMENT like any other.
-	unary := []grpc.UnaryServerInterceptor{logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...)}
-	stream := []grpc.StreamServerInterceptor{logging.StreamServerInterceptor(slogAdapter(logger), logOpts...)}
+	// Recovery comes first, so that a panic even in logging or metrics is an INTERNAL answer
+	// rather than the end of the process; and again right after them, so that a panic in
+	// any later interceptor (authentication, limits) or in a handler is logged and counted
+	// as the INTERNAL it becomes.
+	unary := []grpc.UnaryServerInterceptor{recovery.UnaryServerInterceptor(onPanic), logging.UnaryServerInterceptor(slogAdapter(logger), logOpts...)}
+	stream := []grpc.StreamServerInterceptor{recovery.StreamServerInterceptor(onPanic), logging.StreamServerInterceptor(slogAdapter(logger), logOpts...)}
 	if o.Metrics != nil {
 		unary = append(unary, o.Metrics.UnaryServerInterceptor())
 		stream = append(stream, o.Metrics.StreamServerInterceptor())
 	}
-	// settle forgets the codec's rejection of a request an interceptor refused before
-	// rejectInvalid looked at it.
-	unary = append(append(append(unary, cd.settle), o.UnaryInterceptors...), cd.rejectInvalid, recovery.UnaryServerInterceptor(recover))
-	stream = append(append(stream, o.StreamInterceptors...), cd.rejectInvalidStream, recovery.StreamServerInterceptor(recover))
+	unary = append(append(unary, recovery.UnaryServerInterceptor(onPanic)), o.UnaryInterceptors...)
+	stream = append(append(stream, recovery.StreamServerInterceptor(onPanic)), o.StreamInterceptors...)
 	otelOpts := []otelgrpc.Option{otelgrpc.WithPropagators(propagation.TraceContext{})}
 	if o.TracerProvider != nil {
 		otelOpts = append(otelOpts, otelgrpc.WithTracerProvider(o.TracerProvider))
 	}
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxBytes),
-		grpc.ForceServerCodecV2(cd),
+		grpc.ForceServerCodecV2(newCodec(admit)),
+		// Headers are a few hundred bytes (a JWT a few KiB): a bound keeps the memory of a
+		// stream that sends headers and nothing else small. Larger header lists are refused
+		// by the transport (RST_STREAM).
+		grpc.MaxHeaderListSize(maxHeaderListBytes),
+		// Streams beyond this on one connection are refused by the transport; clients queue
+		// them. A replica does --max-inflight calls' work at once whatever the connections.
+		grpc.MaxConcurrentStreams(maxStreamsPerConn),
 		// Requests carry whole conversations (tens to hundreds of KiB): fixed windows this
 		// large let a client send one without waiting for window updates, and spare the
 		// server the update frames and the bandwidth-estimation pings of gRPC's dynamic
@@ -126,7 +147,7 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		}))
 	}
 	srv := grpc.NewServer(opts...)
-	compactorv1.RegisterCompactorServiceServer(srv, s)
+	srv.RegisterService(compactorService(requestDecoder{admit: admit}), s)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(compactorv1.CompactorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -164,12 +185,27 @@ func (g *GRPC) Shutdown(ctx context.Context) bool {
 	}
 }
 
-// slogAdapter lets the go-grpc-middleware logging interceptors write to slog.
+// slogAdapter lets the go-grpc-middleware logging interceptors write to slog, every string
+// value bounded (package clip): an error message can quote a caller's input.
 func slogAdapter(l *slog.Logger) logging.Logger {
 	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		for i, f := range fields {
+			if s, ok := f.(string); ok && len(s) > maxLogValue {
+				fields[i] = clip.String(s, maxLogValue)
+			}
+		}
 		l.Log(ctx, slog.Level(lvl), msg, fields...)
 	})
 }
+
+// maxLogValue bounds a string value of a call's log line.
+const maxLogValue = 2048
+
+// Transport bounds per stream and per connection.
+const (
+	maxHeaderListBytes = 16 << 10
+	maxStreamsPerConn  = 256
+)
 
 // Flow-control windows of the server's receiving side.
 const (

@@ -76,6 +76,31 @@ func TestPanicBecomesInternalAndServerKeepsServing(t *testing.T) {
 	}
 }
 
+// TestPanicInInterceptorBecomesInternal: recovery is the outermost interceptor, so a panic
+// in any other (authentication, limits, logging, metrics) is an INTERNAL answer, logged
+// and counted, and the process serves on.
+func TestPanicInInterceptorBecomesInternal(t *testing.T) {
+	boom := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if strings.HasSuffix(info.FullMethod, "/Plan") {
+			panic("interceptor bug")
+		}
+		return h(ctx, req)
+	}
+	reg := prometheus.NewRegistry()
+	conn := startBufconnWith(t, service.New(service.Options{}), service.GRPCOptions{Metrics: metrics.New(reg),
+		UnaryInterceptors: []grpc.UnaryServerInterceptor{boom}})
+	_, err := compactorv1.NewCompactorServiceClient(conn).Plan(t.Context(), &compactorv1.PlanRequest{})
+	if status.Code(err) != codes.Internal || status.Convert(err).Message() != "internal error" {
+		t.Fatalf("Plan through a panicking interceptor = %v, want INTERNAL \"internal error\"", err)
+	}
+	if got := counted(t, reg, "Plan", "Internal"); got != 1 {
+		t.Errorf("the panicking call counted %v times as Internal, want 1", got)
+	}
+	if _, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("health after the panic: %v", err)
+	}
+}
+
 func TestInvalidConversationIsBadRequest(t *testing.T) {
 	conn := startBufconn(t, service.New(service.Options{}))
 	client := compactorv1.NewCompactorServiceClient(conn)

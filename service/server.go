@@ -5,6 +5,7 @@ package service
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"strconv"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
-	"golang.org/x/sync/singleflight"
 )
 
 // Options configures a Server. The zero value serves with engine.DefaultLimits.
@@ -39,14 +39,18 @@ type Options struct {
 	// Admit admits every summarizer call to a model (not the extractive summarizer's); nil
 	// admits all.
 	Admit SummaryAdmitter
+	// Logger receives what goes wrong away from any call (a panic in a summarization its
+	// caller left); nil discards it.
+	Logger *slog.Logger
 }
 
 // SummaryAdmitter admits summarizer calls to a model and is told what each spent: the
-// server-wide bound on LLM calls in flight and the tenant's token budget (package limit).
+// server-wide bound on LLM calls in flight and the tenant's token budget (package limit),
+// against which estimate (what the call may spend) counts until done reports what it did.
 // A refusal is a status error (UNAVAILABLE or RESOURCE_EXHAUSTED, with RetryInfo) that
 // Compact returns as it is.
 type SummaryAdmitter interface {
-	AdmitSummary(ctx context.Context, tenant string) (done func(tokens int64), err error)
+	AdmitSummary(ctx context.Context, tenant string, estimate int64) (done func(tokens int64), err error)
 }
 
 // Server implements compactorv1.CompactorServiceServer. It holds no per-request state and is
@@ -61,13 +65,17 @@ type Server struct {
 	maxSummaryRatio float64
 	metrics         *metrics.Metrics
 	admit           SummaryAdmitter
-	flight          singleflight.Group
+	logger          *slog.Logger
+	flights         flights
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
 	s := &Server{limits: o.Limits, counter: o.Counter, summarizers: o.Summarizers, cache: o.Cache,
-		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit}
+		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit, logger: o.Logger}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
 	if s.counter == nil {
 		s.counter = engine.NewCounter(0)
 	}

@@ -3,19 +3,25 @@ package service
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
+	"github.com/compactord/compactord/internal/clip"
+	"github.com/compactord/compactord/internal/grpcerr"
 	"github.com/compactord/compactord/summarize"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/protoadapt"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// errorDomain is the ErrorInfo domain of compactord's errors.
-const errorDomain = "compactord"
+// Bounds of what an error tells its caller (and the call log): a status message, and each
+// field violation's description. The strings in them come from requests (ids, names) and
+// are cut with their length (package clip).
+const (
+	maxStatusMessage     = 1024
+	maxViolationDescribe = 2 * clip.Max
+)
 
 // toStatus maps an error from the engine, the cache or a summarizer to the gRPC status a
 // client sees. It is the one place where Go errors become gRPC codes.
@@ -27,16 +33,18 @@ func toStatus(err error) error {
 	if errors.As(err, &gs) {
 		return gs.GRPCStatus().Err()
 	}
+	msg := clip.String(err.Error(), maxStatusMessage)
 	var ve *engine.ValidationError
 	var se *format.StrictError
+	var pe *summarize.ProviderError
 	switch {
 	case errors.As(err, &se):
 		pf := &errdetails.PreconditionFailure{}
 		for i, f := range se.Fields() {
 			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
-				Type: "LOSSY_LOWERING", Subject: f, Description: se.Warnings[i]})
+				Type: "LOSSY_LOWERING", Subject: clip.String(f, maxViolationDescribe), Description: clip.String(se.Warnings[i], maxViolationDescribe)})
 		}
-		return withDetails(status.New(codes.FailedPrecondition, err.Error()), pf)
+		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, msg), pf)
 	case errors.As(err, &ve):
 		code := codes.InvalidArgument
 		if ve.Limit {
@@ -44,34 +52,34 @@ func toStatus(err error) error {
 		}
 		br := &errdetails.BadRequest{FieldViolations: make([]*errdetails.BadRequest_FieldViolation, len(ve.Violations))}
 		for i, v := range ve.Violations {
-			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
+			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: clip.String(v.Field, maxViolationDescribe),
+				Description: clip.String(v.Description, maxViolationDescribe)}
 		}
 		// The violations are the message: the errors wrapping them (summarize.ErrUnknown
 		// around field "summarizer", say) would only repeat what they say.
-		return withDetails(status.New(code, ve.Error()), br)
+		return grpcerr.WithDetails(status.New(code, clip.String(ve.Error(), maxStatusMessage)), br)
 	case errors.Is(err, engine.ErrIrreducible):
-		return withDetails(status.New(codes.FailedPrecondition, err.Error()),
-			&errdetails.ErrorInfo{Reason: "CONTEXT_IRREDUCIBLE", Domain: errorDomain})
+		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, msg),
+			grpcerr.ErrorInfo("CONTEXT_IRREDUCIBLE", nil))
 	case errors.Is(err, engine.ErrInvalid):
-		return status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, msg)
 	case errors.Is(err, engine.ErrTooLarge):
-		return status.Error(codes.ResourceExhausted, err.Error())
+		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
+		return status.Error(codes.DeadlineExceeded, msg)
 	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
+		return status.Error(codes.Canceled, msg)
+	case errors.Is(err, summarize.ErrRejected):
+		// The provider refused the request for good (400, 401, 403, 404, 422): a retry
+		// meets the same answer, so no RetryInfo, and not UNAVAILABLE.
+		meta := map[string]string{}
+		if errors.As(err, &pe) {
+			meta["status"] = strconv.Itoa(pe.Status)
+		}
+		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, msg), grpcerr.ErrorInfo("SUMMARIZER_REJECTED", meta))
 	case errors.Is(err, summarize.ErrUnavailable), errors.Is(err, summarize.ErrEmptySummary):
-		return withDetails(status.New(codes.Unavailable, err.Error()),
-			&errdetails.ErrorInfo{Reason: "SUMMARIZER_FAILED", Domain: errorDomain},
-			&errdetails.RetryInfo{RetryDelay: durationpb.New(summarize.RetryDelay(err))})
+		return grpcerr.WithDetails(status.New(codes.Unavailable, msg),
+			grpcerr.ErrorInfo("SUMMARIZER_FAILED", nil), grpcerr.RetryInfo(summarize.RetryDelay(err)))
 	}
-	return status.Error(codes.Internal, err.Error())
-}
-
-// withDetails attaches details to st; if that fails the status goes out without them.
-func withDetails(st *status.Status, details ...protoadapt.MessageV1) error {
-	if d, err := st.WithDetails(details...); err == nil {
-		return d.Err()
-	}
-	return st.Err()
+	return status.Error(codes.Internal, msg)
 }

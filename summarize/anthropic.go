@@ -29,7 +29,7 @@ func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithAPIKey(key),
+		option.WithAPIKey(key()),
 		option.WithMaxRetries(0),
 	}
 	if opt.HTTPClient != nil {
@@ -44,7 +44,7 @@ func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
 			MaxTokens: maxTokens,
 			System:    []anthropic.TextBlockParam{{Text: system}},
 			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(user))},
-		})
+		}, option.WithAPIKey(key())) // a rotated key file is read again
 		if err != nil {
 			return completion{}, err
 		}

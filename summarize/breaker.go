@@ -1,8 +1,11 @@
 package summarize
 
 import (
-	"sync"
+	"errors"
+	"sync/atomic"
 	"time"
+
+	"github.com/sony/gobreaker/v2"
 )
 
 // BreakerPolicy configures the circuit breaker of an LLM summarizer. Zero values take the
@@ -14,27 +17,25 @@ type BreakerPolicy struct {
 	// Cooldown is how long the breaker stays open before one probe call is let through
 	// (half-open): its success closes the breaker, its failure opens it again. Default 30s.
 	Cooldown time.Duration
-	// Now is the clock (for tests); default time.Now.
-	Now func() time.Time
 }
 
-type breakerState int
-
-const (
-	breakerClosed breakerState = iota
-	breakerOpen
-	breakerHalfOpen
-)
-
+// breaker is the circuit breaker of an LLM summarizer: sony/gobreaker, as around Redis
+// (cache/redis.go), with each provider call's verdict reported after the call (two-step),
+// and the time it last opened kept so that a refusal can say when to retry.
 type breaker struct {
-	policy BreakerPolicy
-
-	mu       sync.Mutex
-	state    breakerState
-	failures int
-	openedAt time.Time
-	probing  bool // a half-open probe is in flight
+	cb       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil: disabled
+	cooldown time.Duration
+	opened   atomic.Int64 // UnixNano of the last opening
 }
+
+// Verdicts a call reports to the breaker's done function; nil is a provider that answered.
+var (
+	// errProviderDown counts as a failure: the provider looks down.
+	errProviderDown = errors.New("provider down")
+	// errNoVerdict is neither: the caller gave up, or the provider is alive but rate-limits.
+	// A half-open probe that ends so lets another caller probe.
+	errNoVerdict = errors.New("no verdict")
+)
 
 func newBreaker(p BreakerPolicy) *breaker {
 	if p.Failures == 0 {
@@ -43,81 +44,45 @@ func newBreaker(p BreakerPolicy) *breaker {
 	if p.Cooldown <= 0 {
 		p.Cooldown = 30 * time.Second
 	}
-	if p.Now == nil {
-		p.Now = time.Now
+	b := &breaker{cooldown: p.Cooldown}
+	if p.Failures < 0 {
+		return b
 	}
-	return &breaker{policy: p}
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         "summarizer",
+		MaxRequests:  1, // one probe at a time while half-open
+		Timeout:      p.Cooldown,
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(p.Failures) },
+		IsSuccessful: func(err error) bool { return err == nil },
+		IsExcluded:   func(err error) bool { return errors.Is(err, errNoVerdict) },
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				b.opened.Store(time.Now().UnixNano())
+			}
+		},
+	})
+	return b
 }
 
-// allow reports whether a call may go to the provider now. In the half-open state only one
-// probe is let through at a time.
-func (b *breaker) allow() bool {
-	if b.policy.Failures < 0 {
-		return true
+// allow reports whether a call may go to the provider now (in the half-open state, only one
+// probe at a time); done reports its verdict: nil, errProviderDown or errNoVerdict.
+func (b *breaker) allow() (done func(verdict error), ok bool) {
+	if b.cb == nil {
+		return func(error) {}, true
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch b.state {
-	case breakerOpen:
-		if b.policy.Now().Sub(b.openedAt) < b.policy.Cooldown {
-			return false
-		}
-		b.state = breakerHalfOpen
-		b.probing = true
-		return true
-	case breakerHalfOpen:
-		if b.probing {
-			return false
-		}
-		b.probing = true
-		return true
-	}
-	return true
-}
-
-// success records a call that reached a working provider.
-func (b *breaker) success() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.state, b.failures, b.probing = breakerClosed, 0, false
-}
-
-// failure records a call that failed in a way that suggests the provider is down.
-func (b *breaker) failure() {
-	if b.policy.Failures < 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.failures++
-	if b.state == breakerHalfOpen || b.failures >= b.policy.Failures {
-		b.state, b.openedAt, b.probing = breakerOpen, b.policy.Now(), false
-	}
-}
-
-// release ends a half-open probe that neither succeeded nor failed (e.g. the caller's
-// context ended), so another caller may probe.
-func (b *breaker) release() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state == breakerHalfOpen {
-		b.probing = false
-	}
+	done, err := b.cb.Allow()
+	return done, err == nil
 }
 
 // isOpen reports whether the breaker currently rejects calls (for tests and health).
 func (b *breaker) isOpen() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state == breakerOpen && b.policy.Now().Sub(b.openedAt) < b.policy.Cooldown
+	return b.cb != nil && b.cb.State() == gobreaker.StateOpen
 }
 
 // cooldownLeft is how long an open breaker stays open; 0 when it is not open.
 func (b *breaker) cooldownLeft() time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state != breakerOpen {
+	if !b.isOpen() {
 		return 0
 	}
-	return max(0, b.policy.Cooldown-b.policy.Now().Sub(b.openedAt))
+	return max(0, b.cooldown-time.Since(time.Unix(0, b.opened.Load())))
 }

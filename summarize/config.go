@@ -1,10 +1,10 @@
 package summarize
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"gopkg.in/yaml.v3"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/internal/clip"
+	"github.com/compactord/compactord/internal/filewatch"
 )
 
 // Summarizer kinds.
@@ -69,27 +70,16 @@ type SummarizerConfig struct {
 	// MaxInputTokens bounds the prompt for the model's context window; a longer transcript
 	// is shortened (engine.FitSummaryPrompt, at 3 bytes per token). Default 100000.
 	MaxInputTokens int64 `yaml:"max_input_tokens"`
+	// AllowHTTP lets an http:// base_url name a host other than a loopback address (a
+	// model server beside the pod, inside the cluster's network): without it such a URL is
+	// refused, since it would send the key and the conversations in clear.
+	AllowHTTP bool `yaml:"allow_http"`
 	// Fallback names the summarizer (e.g. "extractive") that writes the summary when this
 	// one fails transiently (its retries ran out, its breaker is open, it answered an empty
 	// summary). A fallback summary
 	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
 	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
 	Fallback string `yaml:"fallback"`
-}
-
-// ParseConfig parses and validates a --config YAML document. Unknown fields are errors, so
-// a typo never silently falls back to a default.
-func ParseConfig(b []byte) (*Config, error) {
-	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("summarizer config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // Validate checks names, kinds and required fields without reading keys.
@@ -146,13 +136,25 @@ func (s SummarizerConfig) validate() error {
 	if s.BaseURL != "" {
 		u, err := url.Parse(s.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s: base_url %q is not an http(s) URL", s.Name, s.BaseURL)
+			return fmt.Errorf("%s: base_url %s is not an http(s) URL", s.Name, clip.Quote(s.BaseURL))
+		}
+		if u.Scheme == "http" && !loopback(u.Hostname()) && !s.AllowHTTP {
+			return fmt.Errorf("%s: base_url %s would send the API key and the conversations in clear: use https, a loopback address, or set allow_http: true", s.Name, clip.Quote(s.BaseURL))
 		}
 	}
 	if s.Timeout < 0 || s.MaxOutputTokens < 0 || s.MaxAttempts < 0 || s.MaxInputTokens < 0 {
 		return fmt.Errorf("%s: timeout, max_output_tokens, max_input_tokens and max_attempts must not be negative", s.Name)
 	}
 	return nil
+}
+
+// loopback reports whether host is a loopback name or address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Options are what the process supplies to every summarizer. The zero value is usable.
@@ -164,21 +166,31 @@ type Options struct {
 	// Retry and Breaker tune resilience; see their docs for defaults.
 	Retry   RetryPolicy
 	Breaker BreakerPolicy
-	// LookupEnv and ReadFile resolve API keys; defaults os.LookupEnv and os.ReadFile.
+	// LookupEnv resolves api_key_env; default os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	ReadFile  func(string) ([]byte, error)
+	// KeyFileInterval is how often an api_key_file is stat'ed, on use, for a new key
+	// (rotation without a restart); default 5s.
+	KeyFileInterval time.Duration
+	// Logger receives what a failed provider call's error says beyond its summary (never
+	// the provider's response body, which may echo the conversation); nil discards it.
+	Logger *slog.Logger
 }
 
-// resolve validates cfg for kind, applies defaults and reads the API key.
-func (s SummarizerConfig) resolve(kind string, opt Options) (SummarizerConfig, string, error) {
+// DefaultKeyFileInterval is Options.KeyFileInterval's default.
+const DefaultKeyFileInterval = 5 * time.Second
+
+// resolve validates cfg for kind, applies defaults and reads the API key: key returns the
+// key to send, re-reading api_key_file when it changed (a file that cannot be read, or
+// holds no key, keeps the previous key in use).
+func (s SummarizerConfig) resolve(kind string, opt Options) (_ SummarizerConfig, key func() string, err error) {
 	if s.Kind == "" {
 		s.Kind = kind
 	}
 	if s.Kind != kind {
-		return s, "", fmt.Errorf("summarizer %s: kind %q, want %q", s.Name, s.Kind, kind)
+		return s, nil, fmt.Errorf("summarizer %s: kind %q, want %q", s.Name, s.Kind, kind)
 	}
 	if err := s.validate(); err != nil {
-		return s, "", fmt.Errorf("summarizer config: %w", err)
+		return s, nil, fmt.Errorf("summarizer config: %w", err)
 	}
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
@@ -189,7 +201,6 @@ func (s SummarizerConfig) resolve(kind string, opt Options) (SummarizerConfig, s
 	if s.MaxInputTokens == 0 {
 		s.MaxInputTokens = DefaultMaxInputTokens
 	}
-	var key string
 	switch {
 	case s.APIKeyEnv != "":
 		lookup := opt.LookupEnv
@@ -198,25 +209,32 @@ func (s SummarizerConfig) resolve(kind string, opt Options) (SummarizerConfig, s
 		}
 		v, ok := lookup(s.APIKeyEnv)
 		if !ok || strings.TrimSpace(v) == "" {
-			return s, "", fmt.Errorf("summarizer %s: environment variable %s (api_key_env) is not set", s.Name, s.APIKeyEnv)
+			return s, nil, fmt.Errorf("summarizer %s: environment variable %s (api_key_env) is not set", s.Name, s.APIKeyEnv)
 		}
-		key = strings.TrimSpace(v)
+		v = strings.TrimSpace(v)
+		return s, func() string { return v }, nil
 	case s.APIKeyFile != "":
-		read := opt.ReadFile
-		if read == nil {
-			read = os.ReadFile
+		interval := opt.KeyFileInterval
+		if interval <= 0 {
+			interval = DefaultKeyFileInterval
 		}
-		b, err := read(s.APIKeyFile)
+		path := s.APIKeyFile
+		f, err := filewatch.New([]string{path}, filewatch.Options{Interval: interval}, func() (string, error) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return "", err // the error names the file, never its content
+			}
+			if k := strings.TrimSpace(string(b)); k != "" {
+				return k, nil
+			}
+			return "", fmt.Errorf("%s is empty", path)
+		})
 		if err != nil {
-			// The error names the file, never its content.
-			return s, "", fmt.Errorf("summarizer %s: api_key_file: %w", s.Name, err)
+			return s, nil, fmt.Errorf("summarizer %s: api_key_file: %w", s.Name, err)
 		}
-		key = strings.TrimSpace(string(b))
-		if key == "" {
-			return s, "", fmt.Errorf("summarizer %s: api_key_file %s is empty", s.Name, s.APIKeyFile)
-		}
+		return s, f.Get, nil
 	}
-	return s, key, nil
+	return s, func() string { return "" }, nil
 }
 
 func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, call callFunc, apiErr apiErrorFunc) *LLM {
@@ -237,6 +255,10 @@ func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, c
 		call:      call,
 		apiError:  apiErr,
 		sleep:     sleepCtx,
+		logger:    opt.Logger,
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.DiscardHandler)
 	}
 	if base != nil {
 		l.server = base.Hostname()
@@ -315,7 +337,7 @@ func (r *Registry) Get(name string) (Summarizer, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("%w: %w", ErrUnknown, engine.Invalid("summarizer",
-		fmt.Sprintf("unknown summarizer %q (configured: %s)", name, strings.Join(r.Names(), ", "))))
+		fmt.Sprintf("unknown summarizer %s (configured: %s)", clip.Quote(name), strings.Join(r.Names(), ", "))))
 }
 
 // Fallback returns the summarizer configured to stand in for the one named name when it fails

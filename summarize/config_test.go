@@ -16,88 +16,20 @@ import (
 	"github.com/compactord/compactord/engine"
 )
 
-// The example from docs/ARCHITECTURE.md "Configuration".
-const designConfig = `
-default_summarizer: mini          # overrides --summarizer
-summarizers:
-  - name: mini
-    kind: openai                  # openai (any OpenAI-compatible server) | anthropic | extractive
-    base_url: http://127.0.0.1:11434/v1
-    model: gpt-4o-mini
-    api_key_env: OPENAI_API_KEY   # read from the environment, never from the file
-    timeout: 30s
-    max_output_tokens: 2048
-    fallback: extractive          # writes the summary (uncached) while this one is down
-`
-
-func TestParseConfig(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "ARCHITECTURE.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(doc), "```yaml"+designConfig+"```") {
-		t.Error("docs/ARCHITECTURE.md no longer shows the configuration example this test parses")
-	}
-	c, err := ParseConfig([]byte(designConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := SummarizerConfig{Name: "mini", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "gpt-4o-mini",
-		APIKeyEnv: "OPENAI_API_KEY", Timeout: 30 * time.Second, MaxOutputTokens: 2048, Fallback: "extractive"}
-	if c.DefaultSummarizer != "mini" || len(c.Summarizers) != 1 || c.Summarizers[0] != want {
-		t.Errorf("ParseConfig = %+v", c)
-	}
-	if c, err := ParseConfig(nil); err != nil || len(c.Summarizers) != 0 {
-		t.Errorf("empty config: %+v, %v", c, err)
-	}
-
-	bad := []struct {
-		name, yaml, want string
-	}{
-		{"unknown field", "summarizers:\n  - name: a\n    kind: extractive\n    modle: x\n", "modle"},
-		{"unknown top-level field", "default: a\n", "default"},
-		{"unknown kind", "summarizers:\n  - name: a\n    kind: gemini\n    model: m\n", `unknown kind "gemini"`},
-		{"missing kind", "summarizers:\n  - name: a\n    model: m\n", "kind is required"},
-		{"missing name", "summarizers:\n  - kind: extractive\n", "name is required"},
-		{"missing model", "summarizers:\n  - name: a\n    kind: anthropic\n", "model is required"},
-		{"two key sources", "summarizers:\n  - name: a\n    kind: openai\n    model: m\n    api_key_env: K\n    api_key_file: /k\n", "not both"},
-		{"bad base url", "summarizers:\n  - name: a\n    kind: openai\n    model: m\n    base_url: localhost:11434\n", "not an http(s) URL"},
-		{"bad duration", "summarizers:\n  - name: a\n    kind: openai\n    model: m\n    timeout: soon\n", "soon"},
-		{"duplicate", "summarizers:\n  - name: a\n    kind: extractive\n  - name: a\n    kind: extractive\n", "duplicate name"},
-		{"undefined default", "default_summarizer: big\n", `"big" is not defined`},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tt.yaml))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("ParseConfig = %v, want an error mentioning %q", err, tt.want)
-			}
-		})
-	}
-}
-
 func TestRegistry(t *testing.T) {
-	c, err := ParseConfig([]byte(designConfig + `
-  - name: claude
-    kind: anthropic
-    model: claude-haiku
-    api_key_file: /secrets/anthropic
-  - name: short
-    kind: extractive
-    max_output_tokens: 256
-`))
-	if err != nil {
+	keyFile := filepath.Join(t.TempDir(), "anthropic")
+	if err := os.WriteFile(keyFile, []byte("sk-ant-2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	c := &Config{DefaultSummarizer: "mini", Summarizers: []SummarizerConfig{
+		{Name: "mini", Kind: KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY",
+			Timeout: 30 * time.Second, MaxOutputTokens: 2048, Fallback: "extractive"},
+		{Name: "claude", Kind: KindAnthropic, Model: "claude-haiku", APIKeyFile: keyFile},
+		{Name: "short", Kind: KindExtractive, MaxOutputTokens: 256},
+	}}
 	opt := Options{
 		LookupEnv: func(k string) (string, bool) {
 			return map[string]string{"OPENAI_API_KEY": "sk-1"}[k], k == "OPENAI_API_KEY"
-		},
-		ReadFile: func(p string) ([]byte, error) {
-			if p == "/secrets/anthropic" {
-				return []byte("sk-ant-2\n"), nil
-			}
-			return nil, os.ErrNotExist
 		},
 	}
 	r, err := NewRegistry(c, "extractive", opt)
@@ -135,10 +67,14 @@ func TestRegistry(t *testing.T) {
 	}
 
 	// Missing keys fail at startup, naming the variable or file but never a key.
-	noKeys := Options{LookupEnv: func(string) (string, bool) { return "", false },
-		ReadFile: func(string) ([]byte, error) { return nil, os.ErrNotExist }}
+	noKeys := Options{LookupEnv: func(string) (string, bool) { return "", false }}
 	if _, err := NewRegistry(c, "", noKeys); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("missing env key: %v", err)
+	}
+	c.Summarizers[0].APIKeyEnv = ""
+	c.Summarizers[1].APIKeyFile = keyFile + ".missing"
+	if _, err := NewRegistry(c, "", noKeys); err == nil || !strings.Contains(err.Error(), "api_key_file") || strings.Contains(err.Error(), "sk-") {
+		t.Errorf("missing key file: %v", err)
 	}
 
 	// Without a config: just the extractive default; --summarizer must name something.
@@ -193,37 +129,22 @@ func TestExtractiveSummarizer(t *testing.T) {
 	}
 }
 
-// FuzzParseConfig: any document either parses into a config that validates or is an error;
-// it never panics.
-func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte(designConfig))
-	f.Add([]byte("summarizers:\n  - name: a\n    kind: extractive\n"))
-	f.Add([]byte("default_summarizer: [1, 2]\n"))
-	f.Add([]byte("summarizers: {a: b}\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := ParseConfig(b)
-		if err != nil {
-			return
-		}
-		if err := c.Validate(); err != nil {
-			t.Fatalf("ParseConfig accepted a config that does not validate: %v", err)
-		}
-	})
-}
-
 func TestFallbackConfig(t *testing.T) {
-	for _, tt := range []struct{ yaml, want string }{
-		{"summarizers:\n  - {name: a, kind: openai, model: m, fallback: a}\n", "falls back to itself"},
-		{"summarizers:\n  - {name: a, kind: openai, model: m, fallback: nope}\n", `fallback "nope" is not defined`},
+	for _, tt := range []struct {
+		fallback, want string
+	}{
+		{"a", "falls back to itself"},
+		{"nope", `fallback "nope" is not defined`},
 	} {
-		if _, err := ParseConfig([]byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%q: %v, want an error saying %q", tt.yaml, err, tt.want)
+		c := &Config{Summarizers: []SummarizerConfig{{Name: "a", Kind: KindOpenAI, Model: "m", Fallback: tt.fallback}}}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("fallback %q: %v, want an error saying %q", tt.fallback, err, tt.want)
 		}
 	}
-	c, err := ParseConfig([]byte("summarizers:\n  - {name: a, kind: openai, model: m, base_url: 'http://127.0.0.1:1/v1', fallback: extractive}\n  - {name: b, kind: openai, model: m, base_url: 'http://127.0.0.1:1/v1'}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := &Config{Summarizers: []SummarizerConfig{
+		{Name: "a", Kind: KindOpenAI, Model: "m", BaseURL: "http://127.0.0.1:1/v1", Fallback: "extractive"},
+		{Name: "b", Kind: KindOpenAI, Model: "m", BaseURL: "http://127.0.0.1:1/v1"},
+	}}
 	r, err := NewRegistry(c, "a", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -233,5 +154,28 @@ func TestFallbackConfig(t *testing.T) {
 	}
 	if _, ok := r.Fallback("b"); ok {
 		t.Error("b has no fallback")
+	}
+}
+
+// TestPlainHTTPBaseURL: an http:// base_url would send the API key and the conversations in
+// clear, so it is refused unless it names a loopback address or allow_http says so.
+func TestPlainHTTPBaseURL(t *testing.T) {
+	for _, tt := range []struct {
+		url   string
+		allow bool
+		ok    bool
+	}{
+		{"https://api.example.com/v1", false, true},
+		{"http://127.0.0.1:11434/v1", false, true},
+		{"http://localhost:8000/v1", false, true},
+		{"http://[::1]:8000/v1", false, true},
+		{"http://vllm.models.svc:8000/v1", false, false},
+		{"http://10.0.0.5/v1", false, false},
+		{"http://vllm.models.svc:8000/v1", true, true},
+	} {
+		err := (&Config{Summarizers: []SummarizerConfig{{Name: "a", Kind: KindOpenAI, Model: "m", BaseURL: tt.url, AllowHTTP: tt.allow}}}).Validate()
+		if (err == nil) != tt.ok || !tt.ok && !strings.Contains(err.Error(), "allow_http") {
+			t.Errorf("%s (allow_http %v): %v, want ok %v", tt.url, tt.allow, err, tt.ok)
+		}
 	}
 }

@@ -2,12 +2,19 @@ package summarize
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -16,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/internal/clip"
 )
 
 const instrumentationName = "github.com/compactord/compactord/summarize"
@@ -115,12 +123,55 @@ type ProviderError struct {
 	err  error
 }
 
-// Error returns "HTTP <status> <type>".
+// Error returns "HTTP <status> <type>"; a type that is not a short identifier is left out.
 func (e *ProviderError) Error() string {
-	if e.Type == "" {
+	if !errorTypeName.MatchString(e.Type) {
 		return "HTTP " + strconv.Itoa(e.Status)
 	}
 	return "HTTP " + strconv.Itoa(e.Status) + " " + e.Type
+}
+
+// errorTypeName is what a provider's error type or code looks like ("rate_limit_error",
+// "invalid_api_key"); anything else is not repeated to callers.
+var errorTypeName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// netError is a provider call that got no HTTP answer: its message says what kind of
+// failure it was, never the SDK's error text, which names the base URL (possibly an
+// internal host). The full text goes to the server log (Options.Logger).
+type netError struct {
+	kind string
+	err  error
+}
+
+func (e *netError) Error() string { return e.kind }
+func (e *netError) Unwrap() error { return e.err }
+
+// describe is the kind of failure of a provider call that got no HTTP answer.
+func describe(err error) string {
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the provider"
+	case errors.As(err, &dns):
+		return "provider host name not resolved"
+	case errors.As(err, &cert):
+		return "provider certificate not trusted"
+	case errors.As(err, &op):
+		return "network error (" + op.Op + ")"
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return "network error"
+	}
+	return "malformed answer"
 }
 
 // Unwrap returns the SDK error.
@@ -141,6 +192,7 @@ type LLM struct {
 	call      callFunc
 	apiError  apiErrorFunc
 	sleep     func(ctx context.Context, d time.Duration) error
+	logger    *slog.Logger
 }
 
 var _ Summarizer = (*LLM)(nil)
@@ -192,7 +244,8 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		if err := ctx.Err(); err != nil {
 			return res, l.ctxError(err, lastErr)
 		}
-		if !l.breaker.allow() {
+		done, ok := l.breaker.allow()
+		if !ok {
 			err := fmt.Errorf("summarizer %s: %w", l.name, ErrCircuitOpen)
 			if lastErr != nil {
 				err = fmt.Errorf("summarizer %s: %w (last error: %v)", l.name, ErrCircuitOpen, lastErr)
@@ -204,7 +257,7 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		c, err := l.call(actx, system, user, maxTokens)
 		cancel()
 		if err == nil {
-			l.breaker.success()
+			done(nil)
 			res.Model, res.InputTokens, res.OutputTokens, res.FinishReasons = c.model, c.inputTokens, c.outputTokens, c.finishReasons
 			res.PromptVersion = engine.PromptVersion
 			if res.Model == "" {
@@ -219,9 +272,15 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		pe, header, isAPI := l.apiError(err)
 		if isAPI {
 			err = pe
+			l.logger.WarnContext(ctx, "summarizer call failed", "summarizer", l.name, "attempt", attempt,
+				"status", pe.Status, "type", clip.String(pe.Type, clip.Max))
+		} else {
+			l.logger.WarnContext(ctx, "summarizer call failed", "summarizer", l.name, "attempt", attempt,
+				"err", clip.String(err.Error(), 2*clip.Max))
+			err = &netError{kind: describe(err), err: err}
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			l.breaker.release()
+			done(errNoVerdict)
 			return res, l.ctxError(cerr, err)
 		}
 		lastErr = err
@@ -232,11 +291,11 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		retryable, down := classify(status, isAPI)
 		switch {
 		case down:
-			l.breaker.failure()
+			done(errProviderDown)
 		case retryable: // rate limited: alive, but no verdict on its health
-			l.breaker.release()
+			done(errNoVerdict)
 		default: // it answered; the request was at fault
-			l.breaker.success()
+			done(nil)
 		}
 		if !retryable || attempt >= l.retry.MaxAttempts {
 			return res, l.unavailable(isAPI, err, attempt)
@@ -267,13 +326,16 @@ func (l *LLM) ctxError(ctxErr, last error) error {
 
 func (l *LLM) unavailable(isAPI bool, err error, attempts int) error {
 	if isAPI {
+		if retryable, _ := classify(err.(*ProviderError).Status, true); !retryable {
+			return fmt.Errorf("summarizer %s: the provider refused the request: %w: %w", l.name, ErrRejected, err)
+		}
 		return fmt.Errorf("summarizer %s: %d attempt(s): %w: %w", l.name, attempts, ErrUnavailable, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// Our per-attempt timeout fired, not the caller's deadline: the provider is too slow,
 		// which is UNAVAILABLE; keep the cause out of the chain so it does not read as the
 		// caller's DeadlineExceeded.
-		return fmt.Errorf("summarizer %s: no answer within %v, %d attempt(s): %w (%v)", l.name, l.timeout, attempts, ErrUnavailable, err)
+		return fmt.Errorf("summarizer %s: no answer within %v, %d attempt(s): %w", l.name, l.timeout, attempts, ErrUnavailable)
 	}
 	return fmt.Errorf("summarizer %s: after %d attempt(s): %w: %w", l.name, attempts, ErrUnavailable, err)
 }
@@ -371,6 +433,8 @@ func errorType(err error) string {
 		return "circuit_open"
 	case errors.Is(err, ErrEmptySummary):
 		return "empty_summary"
+	case errors.Is(err, ErrRejected):
+		return "rejected"
 	case errors.Is(err, ErrUnavailable):
 		return "unavailable"
 	}

@@ -1,14 +1,19 @@
 package summarize
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,33 +139,16 @@ var providers = []provider{
 }
 
 type fixture struct {
-	f     *fakeProvider
-	s     *LLM
-	exp   *tracetest.InMemoryExporter
-	clock *fakeClock
-}
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	f   *fakeProvider
+	s   *LLM
+	exp *tracetest.InMemoryExporter
 }
 
 func newFixture(t *testing.T, p provider, cfg SummarizerConfig, opt Options, script ...reply) fixture {
 	t.Helper()
 	f := newFakeProvider(t, p.kind, script...)
 	exp := tracetest.NewInMemoryExporter()
-	clock := &fakeClock{now: time.Unix(1700000000, 0)}
 	opt.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	if opt.Breaker.Now == nil {
-		opt.Breaker.Now = clock.Now
-	}
 	if opt.Retry.BaseDelay == 0 {
 		opt.Retry.BaseDelay = time.Millisecond
 	}
@@ -185,7 +173,7 @@ func newFixture(t *testing.T, p provider, cfg SummarizerConfig, opt Options, scr
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{f: f, s: s, exp: exp, clock: clock}
+	return fixture{f: f, s: s, exp: exp}
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
@@ -344,8 +332,18 @@ func TestLLMRetries(t *testing.T) {
 					script:     []reply{{status: 400}, {status: 200, text: "ok"}},
 					deadline:   30 * time.Second,
 					wantHits:   1,
-					wantErr:    []error{ErrUnavailable},
+					wantErr:    []error{ErrRejected},
+					notErr:     []error{ErrUnavailable},
 					wantStatus: 400,
+				},
+				{
+					name:       "a refused key is not retried",
+					script:     []reply{{status: 401}, {status: 200, text: "ok"}},
+					deadline:   30 * time.Second,
+					wantHits:   1,
+					wantErr:    []error{ErrRejected},
+					notErr:     []error{ErrUnavailable},
+					wantStatus: 401,
 				},
 				{
 					name:     "empty completion is an error, not retried",
@@ -429,11 +427,15 @@ func TestLLMAttemptTimeoutIsUnavailableNotDeadline(t *testing.T) {
 	}
 }
 
+// breakerCooldown is the breakers' cooldown in the tests that wait it out (gobreaker keeps
+// time with time.Now): long enough that the calls meant to meet an open breaker do.
+const breakerCooldown = 300 * time.Millisecond
+
 func TestLLMCircuitBreaker(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.kind, func(t *testing.T) {
 			fx := newFixture(t, p, SummarizerConfig{},
-				Options{Retry: RetryPolicy{MaxAttempts: 5}, Breaker: BreakerPolicy{Failures: 3, Cooldown: time.Minute}},
+				Options{Retry: RetryPolicy{MaxAttempts: 5}, Breaker: BreakerPolicy{Failures: 3, Cooldown: breakerCooldown}},
 				reply{status: 500})
 			ctx := context.Background()
 			req := Request{Messages: testMessages()}
@@ -461,7 +463,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 			}
 
 			// After the cooldown one probe goes through; a failed probe reopens at once.
-			fx.clock.Advance(time.Minute)
+			time.Sleep(breakerCooldown)
 			if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrCircuitOpen) {
 				t.Fatalf("failed probe: %v, want ErrCircuitOpen after one attempt", err)
 			}
@@ -470,7 +472,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 			}
 
 			// A successful probe closes it.
-			fx.clock.Advance(time.Minute)
+			time.Sleep(breakerCooldown)
 			fx.f.setScript(reply{status: 200, text: "recovered"})
 			res, err := fx.s.Summarize(ctx, req)
 			if err != nil || res.Text != "recovered" {
@@ -583,7 +585,7 @@ func TestKeylessServerGetsNoCredentials(t *testing.T) {
 
 func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 	fx := newFixture(t, providers[1], SummarizerConfig{},
-		Options{Retry: RetryPolicy{MaxAttempts: 1}, Breaker: BreakerPolicy{Failures: 2, Cooldown: time.Minute}},
+		Options{Retry: RetryPolicy{MaxAttempts: 1}, Breaker: BreakerPolicy{Failures: 2, Cooldown: breakerCooldown}},
 		reply{status: 503})
 	ctx := context.Background()
 	req := Request{Messages: testMessages()}
@@ -593,9 +595,9 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 	if !fx.s.BreakerOpen() {
 		t.Fatal("breaker not open after 2 failures")
 	}
-	fx.clock.Advance(time.Minute)
+	time.Sleep(breakerCooldown)
 	fx.f.setScript(reply{status: 400}) // the probe reaches a live provider that rejects the request
-	if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCircuitOpen) {
+	if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrRejected) || errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("probe: %v", err)
 	}
 	if fx.s.BreakerOpen() {
@@ -676,5 +678,73 @@ func TestOpenAIOfficialAPIGetsMaxCompletionTokens(t *testing.T) {
 	}
 	if s.Fingerprint().Model != "gpt-5-mini" || s.server != "api.openai.com" {
 		t.Errorf("fingerprint %+v server %q", s.Fingerprint(), s.server)
+	}
+}
+
+// TestLLMRereadsItsKeyFile: an api_key_file that changes (a rotated Kubernetes secret) is
+// read again, and the next call sends the new key, without a restart.
+func TestLLMRereadsItsKeyFile(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			f := newFakeProvider(t, p.kind, reply{status: 200, text: "ok"})
+			keyFile := filepath.Join(t.TempDir(), "key")
+			if err := os.WriteFile(keyFile, []byte("sk-old\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := SummarizerConfig{Name: "test", Kind: p.kind, Model: "m", BaseURL: f.srv.URL, APIKeyFile: keyFile}
+			if p.kind == KindOpenAI {
+				cfg.BaseURL += "/v1"
+			}
+			s, err := New(cfg, Options{KeyFileInterval: time.Nanosecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := func() string {
+				if _, err := s.Summarize(context.Background(), Request{Messages: testMessages()}); err != nil {
+					t.Fatal(err)
+				}
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				h := f.headers[len(f.headers)-1]
+				if p.kind == KindOpenAI {
+					return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+				}
+				return h.Get("X-Api-Key")
+			}
+			if got := sent(); got != "sk-old" {
+				t.Fatalf("key sent %q, want sk-old", got)
+			}
+			if err := os.WriteFile(keyFile, []byte("sk-rotated\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if got := sent(); got != "sk-rotated" {
+				t.Errorf("key sent after the file changed %q, want sk-rotated", got)
+			}
+		})
+	}
+}
+
+// TestLLMNetworkErrorsNameNoHost: a provider that cannot be reached fails with the kind of
+// failure only; the base URL (possibly an internal host) goes to the server log, not to the
+// caller.
+func TestLLMNetworkErrorsNameNoHost(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	var log bytes.Buffer
+	s, err := NewOpenAI(SummarizerConfig{Name: "test", Model: "m", BaseURL: "http://" + addr + "/v1"},
+		Options{Retry: RetryPolicy{MaxAttempts: 1}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Summarize(context.Background(), Request{Messages: testMessages()})
+	if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("error %q: want UNAVAILABLE saying the connection was refused, without %s", err, addr)
+	}
+	if !strings.Contains(log.String(), addr) {
+		t.Errorf("the log does not have the failure's detail:\n%s", log.String())
 	}
 }

@@ -29,7 +29,7 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
-		option.WithAPIKey(key),
+		option.WithAPIKey(key()),
 		// Ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID belong to whoever runs the process, not
 		// to this summarizer's server.
 		option.WithHeaderDel("OpenAI-Organization"),
@@ -56,7 +56,7 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 		} else {
 			p.MaxTokens = openai.Int(maxTokens)
 		}
-		r, err := client.Chat.Completions.New(ctx, p)
+		r, err := client.Chat.Completions.New(ctx, p, option.WithAPIKey(key())) // a rotated key file is read again
 		if err != nil {
 			return completion{}, err
 		}

@@ -27,6 +27,10 @@ var (
 	// ErrCircuitOpen is returned, without calling the provider, while the breaker is open.
 	// It wraps ErrUnavailable.
 	ErrCircuitOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
+	// ErrRejected means the provider refused the request for good (HTTP 400, 401, 403,
+	// 404, 422: a bad key, an unknown model, a request it cannot take): a retry meets the
+	// same answer, so it does not wrap ErrUnavailable and invites none.
+	ErrRejected = errors.New("summarizer rejected the request")
 	// ErrEmptySummary means the summarizer produced nothing (an empty or whitespace-only
 	// completion). It is not retried: an empty summary is an error, not a compaction.
 	ErrEmptySummary = errors.New("summarizer returned an empty summary")
@@ -110,6 +114,14 @@ type Result struct {
 	FinishReasons []string
 	// Attempts is how many provider calls were made (1 without retries; 0 for extractive).
 	Attempts int
+}
+
+// CallsModel reports whether s writes its summaries with a model (an LLM summarizer, whose
+// calls spend tokens and take a slot among the calls to models) rather than locally (the
+// extractive summarizer), whatever its configured name or model.
+func CallsModel(s Summarizer) bool {
+	_, local := s.(*Extractive)
+	return !local
 }
 
 // Fingerprint names a summarizer configuration for cache keys: summaries written by a

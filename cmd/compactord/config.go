@@ -1,17 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/internal/bytesize"
+	"github.com/compactord/compactord/internal/filewatch"
 	"github.com/compactord/compactord/service"
 )
 
@@ -47,6 +51,9 @@ type config struct {
 	Reflection                   bool
 	// Server-wide bounds on work in flight (package limit); 0 is unbounded.
 	MaxInflight, MaxInflightLLM int
+	// MemoryBudget bounds the memory of requests being decoded and held; 0 derives it from
+	// the Go memory limit (see memoryBudget).
+	MemoryBudget bytesize.Size
 }
 
 // redisConfig is how to reach a Redis that is not a single node given by --redis-url: a
@@ -66,7 +73,14 @@ type redisConfig struct {
 	Budget time.Duration
 	// Password and SentinelPassword are read from the files or the environment by parseConfig.
 	Password, SentinelPassword string
+	// reload is how often --redis-password-file is stat'ed for a rotated password;
+	// 0 means secretReloadInterval.
+	reload time.Duration
 }
+
+// secretReloadInterval is how often a password file is stat'ed, on use, for a new password
+// (as the API-key file and the TLS files are).
+const secretReloadInterval = 5 * time.Second
 
 // envName is the environment twin of a flag: --max-message-bytes ↔ COMPACTORD_MAX_MESSAGE_BYTES.
 func envName(flagName string) string {
@@ -112,6 +126,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.BoolVar(&c.Reflection, "reflection", true, "serve gRPC server reflection (with --auth, it needs credentials like any call)")
 	fs.IntVar(&c.MaxInflight, "max-inflight", 64, "CompactorService calls in flight beyond which new ones are refused at once with UNAVAILABLE and RetryInfo (0: unbounded; docs/PERFORMANCE.md measures what bound keeps latency)")
 	fs.IntVar(&c.MaxInflightLLM, "max-inflight-llm", 64, "summarizer calls to a model in flight beyond which new ones are refused with UNAVAILABLE (0: unbounded)")
+	fs.Var(&c.MemoryBudget, "memory-budget", "bytes of requests being decoded and held beyond which new ones are refused with RESOURCE_EXHAUSTED (default: a quarter of GOMEMLIMIT, else 256MiB)")
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: compactord [flags]\n\nEvery flag has an environment twin: --listen ↔ %s.\n\n", envName("listen"))
 		fs.PrintDefaults()
@@ -201,6 +216,20 @@ func (r redisConfig) topology() (t cache.Topology, ok bool, err error) {
 		return t, false, nil
 	}
 	t.Username, t.Password, t.SentinelPassword = r.Username, r.Password, r.SentinelPassword
+	if r.PasswordFile != "" {
+		// New connections authenticate with the file's current password. (The Sentinels'
+		// password is read once: go-redis takes no provider for it.)
+		path, user := r.PasswordFile, r.Username
+		interval := cmp.Or(r.reload, secretReloadInterval)
+		pw, err := filewatch.New([]string{path}, filewatch.Options{Interval: interval}, func() (string, error) {
+			b, err := os.ReadFile(path)
+			return strings.TrimRight(string(b), "\r\n"), err
+		})
+		if err != nil {
+			return t, false, fmt.Errorf("--redis-password-file: %w", err)
+		}
+		t.Credentials = func() (string, string) { return user, pw.Get() }
+	}
 	if r.TLS || r.TLSCA != "" {
 		if t.TLS, err = cache.TLSConfig(r.TLSCA, r.TLSServerName); err != nil {
 			return t, false, fmt.Errorf("--redis-tls-ca: %w", err)
@@ -234,6 +263,8 @@ func (c config) check() error {
 		return errors.New("--listen: an address is required")
 	case c.MaxMessageBytes <= 0:
 		return errors.New("--max-message-bytes: must be positive")
+	case c.memoryBudget() < int64(c.MaxMessageBytes):
+		return fmt.Errorf("--memory-budget: %d bytes (set, or a quarter of GOMEMLIMIT) cannot take one request of --max-message-bytes (%d): raise it or lower --max-message-bytes", c.memoryBudget(), c.MaxMessageBytes)
 	case c.DrainTimeout <= 0:
 		return errors.New("--drain-timeout: must be positive")
 	case c.MaxConnAge < 0:
@@ -283,4 +314,28 @@ func (c *config) applyListenDefaults(authMode string) {
 	if !c.metricsGiven {
 		c.MetricsListen = allMetrics
 	}
+}
+
+// defaultMemoryBudget is the memory budget of requests without --memory-budget or a Go
+// memory limit (GOMEMLIMIT).
+const defaultMemoryBudget = 256 << 20
+
+// memoryBudget is --memory-budget, else a quarter of the Go memory limit (GOMEMLIMIT: the
+// rest is for the stores, the tokenizer tables, the work of the calls and the collector's
+// headroom; k8s/base/deployment.yaml sets 400MiB for a 512Mi container, hence 100 MiB),
+// else defaultMemoryBudget.
+func (c config) memoryBudget() int64 {
+	return memoryBudgetFor(int64(c.MemoryBudget), debug.SetMemoryLimit(-1))
+}
+
+// memoryBudgetFor is the memory budget of --memory-budget set (0: not set) under the Go
+// memory limit goMemLimit (math.MaxInt64: none).
+func memoryBudgetFor(set, goMemLimit int64) int64 {
+	switch {
+	case set > 0:
+		return set
+	case goMemLimit != math.MaxInt64:
+		return goMemLimit / 4
+	}
+	return defaultMemoryBudget
 }

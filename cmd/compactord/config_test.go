@@ -133,3 +133,32 @@ func TestParseConfigRedisTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisPasswordFileIsReread: with --redis-password-file, the topology's credentials
+// give the file's current password, so a rotated secret is used by new connections without
+// a restart.
+func TestRedisPasswordFileIsReread(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseConfig([]string{"--redis-cluster-addrs", "a:6379", "--redis-username", "cache", "--redis-password-file", pw},
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Redis.reload = time.Nanosecond
+	topo, ok, err := c.Redis.topology()
+	if err != nil || !ok || topo.Credentials == nil {
+		t.Fatalf("topology %+v, %v, %v: want credentials from the file", topo, ok, err)
+	}
+	if user, pass := topo.Credentials(); user != "cache" || pass != "first" {
+		t.Errorf("credentials %q, %q", user, pass)
+	}
+	if err := os.WriteFile(pw, []byte("second-rotated\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, pass := topo.Credentials(); pass != "second-rotated" {
+		t.Errorf("after the file changed: %q, want second-rotated", pass)
+	}
+}

@@ -22,26 +22,36 @@ type fileConfig struct {
 	Limits           limit.Config `yaml:"limits"`
 }
 
-// readConfigFile parses --config; an empty path gives the zero configuration.
+// readConfigFile reads and parses --config; an empty path gives the zero configuration.
 func readConfigFile(path string) (fileConfig, error) {
-	var fc fileConfig
 	if path == "" {
-		return fc, nil
+		return fileConfig{}, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fc, fmt.Errorf("--config: %w", err)
+		return fileConfig{}, fmt.Errorf("--config: %w", err)
 	}
+	fc, err := parseConfigFile(b)
+	if err != nil {
+		return fc, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return fc, nil
+}
+
+// parseConfigFile parses and validates a --config document: every section's own checks
+// (summarizers, limits) without reading any key or credential file.
+func parseConfigFile(b []byte) (fileConfig, error) {
+	var fc fileConfig
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return fc, fmt.Errorf("--config %s: %w", path, err)
+		return fc, err
 	}
 	if err := fc.Config.Validate(); err != nil {
-		return fc, fmt.Errorf("--config %s: %w", path, err)
+		return fc, err
 	}
 	if err := fc.Limits.Validate(); err != nil {
-		return fc, fmt.Errorf("--config %s: limits: %w", path, err)
+		return fc, fmt.Errorf("limits: %w", err)
 	}
 	return fc, nil
 }

@@ -79,31 +79,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	cfg.applyListenDefaults(authMode(cfg, fc))
-	summarizers, err := loadSummarizers(cfg, &fc.Config, tp)
+	summarizers, err := loadSummarizers(cfg, &fc.Config, tp, logger)
 	if err != nil {
 		return err
 	}
 	m.InitializeSummarizers(summarizers.Names()...)
-	store, local, rdb, closeStore, err := openCache(cfg, tp, logger)
+	sc, err := openCache(cfg, tp, logger)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	sec, err := setupSecurity(ctx, cfg, fc, rdb, m, logger)
+	defer sc.close()
+	sec, err := setupSecurity(ctx, cfg, fc, sc.redis, m, logger)
 	if err != nil {
 		return err
 	}
 	counter := engine.NewCounter(int(cfg.TokenMemoBytes))
-	m.TrackStore("summary-cache", int64(cfg.CacheMaxBytes), func() (int, int64) { return local.Len(), local.Bytes() })
+	m.TrackStore("summary-cache", int64(cfg.CacheMaxBytes), func() (int, int64) { return sc.local.Len(), sc.local.Bytes() })
 	m.TrackStore("token-memo", int64(cfg.TokenMemoBytes), counter.MemoStats)
 	srv := service.New(service.Options{
 		Counter:         counter,
 		Summarizers:     summarizers,
-		Cache:           store,
+		Cache:           sc.store,
 		Fill:            cache.FillOptions{LockTTL: cfg.LockTTL},
 		MaxSummaryRatio: cfg.MaxSummaryRatio,
 		Metrics:         m,
 		Admit:           sec.admit,
+		Logger:          logger,
 	})
 	g := service.NewGRPC(srv, service.GRPCOptions{
 		Logger:             logger,
@@ -112,12 +113,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxMessageBytes:    int(cfg.MaxMessageBytes),
 		MaxConnectionAge:   cfg.MaxConnAge,
 		UnaryInterceptors:  sec.unary,
+		Admit:              sec.calls,
 		StreamInterceptors: sec.stream,
 		ServerOptions:      sec.serverOptions,
 		NoReflection:       !cfg.Reflection,
 	})
 
-	ready := &readiness{health: g.Health, redis: rdb}
+	ready := &readiness{health: g.Health, redis: sc.redis}
 	if err := ready.redisReady(ctx); err != nil {
 		logger.Warn(err.Error() + "; /readyz answers 503 until it does, calls go on without the shared cache")
 	}
@@ -172,28 +174,41 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // loadSummarizers builds the named summarizers of --config (if any) plus the built-in
 // extractive one, with the default from the file or --summarizer.
-func loadSummarizers(cfg config, sc *summarize.Config, tp trace.TracerProvider) (*summarize.Registry, error) {
-	r, err := summarize.NewRegistry(sc, cfg.Summarizer, summarize.Options{TracerProvider: tp})
+func loadSummarizers(cfg config, sc *summarize.Config, tp trace.TracerProvider, logger *slog.Logger) (*summarize.Registry, error) {
+	r, err := summarize.NewRegistry(sc, cfg.Summarizer, summarize.Options{TracerProvider: tp, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("summarizers: %w", err)
 	}
 	return r, nil
 }
 
-// openCache returns the Redis cache of --redis-url behind an in-memory one, or the in-memory
-// one alone; the in-memory one, whose size the metrics report; and the Redis client, or nil.
-func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.Cache, *cache.Memory, redis.UniversalClient, func(), error) {
+// summaryCache is the summary cache the server uses, and what main needs of it besides.
+type summaryCache struct {
+	// store is what the server reads and writes: Redis behind the in-memory tier, or the
+	// in-memory one alone.
+	store cache.Cache
+	// local is the in-memory tier, whose size the metrics report.
+	local *cache.Memory
+	// redis is the shared Redis client (the per-tenant limits count there too), or nil.
+	redis redis.UniversalClient
+	// close releases the Redis connections.
+	close func()
+}
+
+// openCache opens the summary cache the flags describe: the Redis of --redis-url (or a
+// Sentinel or Cluster topology) behind an in-memory one, or the in-memory one alone.
+func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (summaryCache, error) {
 	local := cache.NewMemory(cache.MemoryOptions{MaxBytes: int64(cfg.CacheMaxBytes), TTL: cfg.CacheTTL, TracerProvider: tp})
 	topo, isTopo, err := cfg.Redis.topology()
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return summaryCache{}, err
 	}
 	var r *cache.Redis
 	switch {
 	case isTopo:
 		rdb, err := topo.Client()
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return summaryCache{}, err
 		}
 		cache.LogRedisTo(logger)
 		r = cache.NewRedisClient(rdb, cache.RedisOptions{TTL: cfg.CacheTTL, TracerProvider: tp, Budget: cfg.Redis.Budget, OnBreaker: breakerLog(logger)})
@@ -201,13 +216,13 @@ func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (cache.
 		r, err = cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, TTL: cfg.CacheTTL, TracerProvider: tp, Budget: cfg.Redis.Budget, OnBreaker: breakerLog(logger)})
 		cache.LogRedisTo(logger)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
+			return summaryCache{}, fmt.Errorf("--redis-url: %w", err) // the error never repeats the URL's password
 		}
 	default:
-		return local, local, nil, func() {}, nil
+		return summaryCache{store: local, local: local, close: func() {}}, nil
 	}
 	// Summaries this replica has seen are served from memory, without a round trip to Redis.
-	return cache.NewTiered(local, r), local, r.Client(), func() { _ = r.Close() }, nil
+	return summaryCache{store: cache.NewTiered(local, r), local: local, redis: r.Client(), close: func() { _ = r.Close() }}, nil
 }
 
 // breakerLog logs the state changes of the breaker around Redis.

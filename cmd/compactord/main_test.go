@@ -26,8 +26,14 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// binary is the compactord executable built once for the tests in this package.
-var binary string
+// binaryDir holds the compactord executable, built on first use (fuzz workers, which run
+// TestMain too, never build it).
+var (
+	binaryDir  string
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "compactord-test")
@@ -35,14 +41,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "compactord")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building compactord: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	binaryDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binary returns the compactord executable built from this package, building it once.
+func binary(t testing.TB) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		binaryPath = filepath.Join(binaryDir, "compactord")
+		if out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("building compactord: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
 }
 
 // proc is a running compactord.
@@ -60,7 +77,7 @@ type proc struct {
 func startBinary(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	args = append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, args...)
-	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(binary(t), args...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -233,7 +250,7 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(binary, append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, tt.args...)...)
+			cmd := exec.Command(binary(t), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, tt.args...)...)
 			cmd.Env = append(os.Environ(), tt.env...)
 			out, err := cmd.CombinedOutput()
 			if err == nil {

@@ -19,13 +19,14 @@ import (
 )
 
 // security is what TLS, authentication, per-tenant limits and load shedding add to the
-// server: its interceptors (auth, then shedding, then tenant limits), credentials, and the
-// admission of summarizer calls.
+// server: its interceptors (auth, then tenant limits), credentials, the admission of calls
+// and their requests' memory (shedding), and the admission of summarizer calls.
 type security struct {
 	mode, tls     string
 	unary         []grpc.UnaryServerInterceptor
 	stream        []grpc.StreamServerInterceptor
 	serverOptions []grpc.ServerOption
+	calls         service.Admitter
 	admit         service.SummaryAdmitter
 }
 
@@ -60,12 +61,12 @@ func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.Uni
 	if a == nil {
 		logger.Warn("authentication is OFF (--auth=none): any caller can act as any tenant by setting " +
 			auth.TenantKey + "; use --auth=mtls, jwt or api-key wherever more than one party can reach the port (SECURITY.md)")
-	} else {
-		u, s := auth.Interceptors(a)
-		sec.unary, sec.stream = append(sec.unary, u), append(sec.stream, s)
 	}
-	shed := limit.NewShedder(cfg.MaxInflight, cfg.MaxInflightLLM, m)
-	sec.serverOptions = append(sec.serverOptions, grpc.InTapHandle(shed.TapHandle()))
+	u, s := auth.Interceptors(a) // with none, they check the tenant the header names
+	sec.unary, sec.stream = append(sec.unary, u), append(sec.stream, s)
+	shed := limit.NewShedder(limit.ShedOptions{MaxCPU: cfg.MaxInflight, MaxLLM: cfg.MaxInflightLLM,
+		MemoryBytes: cfg.memoryBudget(), Metrics: m})
+	sec.calls = shed
 	adm := limit.Admission{Shedder: shed}
 	if fc.Limits.Enabled() {
 		adm.Enforcer = limit.New(fc.Limits, limit.Options{Redis: rdb, Metrics: m})

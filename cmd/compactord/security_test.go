@@ -230,7 +230,7 @@ func TestBinaryRejectsBadSecurityConfig(t *testing.T) {
 		{[]string{"--config", badConfig}, "api_key_file"},
 		{[]string{"--tls-cert", filepath.Join(dir, "none.crt"), "--tls-key", keyFile}, "none.crt"},
 	} {
-		cmd := exec.Command(binary, append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, tt.args...)...)
+		cmd := exec.Command(binary(t), append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", ""}, tt.args...)...)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tt.want) {
 			t.Errorf("%q: %v, output %q; want a failure naming %q", tt.args, err, out, tt.want)

@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/compactord/compactord/internal/tcpproxy"
 )
 
 // Need skips tb unless redis-server and redis-cli are on PATH.
@@ -223,4 +226,42 @@ func freePort(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Proxied starts a node (Need first) behind a tcpproxy.Proxy, so that a test can stall or
+// delay what the node answers; both end with the test.
+func Proxied(tb testing.TB) (*Node, *tcpproxy.Proxy) {
+	tb.Helper()
+	Need(tb)
+	node := Start(tb, false)
+	proxy, err := tcpproxy.New(node.Addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(proxy.Stop)
+	return node, proxy
+}
+
+// Ever checks cond over and over in the background until the test ends, and reports
+// whether it held at least once: to know a write reached Redis even when it is undone a
+// moment later.
+func Ever(tb testing.TB, cond func() bool) (held func() bool) {
+	var seen atomic.Bool
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if cond() {
+				seen.Store(true)
+			}
+		}
+	}()
+	tb.Cleanup(func() { close(stop); <-done })
+	return seen.Load
 }

@@ -1,7 +1,9 @@
 // Package tcpproxy forwards a loopback port to a target address, for tests and the load
 // test's chaos scenarios that take a real Redis away: Stop refuses (the listener and every
 // connection closed, as a dead server), Stall keeps every connection open and forwards
-// nothing (a network partition: no refusal, no reset).
+// nothing (a network partition: no refusal, no reset), DelayReplies holds what the target
+// sends back for a while (a slow network or server: requests arrive and are applied, their
+// replies come late).
 package tcpproxy
 
 import (
@@ -16,6 +18,7 @@ type Proxy struct {
 	target  string
 	addr    string
 	stalled atomic.Bool
+	delay   atomic.Int64 // of replies, in nanoseconds
 
 	mu    sync.Mutex
 	lis   net.Listener
@@ -38,6 +41,9 @@ func (p *Proxy) Addr() string { return p.addr }
 
 // Stall stops (true) or resumes (false) forwarding, keeping every connection open.
 func (p *Proxy) Stall(on bool) { p.stalled.Store(on) }
+
+// DelayReplies holds every byte the target sends for d before forwarding it (0: none).
+func (p *Proxy) DelayReplies(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Stop closes the listener and every forwarded connection: the target is gone.
 func (p *Proxy) Stop() {
@@ -87,14 +93,15 @@ func (p *Proxy) serve(lis net.Listener) {
 			p.mu.Lock()
 			p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 			p.mu.Unlock()
-			go p.pipe(out, in)
-			go p.pipe(in, out)
+			go p.pipe(out, in, false)
+			go p.pipe(in, out, true)
 		}
 	}()
 }
 
-// pipe copies src to dst, holding the bytes while stalled; either side ending closes both.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, holding the bytes while stalled (and, for the target's replies,
+// for the reply delay); either side ending closes both.
+func (p *Proxy) pipe(dst, src net.Conn, replies bool) {
 	defer func() {
 		dst.Close()
 		src.Close()
@@ -106,8 +113,12 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		read := time.Now()
 		for p.stalled.Load() {
 			time.Sleep(time.Millisecond)
+		}
+		if d := time.Duration(p.delay.Load()); replies && d > 0 {
+			time.Sleep(time.Until(read.Add(d)))
 		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
