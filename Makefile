@@ -47,12 +47,8 @@ IMAGE ?= compactord:dev
 docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
-# Where the real corpus is, as internal/corpus finds it; empty when there is none.
-CORPUS := $(or $(COMPACTORD_CORPUS),$(wildcard $(CURDIR)/../shared/corpus/real))
-
 test:
 	@[ -n "$(RACE)" ] || echo "make test: no cgo toolchain, running without -race"
-	@[ -n "$(CORPUS)" ] || echo "make test: NO REAL CORPUS (a directory of real agent conversations, kept outside the repository: COMPACTORD_CORPUS, else ../shared/corpus/real beside it): tests tied to particular real conversations are SKIPPED; the rest run on the fixtures in internal/corpus/testdata"
 	@[ -n "$$REDIS_URL" ] || echo "make test: REDIS_URL unset: the Redis tests are SKIPPED (.ci/run starts a redis-server for them)"
 	$(GO) test $(RACE) -count=1 ./...
 	cd loadtest && $(GO) test $(RACE) -count=1 ./...
