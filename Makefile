@@ -17,7 +17,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build install docker test test-clients lint generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity clean
+.PHONY: all build install docker test test-clients lint generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity recall clean
 
 all: lint test build
 
@@ -47,12 +47,8 @@ IMAGE ?= compactord:dev
 docker:
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
-# Where the real corpus is, as internal/corpus finds it; empty when there is none.
-CORPUS := $(or $(COMPACTORD_CORPUS),$(wildcard $(CURDIR)/../shared/corpus/real))
-
 test:
 	@[ -n "$(RACE)" ] || echo "make test: no cgo toolchain, running without -race"
-	@[ -n "$(CORPUS)" ] || echo "make test: NO REAL CORPUS (a directory of real agent conversations, kept outside the repository: COMPACTORD_CORPUS, else ../shared/corpus/real beside it): tests tied to particular real conversations are SKIPPED; the rest run on the fixtures in internal/corpus/testdata"
 	@[ -n "$$REDIS_URL" ] || echo "make test: REDIS_URL unset: the Redis tests are SKIPPED (.ci/run starts a redis-server for them)"
 	$(GO) test $(RACE) -count=1 ./...
 	cd loadtest && $(GO) test $(RACE) -count=1 ./...
@@ -121,13 +117,22 @@ loadtest:
 chaos:
 	cd loadtest && $(GO) run . -chaos
 
-# The fidelity measure of issue 16 (cmd/fidelity) over the corpus: forced compaction at 60%
-# of each conversation's tokens with the extractive summarizer and a one-line fake LLM.
-# CORPUS defaults to $COMPACTORD_CORPUS, else ../shared/corpus/real.
+# The fidelity measure (cmd/fidelity) over the real corpus (internal/corpus/testdata/real, or
+# CORPUS=dir): forced compaction at 60% and 30% of each conversation's tokens with the
+# extractive summarizer and a one-line fake LLM; writes docs/fidelity-report.md.
 FIDELITY_SUMMARIZERS ?= extractive,oneline
 FIDELITY_OUT ?= docs/fidelity-report.md
 fidelity:
 	$(GO) run ./cmd/fidelity $(if $(CORPUS),-corpus $(CORPUS)) -summarizer $(FIDELITY_SUMMARIZERS) -o $(FIDELITY_OUT)
+
+# Continuation recall (cmd/recall) over the project's corpus (the fixtures and the real
+# conversations, or CORPUS=dir): each conversation split at 70%, its history compacted at a
+# window of 50% of its tokens, and the facts the agent uses next counted in what compaction
+# kept, against truncation and observation masking at the same budget; writes
+# docs/recall-report.md.
+RECALL_OUT ?= docs/recall-report.md
+recall:
+	$(GO) run ./cmd/recall $(if $(CORPUS),-corpus $(CORPUS)) -o $(RECALL_OUT)
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -73,6 +73,10 @@ type Entry struct {
 	Text string `json:"text"`
 	// CoveredMessages is how many messages of the conversation the summary covers.
 	CoveredMessages int32 `json:"covered_messages"`
+	// Kept are the positions, ascending, of the requests the summary left out because they
+	// stayed verbatim beside it. A compaction that keeps fewer must fold those into a new
+	// summary (built on this one) rather than serve it as it is.
+	Kept []int32 `json:"kept,omitempty"`
 	// Model is the model that wrote the summary ("" for the extractive summarizer).
 	Model string `json:"model,omitempty"`
 	// PromptVersion is the version of the summary prompt used.
@@ -103,7 +107,7 @@ type Check struct {
 // size approximates the memory an entry and its key occupy.
 func (e *Entry) size(k Key) int64 {
 	const overhead = 160 // struct, map and list bookkeeping
-	return int64(len(k.s)+len(e.Text)+len(e.Model)+len(e.PromptVersion)+len(e.Summarizer)) + overhead
+	return int64(len(k.s)+len(e.Text)+len(e.Model)+len(e.PromptVersion)+len(e.Summarizer)+4*len(e.Kept)) + overhead
 }
 
 // Scope is everything a summary depends on besides the messages it covers: who asked, which

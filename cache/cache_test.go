@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +82,7 @@ func backends() []backend {
 }
 
 func entry(text string) *Entry {
-	return &Entry{Text: text, CoveredMessages: 7, Model: "gpt-4o-mini", PromptVersion: "v1",
+	return &Entry{Text: text, CoveredMessages: 7, Kept: []int32{1, 4}, Model: "gpt-4o-mini", PromptVersion: "v1",
 		Summarizer: "mini", InputTokens: 1200, OutputTokens: 300, Created: time.Unix(1700000000, 0).UTC(),
 		Check: Check{RequestsTotal: 3, RequestsRetained: 2, RequestsAppended: 1, PathsTotal: 5, PathsRetained: 4, PathsAppended: 1, Trimmed: true}}
 }
@@ -109,7 +110,7 @@ func TestCacheContract(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if *got != *entry("summary one") {
+				if !reflect.DeepEqual(got, entry("summary one")) {
 					t.Errorf("Get = %+v, want %+v", got, entry("summary one"))
 				}
 				if err := a.Set(ctx, k, entry("summary two")); err != nil {

@@ -1,16 +1,26 @@
 package engine
 
 import (
-	"fmt"
-
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/tokenizer"
 )
 
-// This file is the decision of Plan and Decide, in the order the spec gives it: measure what
-// the counted conversation costs and what pruning would save (the only steps that need the
-// Counter), then decide from those numbers and the policy alone: nothing, prune, or
-// summarize with a cut; the irreducible case is an error saying by how much.
+// The decision of Plan and Decide, in the order the spec gives it, from the measured
+// conversation (measure.go) and the policy alone:
+//
+//  1. under the trigger: nothing (unless forced);
+//  2. pruning old tool outputs reaches the target: prune;
+//  3. otherwise compact to fit under the trigger: summarize the older turns, keeping the
+//     newest ones verbatim (as many as the tail budget allows, at least keep_recent_turns)
+//     and the user's requests after the summary. When that does not fit, the shape shrinks
+//     step by step, each step only when the previous ones are not enough: the requests
+//     other than the newest go into the summary, the summary room shrinks, oversized tool
+//     outputs are cut (the protected tail included), and fewer turns are kept (down to one).
+//     With too few turns to summarize, pruning and cutting alone are tried first.
+//
+// What cannot get under the trigger even so is compacted as far as it goes when that fits the
+// usable window (the reason says the next turn will compact again), and is irreducible
+// otherwise. The response is written by response.go.
 
 // decideMeasured is decide once the conversation is measured (in).
 func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in measurement, d *Decision, withPruned bool) error {
@@ -20,11 +30,11 @@ func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt O
 	*d = Decision{Response: resp}
 	var buf [512]byte
 	rs := reason(buf[:0]).start(pol, sz.before, opt.Force) // the reason, to be continued
-	dc := &deciding{msgs: msgs, pol: pol, opt: opt, sz: sz, d: d, withPruned: withPruned}
+	dc := &deciding{msgs: msgs, pol: pol, opt: opt, sz: sz, d: d, withPruned: withPruned, sc: sc, counter: c}
 
 	if !opt.Force && sz.before <= pol.trigger {
 		dc.lay = in.lay
-		dc.none(rs.s(": nothing to do"))
+		dc.write(rs.s(": nothing to do"), shape{action: compactorv1.Action_ACTION_NONE, after: sz.before})
 		return nil
 	}
 	// Pruning, over the whole active region. It needs the part counts of messages whose
@@ -35,26 +45,36 @@ func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt O
 			return err
 		}
 	}
-	dc.lay = in.lay
-	pr, err := c.measurePruning(msgs, &in, pol, sc, sz.tokens, withPruned)
+	dc.lay, dc.counts = in.lay, in.counts
+	dc.kinds = userKinds(msgs, &in, sc)
+	pr, err := c.measurePruning(msgs, &in, pol, sc, sz.tokens, dc.kinds, withPruned)
 	if err != nil {
 		return err
 	}
 	dc.pr = pr
+	if dc.tc, err = tokenizer.New(pol.tokenizer); err != nil {
+		return err
+	}
 
 	turns := len(in.lay.turnStarts)
-	switch {
-	case !opt.Force && pr.total > 0 && pr.total >= pol.clearAtLeast && sz.before-pr.total <= pol.target:
-		dc.prune(rs, sz.before-pr.total, "")
+	if !opt.Force && pr.total > 0 && pr.total >= pol.clearAtLeast && sz.before-pr.total <= pol.target {
+		dc.write(rs, shape{action: compactorv1.Action_ACTION_PRUNE, after: sz.before - pr.total, pruned: true, enough: true})
 		return nil
-	case turns <= pol.keepTurns:
-		return dc.withoutSummary(rs, turns)
 	}
-	sc.tail = resize(sc.tail, turns+1)
-	cut, err := dc.summarize(rs, sc.tail)
+	if turns <= pol.keepTurns && sz.before-pr.total <= pol.trigger {
+		// Too few turns to summarize, and pruning is enough or nothing is due (forced).
+		dc.write(rs, dc.withoutSummary(turns))
+		return nil
+	}
+	sh, err := dc.compact(turns)
 	if err != nil {
 		return err
 	}
+	dc.write(rs, sh)
+	if sh.action != compactorv1.Action_ACTION_SUMMARIZE {
+		return nil
+	}
+	cut := int(in.lay.turnStarts[sh.k])
 	resp.PrefixHash = HexHash(in.prefixHash(c, msgs, cut))
 	d.counter, d.msgs = c, msgs
 	if in.cv != nil {
@@ -65,194 +85,332 @@ func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt O
 	return nil
 }
 
-// newPlanResponse returns a response for n messages with the policy's figures set and no
-// cut yet.
-func newPlanResponse(n int, pol *policy, summary int) *compactorv1.PlanResponse {
-	return &compactorv1.PlanResponse{
-		Dispositions:    make([]compactorv1.Disposition, n),
-		MessageTokens:   make([]int64, n),
-		CutIndex:        -1,
-		SummaryIndex:    int32(summary),
-		UsableTokens:    pol.usable,
-		TriggerAtTokens: pol.trigger,
-		TargetTokens:    pol.target,
-	}
-}
-
-// sizes is what a counted conversation costs: each message's tokens (the caller's
-// token_count, else the count; rescaled to reported_usage over the prefix it covers) and
-// the totals per region.
-type sizes struct {
-	tokens                        []int64
-	head, summary, active, before int64
-}
-
-// measureSizes fills tokens (one per message) and returns the sizes.
-func measureSizes(msgs []*compactorv1.Message, in *measurement, pol *policy, tokens []int64) sizes {
-	for i, m := range msgs {
-		if tcnt := m.GetTokenCount(); tcnt > 0 {
-			tokens[i] = tcnt
-		} else {
-			tokens[i] = in.counts[i].total
-		}
-	}
-	if pol.usageCount > 0 {
-		applyUsage(tokens, in.lay.class[:pol.usageCount], pol.usageTokens)
-	}
-	sz := sizes{tokens: tokens}
-	for i, cl := range in.lay.class {
-		switch cl {
-		case classHead:
-			sz.head += tokens[i]
-		case classSummary:
-			sz.summary += tokens[i]
-		case classActive:
-			sz.active += tokens[i]
-		}
-	}
-	sz.before = sz.head + sz.summary + sz.active
-	return sz
-}
-
-// pruning is what pruning old tool outputs would save.
-type pruning struct {
-	parts []PrunedPart // the parts pruning replaces (scratch memory)
-	saved []int64      // per message, scaled to its token count and at most it (scratch)
-	total int64        // the sum of saved
-}
-
-// measurePruning selects the prunable tool outputs of the active region and what each
-// message would save.
-func (c *Counter) measurePruning(msgs []*compactorv1.Message, in *measurement, pol *policy, sc *scratch, tokens []int64, withPruned bool) (pruning, error) {
-	tc, err := tokenizer.New(pol.tokenizer)
-	if err != nil {
-		return pruning{}, err
-	}
-	parts := selectPruneParts(msgs, &in.lay, in.counts, pol, c, tc, sc, withPruned)
-	sc.saved = resize(sc.saved, len(msgs))
-	saved := sc.saved
-	for _, pp := range parts {
-		saved[pp.Message] += scaleSaving(pp.Saved(), tokens[pp.Message], in.counts[pp.Message].total)
-	}
-	var total int64
-	for i := range saved {
-		saved[i] = min(saved[i], tokens[i])
-		total += saved[i]
-	}
-	return pruning{parts: parts, saved: saved, total: total}, nil
-}
-
 // deciding is one decision in progress: the measured conversation, the policy, and the
-// response being written. Its methods are the outcomes, each given the reason so far
-// (which lives on the caller's stack); none of them counts or hashes.
+// response being written. None of its methods counts a message the measurement counted.
 type deciding struct {
 	msgs       []*compactorv1.Message
 	pol        *policy
 	opt        Options
 	lay        layout
+	counts     []msgCount
 	sz         sizes
 	pr         pruning
+	tc         tokenizer.Text
 	d          *Decision
 	withPruned bool
+	sc         *scratch
+	counter    *Counter
+	reqs       []int32    // the active requests, once summarizing needs them
+	tail       []int64    // tail sizes after pruning, per turn start (see tailSizes)
+	frame      int64      // the summary message's framing, once summarizing needs it
+	kinds      []UserKind // the kind of each active user message (userKinds)
 }
 
-// none answers ACTION_NONE with the reason rs.
-func (dc *deciding) none(rs reason) {
-	resp := dc.d.Response
-	resp.Action = compactorv1.Action_ACTION_NONE
-	resp.TokensAfter = dc.sz.before
-	resp.Reason = string(rs)
-	fill(resp, &dc.lay, -1, nil)
+// shape is one way to compact the conversation: what stays, and what it costs.
+type shape struct {
+	action compactorv1.Action
+	pruned bool // the prunable tool outputs are pruned
+	// For ACTION_SUMMARIZE: the turn the cut is before, the summary room, and the requests
+	// kept verbatim (all that fit their budget, or only the newest).
+	k        int
+	room     int64
+	reqs     int64
+	optional bool
+	// Tool outputs cut (never below MinCutOutputTokens): how much that saves.
+	cuts []CutPart
+	cut  int64
+	// The tokens after: head + summary + requests + tail.
+	tail, after int64
+	// keep is the number of newest turns the shape keeps at least; few is set when that is
+	// every active turn (nothing can be summarized).
+	keep int
+	few  bool
+	// smallest is set on ACTION_NONE when no compaction would make the conversation smaller;
+	// enough on ACTION_PRUNE when pruning alone reaches the target.
+	smallest, enough bool
 }
 
-// prune answers ACTION_PRUNE down to after tokens; rs is the reason so far, and the target
-// is quoted as "≤ target" when inTarget is empty, else as "(target N)".
-func (dc *deciding) prune(rs reason, after int64, inTarget string) {
-	resp := dc.d.Response
-	resp.Action = compactorv1.Action_ACTION_PRUNE
-	resp.PrunedTokens = dc.pr.total
-	resp.TokensAfter = after
-	rs = rs.s("; pruning ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs removes ").d(dc.pr.total).
-		s(" tokens → ").d(after)
-	if inTarget == "" {
-		rs = rs.s(" ≤ target ").d(dc.pol.target).s(": prune only")
-	} else {
-		rs = rs.s(" (target ").d(dc.pol.target).s(")")
-	}
-	resp.Reason = string(rs)
-	if dc.withPruned {
-		dc.d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, 0))
-	}
-	fill(resp, &dc.lay, -1, dc.pr.saved)
-}
-
-// withoutSummary decides, continuing the reason rs, when too few turns are active for a summary (turns ≤
-// keep_recent_turns): prune if the conversation is over the usable window or pruning pays,
-// else nothing; irreducible when even the pruned conversation exceeds the usable window.
-func (dc *deciding) withoutSummary(rs reason, turns int) error {
+// withoutSummary is the answer when too few turns are active to summarize (turns ≤
+// keep_recent_turns) and the pruned conversation is under the trigger, or the call is forced:
+// prune if pruning pays (or the conversation is over the usable window), else nothing.
+func (dc *deciding) withoutSummary(turns int) shape {
 	pol, sz, prunable := dc.pol, dc.sz, dc.pr.total
-	after := sz.before - prunable
-	if after > pol.usable {
-		excess := after - pol.usable
-		return &IrreducibleError{Floor: after, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
-			"%v: nothing can be summarized (%d active turns, keep_recent_turns %d): head %d + latest summary %d + active turns %d after pruning = %d tokens exceed the usable window %d%s by %d tokens",
-			ErrIrreducible, turns, pol.keepTurns, sz.head, sz.summary, sz.active-prunable, after, pol.usable, windowParen(pol), excess)}
+	sh := shape{action: compactorv1.Action_ACTION_NONE, after: sz.before, keep: turns, few: true}
+	if prunable > 0 && (sz.before > pol.usable || !dc.opt.Force && prunable >= pol.clearAtLeast) {
+		sh.action, sh.pruned, sh.after = compactorv1.Action_ACTION_PRUNE, true, sz.before-prunable
 	}
-	rs = rs.s("; ").onlyTurns(turns, pol)
-	// Over the usable window pruning is a must, whatever it costs the prompt cache.
-	mustPrune := sz.before > pol.usable
-	if prunable == 0 || !mustPrune && (dc.opt.Force || prunable < pol.clearAtLeast) {
-		if prunable > 0 && !dc.opt.Force {
-			rs = rs.s("; pruning would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
+	return sh
+}
+
+// compact returns the shape that fits under the trigger keeping the most (see the file's
+// comment), or, when none does, the smallest one if it fits the usable window; otherwise an
+// *IrreducibleError describing the smallest.
+func (dc *deciding) compact(turns int) (shape, error) {
+	pol := dc.pol
+	if err := dc.neverCut(); err != nil {
+		return shape{}, err
+	}
+	var best shape
+	for keep := pol.keepTurns; ; keep-- {
+		var sh shape
+		if turns > keep {
+			sh = dc.summarizeShape(turns, keep)
+		} else {
+			sh = dc.pruneShape(turns)
 		}
-		dc.none(rs)
+		if sh.after <= pol.trigger {
+			return sh, nil
+		}
+		if best.action == compactorv1.Action_ACTION_UNSPECIFIED || sh.after < best.after {
+			best = sh
+		}
+		if keep <= 1 || turns < 2 {
+			break
+		}
+	}
+	if turns > pol.keepTurns {
+		// Keeping every turn, pruned and cut, may cost less than the least summary.
+		if sh := dc.pruneShape(turns); sh.after < best.after {
+			best = sh
+		}
+	}
+	switch {
+	case best.after >= dc.sz.before && dc.sz.before <= pol.usable:
+		// Nothing makes it smaller, and it fits as it is.
+		return shape{action: compactorv1.Action_ACTION_NONE, after: dc.sz.before, keep: turns, few: turns <= pol.keepTurns, smallest: true}, nil
+	case best.after <= pol.usable:
+		return best, nil
+	}
+	return shape{}, dc.irreducible(best)
+}
+
+// pruneShape prunes every prunable output of the active region, then cuts oversized tool
+// outputs until the conversation fits under the trigger or nothing more can be cut.
+func (dc *deciding) pruneShape(turns int) shape {
+	sh := shape{action: compactorv1.Action_ACTION_PRUNE, pruned: dc.pr.total > 0, keep: turns, few: turns <= dc.pol.keepTurns}
+	sh.tail = dc.sz.active - dc.pr.total
+	sh.after = dc.sz.head + dc.sz.summary + sh.tail
+	dc.cutOutputs(&sh, dc.lay.summary+1)
+	if !sh.pruned && sh.cuts == nil {
+		sh.action = compactorv1.Action_ACTION_NONE
+	}
+	return sh
+}
+
+// summarizeShape summarizes the turns before a cut that keeps at least keep turns, shrinking
+// the shape step by step until it fits under the trigger (see the file's comment).
+func (dc *deciding) summarizeShape(turns, keep int) shape {
+	pol, sz := dc.pol, dc.sz
+	if dc.tail == nil {
+		dc.prepareSummary(turns)
+	}
+	kMax := turns - keep // the last cut that keeps keep turns; ≥ 1
+	sh := shape{action: compactorv1.Action_ACTION_SUMMARIZE, pruned: true, room: max(pol.summaryRoom, dc.minRoom()), optional: true, keep: keep}
+	requests := func(k int) int64 {
+		return keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), sz.tokens, pol.keepRequests, sh.optional, nil)
+	}
+	// The cut: the most turns whose tail fits keep_recent_tokens and whose whole fits the
+	// target; else the fewest turns allowed.
+	sh.k = kMax
+	for j := 1; j <= kMax; j++ {
+		if dc.tail[j] <= pol.keepTokens && sz.head+requests(j)+sh.room+dc.tail[j] <= pol.target {
+			sh.k = preferUserTurn(dc.msgs, &dc.lay, dc.tail, j, kMax)
+			break
+		}
+	}
+	total := func() {
+		sh.reqs = requests(sh.k)
+		sh.tail = dc.tail[sh.k] - sh.cut
+		sh.after = sz.head + sh.room + sh.reqs + sh.tail
+	}
+	total()
+	if slack := pol.target - sh.after; slack > 0 && pol.roomGrows {
+		// The default room grows into what the target leaves unused, up to twice its size: a
+		// longer summary keeps more of what the next turns use.
+		sh.room += min(slack, sh.room)
+		total()
+	}
+	if sh.after <= pol.trigger {
+		return sh
+	}
+	// 1. Only the newest request verbatim; the others go into the summary.
+	sh.optional = false
+	total()
+	// 2. A smaller summary room.
+	if over := sh.after - pol.trigger; over > 0 {
+		sh.room = max(dc.minRoom(), sh.room-over)
+		total()
+	}
+	// 3. Cut oversized tool outputs after the cut; what that frees beyond the need goes back
+	// to the summary room, then to the other requests.
+	dc.cutOutputs(&sh, int(dc.lay.turnStarts[sh.k]))
+	if slack := pol.trigger - sh.after; slack > 0 && sh.cuts != nil {
+		sh.room = min(max(pol.summaryRoom, dc.minRoom()), sh.room+slack)
+		sh.optional = true
+		if total(); sh.after > pol.trigger {
+			sh.optional = false
+			total()
+		}
+	}
+	return sh
+}
+
+// prepareSummary computes what every summarizing shape needs: the tail sizes, the active
+// requests and the summary message's framing.
+func (dc *deciding) prepareSummary(turns int) {
+	dc.sc.tail = resize(dc.sc.tail, turns+1)
+	dc.tail = dc.sc.tail
+	tailSizes(dc.tail, &dc.lay, dc.sz.tokens, dc.pr.saved)
+	dc.sc.reqs = activeRequests(dc.kinds, dc.sc.reqs)
+	dc.reqs = dc.sc.reqs
+	dc.frame = dc.counter.summaryFrame(dc.pol.tokenizer, dc.tc, len(dc.msgs))
+}
+
+// minRoom is the least summary room: the framing and MinSummaryTextTokens of text.
+func (dc *deciding) minRoom() int64 { return dc.frame + MinSummaryTextTokens }
+
+// cutOutputs cuts the tool outputs of the active messages from message from on that are not
+// pruned (nor requests) until sh fits under the trigger, or as far as cutting goes.
+func (dc *deciding) cutOutputs(sh *shape, from int) {
+	need := sh.after - dc.pol.trigger
+	if need <= 0 {
+		return
+	}
+	var cands []cutCandidate
+	pruned := map[[2]int]bool{}
+	for _, pp := range dc.pr.parts {
+		if !pp.Input && dc.pr.saved[pp.Message] > 0 {
+			pruned[[2]int{pp.Message, pp.Part}] = true
+		}
+	}
+	for i := from; i < len(dc.msgs); i++ {
+		if dc.lay.class[i] != classActive {
+			continue
+		}
+		m := dc.msgs[i]
+		if dc.observation(i) {
+			if pruned[[2]int{i, -1}] {
+				continue
+			}
+			if n := dc.counted(i) - MessageOverheadTokens; n > MinCutOutputTokens+cutNoteAllowance {
+				cands = append(cands, cutCandidate{msg: i, part: -1, tokens: n})
+			}
+			continue
+		}
+		for j, p := range m.GetParts() {
+			r := p.GetToolResult()
+			if r == nil || pruned[[2]int{i, j}] {
+				continue
+			}
+			if _, ok := outputText(r.GetOutput()); !ok {
+				continue
+			}
+			n := dc.outputTokens(i, j, r)
+			if n > MinCutOutputTokens+cutNoteAllowance {
+				cands = append(cands, cutCandidate{msg: i, part: j, tokens: n})
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	sh.cuts = chooseCuts(cands, need, dc.tc, func(c cutCandidate) string { return dc.cutSource(c.msg, c.part) })
+	var saved int64
+	for _, c := range sh.cuts {
+		saved += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
+	}
+	sh.cut, sh.tail, sh.after = saved, sh.tail-saved, sh.after-saved
+}
+
+// outputTokens is the tokens of the output of the tool result at part j of message i.
+func (dc *deciding) outputTokens(i, j int, r *compactorv1.ToolResultPart) int64 {
+	if parts := dc.counts[i].parts; parts != nil {
+		return int64(parts[j].payload)
+	}
+	text, _ := outputText(r.GetOutput())
+	return dc.tc.Count(text)
+}
+
+// counted is the tokenizer's count of message i (the caller's token_count may differ).
+func (dc *deciding) counted(i int) int64 {
+	if n := dc.counts[i].total; n > 0 {
+		return n
+	}
+	return dc.tc.Message(dc.msgs[i])
+}
+
+// cutSource is the text a cut of message i, part j (−1: the observation) shortens.
+func (dc *deciding) cutSource(i, j int) string {
+	m := dc.msgs[i]
+	if j < 0 {
+		text, _ := UserText(m)
+		return text
+	}
+	text, _ := outputText(m.GetParts()[j].GetToolResult().GetOutput())
+	return text
+}
+
+// observation reports whether message i is a tool's output posing as a user turn
+// (UserObservation).
+func (dc *deciding) observation(i int) bool { return dc.kinds[i] == UserObservation }
+
+// neverCut returns an *IrreducibleError when what no compaction cuts, the head (system
+// prompt, prefaces, pinned messages) and the user's newest request, alone exceeds the usable
+// window.
+func (dc *deciding) neverCut() error {
+	pol, sz := dc.pol, dc.sz
+	var newest int64
+	for i, k := range dc.kinds {
+		if k == UserRequest {
+			newest = sz.tokens[i]
+		}
+	}
+	floor := sz.head + newest
+	if floor <= pol.usable {
 		return nil
 	}
-	dc.prune(rs, after, "target")
-	return nil
+	excess := floor - pol.usable
+	var r reason
+	r = r.s(ErrIrreducible.Error()).s(": what no compaction cuts, the head (system prompt, prefaces, pinned messages) ").d(sz.head).
+		s(" and the user's newest request ").d(newest).s(", alone ").d(floor).s(" tokens, exceeds the usable window ").d(pol.usable).
+		windowParen(pol).s(" by ").d(excess).s(" tokens")
+	return &IrreducibleError{Floor: floor, Usable: pol.usable, Excess: excess, NeverCut: true, msg: string(r)}
 }
 
-// summarize answers ACTION_SUMMARIZE, continuing the reason rs, and returns the cut, or an *IrreducibleError when the
-// floor (head + the last keep_recent_turns turns after pruning + summary room) exceeds the
-// usable window. tail is scratch for one int64 per turn start plus one.
-func (dc *deciding) summarize(rs reason, tail []int64) (int, error) {
-	pol, sz, lay := dc.pol, dc.sz, &dc.lay
-	turns := len(lay.turnStarts)
-	tailSizes(tail, lay, sz.tokens, dc.pr.saved)
-	kMax := turns - pol.keepTurns // the last cut that keeps keep_recent_turns turns; ≥ 1
-	floor := sz.head + pol.summaryRoom + tail[kMax]
-	if floor > pol.usable {
-		excess := floor - pol.usable
-		return 0, &IrreducibleError{Floor: floor, Usable: pol.usable, Excess: excess, msg: fmt.Sprintf(
-			"%v: head %d + last %d turns %d (after pruning) + summary room %d = %d tokens exceed the usable window %d%s by %d tokens",
-			ErrIrreducible, sz.head, pol.keepTurns, tail[kMax], pol.summaryRoom, floor, pol.usable, windowParen(pol), excess)}
-	}
-	budget := min(pol.keepTokens, max(0, pol.target-sz.head-pol.summaryRoom))
-	k := chooseCut(dc.msgs, lay, tail, kMax, budget)
-	cut := int(lay.turnStarts[k])
-
-	resp := dc.d.Response
-	resp.Action = compactorv1.Action_ACTION_SUMMARIZE
-	resp.CutIndex = int32(cut)
-	var tailPruned, summarized int64
-	for i, cl := range lay.class {
-		switch {
-		case i >= cut && cl == classActive:
-			tailPruned += dc.pr.saved[i]
-		case i < cut && (cl == classActive || cl == classSummary):
-			summarized += sz.tokens[i]
+// irreducible is the error for a conversation whose smallest shape sh exceeds the usable
+// window.
+func (dc *deciding) irreducible(sh shape) error {
+	pol, sz := dc.pol, dc.sz
+	excess := sh.after - pol.usable
+	var r reason
+	r = r.s(ErrIrreducible.Error()).s(": ")
+	if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
+		r = r.s("head ").d(sz.head)
+		if sh.reqs > 0 {
+			r = r.s(" + newest request ").d(sh.reqs)
 		}
+		r = r.s(" + least summary ").d(sh.room).
+			s(" + last ").d(int64(sh.keep)).s(" turn")
+		if sh.keep != 1 {
+			r = r.s("s")
+		}
+		r = r.s(" ").d(sh.tail)
+	} else {
+		if sh.few {
+			r = r.s("nothing can be summarized (")
+		} else {
+			r = r.s("a summary costs more than it replaces, keeping all (")
+		}
+		r = r.d(int64(len(dc.lay.turnStarts))).s(" active turns): head ").d(sz.head).
+			s(" + latest summary ").d(sz.summary).s(" + active turns ").d(sh.tail)
 	}
-	resp.PrunedTokens = tailPruned
-	after := sz.head + pol.summaryRoom + tail[k]
-	resp.TokensAfter = after
-	dc.d.TailTurns = turns - k
-	if dc.withPruned {
-		dc.d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, cut))
+	r = r.s(" (after pruning")
+	if sh.cut > 0 {
+		r = r.s(" and cutting tool outputs by ").d(sh.cut)
 	}
-	fill(resp, lay, cut, dc.pr.saved)
-	resp.Reason = string(dc.summaryReason(rs, cut, summarized, tail[k], budget, tailPruned, after, floor))
-	return cut, nil
+	r = r.s(") = ").d(sh.after).s(" tokens exceed the usable window ").d(pol.usable).windowParen(pol).
+		s(" by ").d(excess).s(" tokens")
+	return &IrreducibleError{Floor: sh.after, Usable: pol.usable, Excess: excess, msg: string(r)}
 }
 
 // tailSizes sets tail[k] to the tokens of the active messages from turn start k on, after
@@ -272,17 +430,10 @@ func tailSizes(tail []int64, lay *layout, tokens, saved []int64) {
 	}
 }
 
-// chooseCut returns the turn to cut before: the first whose tail fits budget (the most
-// turns kept verbatim), or kMax when none does; then, among that turn and the later ones
-// whose tail is at least half as long, the first that a user message starts, if any.
-func chooseCut(msgs []*compactorv1.Message, lay *layout, tail []int64, kMax int, budget int64) int {
-	k := kMax
-	for j := 1; j <= kMax; j++ {
-		if tail[j] <= budget {
-			k = j
-			break
-		}
-	}
+// preferUserTurn returns, among turn k and the later ones up to kMax whose tail is at least
+// half as long as k's, the first that a user message starts, if any, else k: a summary
+// that ends where the user spoke cuts the conversation at its seams.
+func preferUserTurn(msgs []*compactorv1.Message, lay *layout, tail []int64, k, kMax int) int {
 	if k == kMax {
 		return k
 	}
@@ -295,28 +446,4 @@ func chooseCut(msgs []*compactorv1.Message, lay *layout, tail []int64, kMax int,
 		}
 	}
 	return k
-}
-
-// summaryReason ends the reason rs of a SUMMARIZE plan with why pruning did not do, what is
-// summarized and kept, and whether the next turns will trigger again.
-func (dc *deciding) summaryReason(rs reason, cut int, summarized, kept, budget, tailPruned, after, floor int64) reason {
-	pol, before, prunable := dc.pol, dc.sz.before, dc.pr.total
-	switch {
-	case dc.opt.Force:
-	case before-prunable > pol.target:
-		rs = rs.s("; pruning alone reaches ").d(before - prunable).s(" > target ").d(pol.target)
-	default:
-		rs = rs.s("; pruning alone would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
-	}
-	rs = rs.s("; summarizing ").d(summarized).s(" tokens before message ").d(int64(cut)).s(" into at most ").d(pol.summaryRoom).
-		s(" tokens and keeping ").d(int64(dc.d.TailTurns)).s(" turns verbatim from message ").d(int64(cut)).
-		s(" (").d(kept).s(" tokens, tail budget ").d(budget).s(")")
-	if tailPruned > 0 {
-		rs = rs.s(", pruning ").d(tailPruned).s(" tokens of old tool outputs in the tail")
-	}
-	rs = rs.s(" → head ").d(dc.sz.head).s(" + summary ").d(pol.summaryRoom).s(" + tail ").d(kept).s(" = ").d(after)
-	if after > pol.trigger {
-		rs = rs.s("; ").d(after).s(" is above the trigger ").d(pol.trigger).s(" (floor ").d(floor).s("): the next turns will trigger again")
-	}
-	return rs
 }

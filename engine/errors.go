@@ -63,3 +63,26 @@ func (e *ValidationError) Unwrap() error {
 func Invalid(field, description string) *ValidationError {
 	return &ValidationError{Violations: []FieldViolation{{Field: field, Description: description}}}
 }
+
+// IrreducibleError says by how much the smallest possible compaction of a conversation
+// exceeds its usable window. It wraps ErrIrreducible (FAILED_PRECONDITION).
+type IrreducibleError struct {
+	// Floor is the least the conversation can be compacted to, in tokens: the head, the
+	// user's newest request, the least summary room and the newest turn with its tool
+	// outputs cut, or, when that costs more, the whole conversation pruned and cut.
+	Floor int64
+	// Usable is context_window − reserve_output_tokens.
+	Usable int64
+	// Excess is Floor − Usable (> 0).
+	Excess int64
+	// NeverCut is set when the floor is what no compaction cuts: the head and the user's
+	// newest request alone.
+	NeverCut bool
+	msg      string
+}
+
+// Error says what the floor is made of and by how many tokens it exceeds the window.
+func (e *IrreducibleError) Error() string { return e.msg }
+
+// Unwrap returns ErrIrreducible.
+func (e *IrreducibleError) Unwrap() error { return ErrIrreducible }

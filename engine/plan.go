@@ -2,9 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"math/bits"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // Options adjust a plan.
@@ -20,8 +20,13 @@ type Decision struct {
 	// Pruned lists the parts to replace by markers, in message and part order; only parts of
 	// messages whose disposition is DISPOSITION_PRUNE. ApplyPrune applies them.
 	Pruned []PrunedPart
+	// Cuts lists the tool outputs cut to their head and tail (see CutPart), in message and
+	// part order; ApplyPrune applies them too.
+	Cuts []CutPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
+	// tokenizer is the policy's, which CutText cuts with.
+	tokenizer tokenizer.ID
 
 	// For PrefixChain (SUMMARIZE only): the counter, the conversation and the content keys
 	// Decide computed, so the chain is not hashed from the message contents a second time.
@@ -40,24 +45,6 @@ func (d *Decision) PrefixChain() [][32]byte {
 	}
 	return d.counter.chainUpTo(d.msgs, d.keys, int(d.Response.GetCutIndex()))
 }
-
-// IrreducibleError says by how much the smallest possible compaction of a conversation
-// exceeds its usable window. It wraps ErrIrreducible (FAILED_PRECONDITION).
-type IrreducibleError struct {
-	// Floor is head + minimum tail + summary room, in tokens.
-	Floor int64
-	// Usable is context_window − reserve_output_tokens.
-	Usable int64
-	// Excess is Floor − Usable (> 0).
-	Excess int64
-	msg    string
-}
-
-// Error says what the floor is made of and by how many tokens it exceeds the window.
-func (e *IrreducibleError) Error() string { return e.msg }
-
-// Unwrap returns ErrIrreducible.
-func (e *IrreducibleError) Unwrap() error { return ErrIrreducible }
 
 // Plan decides what a conversation needs under a policy (see Decide) and returns the
 // response of the Plan RPC. msgs must have passed Validate. The response belongs to the
@@ -154,106 +141,4 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		c.storePlan(pk, pol, d.Response)
 	}
 	return nil
-}
-
-// prunedCopy returns a copy of pruned, which lives in scratch memory.
-func prunedCopy(pruned []PrunedPart) []PrunedPart {
-	if pruned == nil {
-		return nil
-	}
-	return append(make([]PrunedPart, 0, len(pruned)), pruned...)
-}
-
-// keepSaving returns the pruned parts of messages from index from on whose pruning saves
-// tokens (their disposition is PRUNE), filtering pruned in place.
-func keepSaving(pruned []PrunedPart, saved []int64, from int) []PrunedPart {
-	out := pruned[:0]
-	for _, pp := range pruned {
-		if pp.Message >= from && saved[pp.Message] > 0 {
-			out = append(out, pp)
-		}
-	}
-	return out
-}
-
-// fill sets the dispositions: cut < 0 means no summary.
-func fill(resp *compactorv1.PlanResponse, lay *layout, cut int, saved []int64) {
-	for i, cl := range lay.class {
-		var d compactorv1.Disposition
-		switch {
-		case cl == classDrop:
-			d = compactorv1.Disposition_DISPOSITION_DROP
-		case cl == classHead:
-			d = compactorv1.Disposition_DISPOSITION_KEEP
-		case cut >= 0 && i < cut: // the latest summary and active messages before the cut
-			d = compactorv1.Disposition_DISPOSITION_SUMMARIZE
-		case saved != nil && saved[i] > 0:
-			d = compactorv1.Disposition_DISPOSITION_PRUNE
-		default:
-			d = compactorv1.Disposition_DISPOSITION_KEEP
-		}
-		resp.Dispositions[i] = d
-	}
-}
-
-func windowParen(pol *policy) string {
-	if pol.window > 0 {
-		return fmt.Sprintf(" (window %d − reserve %d)", pol.window, pol.reserve)
-	}
-	return " (trigger_tokens, no window)"
-}
-
-func countOutputs(pp []PrunedPart) int {
-	n := 0
-	for _, p := range pp {
-		if !p.Input {
-			n++
-		}
-	}
-	return n
-}
-
-// scaleSaving converts a saving estimated with the tokenizer to the message's actual token
-// count (caller-supplied or provider-reported): saving × actual / estimate.
-func scaleSaving(saving, actual, estimate int64) int64 {
-	if estimate <= 0 || actual == estimate || saving <= 0 {
-		return max(saving, 0)
-	}
-	return mulDiv(saving, actual, estimate)
-}
-
-// mulDiv returns a×b/c rounded to nearest for non-negative a, b and positive c, exactly.
-func mulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	lo, carry := bits.Add64(lo, uint64(c)/2, 0)
-	hi += carry
-	if hi >= uint64(c) {
-		return 1<<63 - 1
-	}
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	return int64(min(q, 1<<63-1))
-}
-
-// applyUsage replaces the counts of the sent messages of the prefix class covers so that
-// they sum to reported, each in proportion to its own count (cumulative rounding, exact).
-func applyUsage(tokens []int64, class []msgClass, reported int64) {
-	var total int64
-	for i, cl := range class {
-		if cl != classDrop {
-			total += tokens[i]
-		}
-	}
-	if total <= 0 {
-		return
-	}
-	var cum, prev int64
-	for i, cl := range class {
-		if cl == classDrop {
-			continue
-		}
-		cum += tokens[i]
-		next := mulDiv(cum, reported, total)
-		tokens[i] = next - prev
-		prev = next
-	}
 }

@@ -14,7 +14,8 @@ func textMessage(role compactorv1.Role, s string) *compactorv1.Message {
 }
 
 // Plan a conversation that has outgrown an 8k window: it summarizes the old turns and keeps
-// the recent ones verbatim, cutting at the start of a user turn.
+// the recent ones verbatim, cutting at the start of a user turn; the user's first question
+// (the task) stays verbatim right after the summary.
 func ExamplePlan() {
 	counter := engine.NewCounter(0) // one per process, shared by all requests
 	msgs := []*compactorv1.Message{textMessage(compactorv1.Role_ROLE_SYSTEM, "You are a helpful assistant.")}
@@ -28,8 +29,11 @@ func ExamplePlan() {
 		panic(err)
 	}
 	fmt.Println(plan.Action, "cut at", plan.CutIndex, "tokens", plan.TokensBefore, "→", plan.TokensAfter)
-	fmt.Println(plan.Dispositions[0], plan.Dispositions[1], plan.Dispositions[plan.CutIndex])
+	fmt.Println(plan.Dispositions[0], plan.Dispositions[1], plan.Dispositions[2], plan.Dispositions[plan.CutIndex])
+	fmt.Println("head", plan.HeadTokens, "+ summary", plan.SummaryTokens, "+ requests", plan.KeptRequestTokens, "+ tail", plan.TailTokens)
 	// Output:
-	// ACTION_SUMMARIZE cut at 15 tokens 6021 → 3814
-	// DISPOSITION_KEEP DISPOSITION_SUMMARIZE DISPOSITION_KEEP
+	// ACTION_SUMMARIZE cut at 15 tokens 6021 → 4320
+	// DISPOSITION_KEEP DISPOSITION_KEEP_REQUEST DISPOSITION_SUMMARIZE DISPOSITION_KEEP
+	// head 11 + summary 1285 + requests 1221 + tail 1803
+
 }

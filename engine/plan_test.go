@@ -15,10 +15,11 @@ import (
 )
 
 const (
-	dKeep      = compactorv1.Disposition_DISPOSITION_KEEP
-	dPrune     = compactorv1.Disposition_DISPOSITION_PRUNE
-	dSummarize = compactorv1.Disposition_DISPOSITION_SUMMARIZE
-	dDrop      = compactorv1.Disposition_DISPOSITION_DROP
+	dKeep        = compactorv1.Disposition_DISPOSITION_KEEP
+	dPrune       = compactorv1.Disposition_DISPOSITION_PRUNE
+	dSummarize   = compactorv1.Disposition_DISPOSITION_SUMMARIZE
+	dKeepRequest = compactorv1.Disposition_DISPOSITION_KEEP_REQUEST
+	dDrop        = compactorv1.Disposition_DISPOSITION_DROP
 )
 
 // agentConversation is a system prompt, a user request and rounds of tool calls whose outputs
@@ -206,7 +207,8 @@ func TestPlanSummarizeCutsAtATurnBoundaryWithinBudget(t *testing.T) {
 		msgs = append(msgs, plAsstMsg(plText(plWords(100, fmt.Sprint("a", i)))))
 	}
 	c := NewCounter(0)
-	p := &compactorv1.Policy{ContextWindow: 20000, ReserveOutputTokens: 2000, Tokenizer: "cl100k_base", KeepRecentTokens: 2500, SummaryMaxTokens: 1000}
+	p := &compactorv1.Policy{ContextWindow: 20000, ReserveOutputTokens: 2000, Tokenizer: "cl100k_base", KeepRecentTokens: 2500, SummaryMaxTokens: 1000,
+		KeepUserMessagesTokens: -1} // no request before the cut kept but the newest, which is after it
 	d := mustDecide(t, msgs, p, c, Options{})
 	r := d.Response
 	if r.Action != compactorv1.Action_ACTION_SUMMARIZE {
@@ -284,12 +286,37 @@ func TestPlanIrreducibleFloor(t *testing.T) {
 	if !errors.Is(err, ErrIrreducible) || !errors.As(err, &ie) {
 		t.Fatalf("err = %v, want an IrreducibleError", err)
 	}
-	// head 8004 + last 2 turns (5 + 5) + summary 500 = 8514; usable 7200 → 1314 over.
-	if ie.Floor != 8514 || ie.Usable != 7200 || ie.Excess != 1314 {
-		t.Errorf("floor %d usable %d excess %d, want 8514 7200 1314", ie.Floor, ie.Usable, ie.Excess)
+	// What no compaction cuts, head 8004 + the newest request "c" 5, is over usable 7200.
+	if ie.Floor != 8009 || ie.Usable != 7200 || ie.Excess != 809 || !ie.NeverCut {
+		t.Errorf("floor %d usable %d excess %d never cut %v, want 8009 7200 809 true", ie.Floor, ie.Usable, ie.Excess, ie.NeverCut)
 	}
-	if !strings.Contains(err.Error(), "by 1314 tokens") || !strings.Contains(err.Error(), "window 8000 − reserve 800") {
+	if !strings.Contains(err.Error(), "by 809 tokens") || !strings.Contains(err.Error(), "window 8000 − reserve 800") ||
+		!strings.Contains(err.Error(), "head (system prompt, prefaces, pinned messages) 8004 and the user's newest request 5") {
 		t.Errorf("message %q does not say by how much and against what", err)
+	}
+	// A head that fits, with short turns: the floor keeps every turn, since the least summary
+	// room costs more than the turns it would replace: head 7180 + 5 × 4.
+	fits := plSysMsg(strings.Repeat("s", 28704)) // 7180 approx tokens
+	short := append([]*compactorv1.Message{fits}, msgs[1:]...)
+	p.ReserveOutputTokens = 820 // usable 7180 + 19
+	p.ContextWindow = 8019
+	if _, err := Decide(short, p, NewCounter(0), Options{}); !errors.As(err, &ie) || ie.NeverCut || ie.Floor != 7200 ||
+		!strings.Contains(err.Error(), "a summary costs more than it replaces") {
+		t.Errorf("short turns: %v (floor %d)", err, ie.Floor)
+	}
+	// With long turns, the floor summarizes all but the last two: head 7180 + the least
+	// summary room + the turns "c…" and "d…" (keeping only "d…" costs the same: "c…" is the
+	// newest request, kept verbatim).
+	long := []*compactorv1.Message{fits, plUserMsg(strings.Repeat("a", 4000)), plAsstMsg(plText(strings.Repeat("b", 4000))),
+		plUserMsg(strings.Repeat("c", 40)), plAsstMsg(plText(strings.Repeat("d", 40)))}
+	_, err = Decide(long, p, NewCounter(0), Options{})
+	if !errors.As(err, &ie) || ie.NeverCut {
+		t.Fatalf("err = %v, want an IrreducibleError past what is never cut", err)
+	}
+	tc, _ := tokenizer.New(tokenizer.Approx)
+	room := SummaryFrameTokens(tc, len(long)) + MinSummaryTextTokens
+	if floor := 7180 + room + 14 + 14; ie.Floor != floor || !strings.Contains(err.Error(), fmt.Sprintf("least summary %d + last 2 turns 28", room)) {
+		t.Errorf("floor %d (want %d): %v", ie.Floor, floor, err)
 	}
 	// Too few turns to summarize and too big: irreducible too.
 	_, err = Decide(msgs[:3], p, NewCounter(0), Options{})
@@ -318,7 +345,8 @@ func TestPlanRegions(t *testing.T) {
 	p := &compactorv1.Policy{ContextWindow: 10000, TriggerTokens: 2000, Tokenizer: "approx", SummaryMaxTokens: 300, KeepRecentTokens: 400}
 	d := mustDecide(t, msgs, p, c, Options{})
 	r := d.Response
-	want := []compactorv1.Disposition{dKeep, dDrop, dKeep, dDrop, dSummarize, dSummarize, dSummarize, dKeep, dSummarize, dSummarize, dKeep, dKeep}
+	// q1 and q2, the user's requests before the cut, stay verbatim after the summary.
+	want := []compactorv1.Disposition{dKeep, dDrop, dKeep, dDrop, dSummarize, dKeepRequest, dSummarize, dKeep, dKeepRequest, dSummarize, dKeep, dKeep}
 	if r.Action != compactorv1.Action_ACTION_SUMMARIZE || fmt.Sprint(r.Dispositions) != fmt.Sprint(want) {
 		t.Errorf("action %v dispositions %v, want SUMMARIZE %v (%s)", r.Action, r.Dispositions, want, r.Reason)
 	}

@@ -76,6 +76,7 @@ func (c *Counter) policyHash(pol *policy) uint64 {
 		{uint64(pol.usageTokens), uint64(pol.usageCount)},
 		{b2u(pol.pruneOff) | b2u(pol.clearInputs)<<1 | uint64(len(pol.excludeTools))<<2, uint64(pol.keepResults)},
 		{uint64(pol.minOutput), uint64(pol.clearAtLeast)},
+		{uint64(pol.keepRequests), b2u(pol.roomGrows)},
 	} {
 		h = wymix(w[0]^k[1], w[1]^h)
 	}
@@ -93,7 +94,7 @@ func (r *policy) equal(o *policy) bool {
 		r.tokenizer == o.tokenizer && r.usageTokens == o.usageTokens && r.usageCount == o.usageCount &&
 		r.pruneOff == o.pruneOff && r.keepResults == o.keepResults && r.minOutput == o.minOutput &&
 		slices.Equal(r.excludeTools, o.excludeTools) && r.clearInputs == o.clearInputs &&
-		r.clearAtLeast == o.clearAtLeast
+		r.clearAtLeast == o.clearAtLeast && r.keepRequests == o.keepRequests && r.roomGrows == o.roomGrows
 }
 
 // lookupPlan returns a copy of the plan remembered under k, if it was made under pol.
@@ -122,18 +123,23 @@ func (c *Counter) storePlan(k planKey, pol *policy, resp *compactorv1.PlanRespon
 // copyPlanResponse returns a copy of r that shares nothing mutable with it.
 func copyPlanResponse(r *compactorv1.PlanResponse) *compactorv1.PlanResponse {
 	return &compactorv1.PlanResponse{
-		Action:          r.GetAction(),
-		Reason:          r.GetReason(),
-		Dispositions:    slices.Clone(r.GetDispositions()),
-		MessageTokens:   slices.Clone(r.GetMessageTokens()),
-		TokensBefore:    r.GetTokensBefore(),
-		TokensAfter:     r.GetTokensAfter(),
-		CutIndex:        r.GetCutIndex(),
-		PrefixHash:      r.GetPrefixHash(),
-		PrunedTokens:    r.GetPrunedTokens(),
-		SummaryIndex:    r.GetSummaryIndex(),
-		UsableTokens:    r.GetUsableTokens(),
-		TriggerAtTokens: r.GetTriggerAtTokens(),
-		TargetTokens:    r.GetTargetTokens(),
+		Action:            r.GetAction(),
+		Reason:            r.GetReason(),
+		Dispositions:      slices.Clone(r.GetDispositions()),
+		MessageTokens:     slices.Clone(r.GetMessageTokens()),
+		TokensBefore:      r.GetTokensBefore(),
+		TokensAfter:       r.GetTokensAfter(),
+		CutIndex:          r.GetCutIndex(),
+		PrefixHash:        r.GetPrefixHash(),
+		PrunedTokens:      r.GetPrunedTokens(),
+		SummaryIndex:      r.GetSummaryIndex(),
+		UsableTokens:      r.GetUsableTokens(),
+		TriggerAtTokens:   r.GetTriggerAtTokens(),
+		TargetTokens:      r.GetTargetTokens(),
+		HeadTokens:        r.GetHeadTokens(),
+		SummaryTokens:     r.GetSummaryTokens(),
+		KeptRequestTokens: r.GetKeptRequestTokens(),
+		TailTokens:        r.GetTailTokens(),
+		CutTokens:         r.GetCutTokens(),
 	}
 }

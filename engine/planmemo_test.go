@@ -183,7 +183,7 @@ func TestCopyPlanResponseCopiesEveryField(t *testing.T) {
 // TestPolicyEqualCoversEveryField fails when a field is added to policy without deciding how
 // policy.equal and policyHash treat it.
 func TestPolicyEqualCoversEveryField(t *testing.T) {
-	if n := reflect.TypeOf(policy{}).NumField(); n != 18 {
+	if n := reflect.TypeOf(policy{}).NumField(); n != 20 {
 		t.Errorf("policy has %d fields: update policy.equal, policyHash and this test", n)
 	}
 	base, err := resolvePolicy(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
@@ -194,7 +194,7 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 	for i, change := range []func(p *policy){
 		func(p *policy) { p.window++ }, func(p *policy) { p.reserve++ }, func(p *policy) { p.usable++ },
 		func(p *policy) { p.trigger++ }, func(p *policy) { p.target++ }, func(p *policy) { p.triggerRatio += 0.01 },
-		func(p *policy) { p.keepTokens++ }, func(p *policy) { p.keepTurns++ }, func(p *policy) { p.summaryRoom++ },
+		func(p *policy) { p.keepTokens++ }, func(p *policy) { p.keepTurns++ }, func(p *policy) { p.summaryRoom++ }, func(p *policy) { p.keepRequests++ }, func(p *policy) { p.roomGrows = !p.roomGrows },
 		func(p *policy) { p.tokenizer = tokenizer.Approx }, func(p *policy) { p.usageTokens++ }, func(p *policy) { p.usageCount++ },
 		func(p *policy) { p.pruneOff = true }, func(p *policy) { p.keepResults++ }, func(p *policy) { p.minOutput++ },
 		func(p *policy) { p.excludeTools = []string{"b"} }, func(p *policy) { p.clearInputs = true },

@@ -18,8 +18,20 @@ const (
 	DefaultKeepRecentRatio = 0.3
 	// DefaultKeepRecentTurns is the number of newest turns that always stay verbatim.
 	DefaultKeepRecentTurns = 2
-	// DefaultSummaryMaxTokens is the room reserved for a summary.
+	// DefaultSummaryMaxTokens caps the default room reserved for a summary message.
 	DefaultSummaryMaxTokens = 2000
+	// DefaultSummaryRatio is the share of the usable window the default summary room takes,
+	// up to DefaultSummaryMaxTokens.
+	DefaultSummaryRatio = 0.15
+	// MinSummaryTextTokens is the least summary text a compaction asks for: the summary
+	// room never shrinks below it plus the summary message's framing.
+	MinSummaryTextTokens = 64
+	// DefaultKeepUserMessagesTokens caps the default budget of the requests kept verbatim
+	// after a summary.
+	DefaultKeepUserMessagesTokens = 20000
+	// DefaultKeepUserMessagesRatio is the share of the usable window the default budget of
+	// the requests kept verbatim takes, up to DefaultKeepUserMessagesTokens.
+	DefaultKeepUserMessagesRatio = 0.2
 	// DefaultMaxReserve caps the default reply reserve (min(20000, window/10)).
 	DefaultMaxReserve = 20000
 	// DefaultPruneKeepRecent is the number of newest tool results never pruned.
@@ -61,7 +73,9 @@ type policy struct {
 	triggerRatio float64 // 0 when trigger_tokens was given
 	keepTokens   int64
 	keepTurns    int
-	summaryRoom  int64
+	summaryRoom  int64 // the room reserved for the summary message
+	roomGrows    bool  // the room is the default, which grows into what the target leaves unused
+	keepRequests int64 // the budget of the requests kept verbatim; < 0: only the newest
 	tokenizer    tokenizer.ID
 	usageTokens  int64
 	usageCount   int
@@ -167,19 +181,23 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 	default:
 		r.keepTurns = int(n)
 	}
+	// A default never makes a request invalid: the summary room and the requests' budget
+	// follow the usable window unless the caller set them.
 	r.summaryRoom = p.GetSummaryMaxTokens()
 	switch {
 	case r.summaryRoom < 0:
 		add("summary_max_tokens", fmt.Sprintf("must not be negative, got %d", r.summaryRoom))
 	case r.summaryRoom == 0:
-		r.summaryRoom = DefaultSummaryMaxTokens
+		r.summaryRoom = min(DefaultSummaryMaxTokens, floorRatio(DefaultSummaryRatio, r.usable))
+		r.roomGrows = true
+	case r.summaryRoom >= r.usable && r.usable > 0:
+		add("summary_max_tokens", fmt.Sprintf("must be less than the usable window (%d), got %d", r.usable, r.summaryRoom))
 	}
-	if r.summaryRoom >= r.usable && r.usable > 0 {
-		got := fmt.Sprint(r.summaryRoom)
-		if p.GetSummaryMaxTokens() == 0 {
-			got += " (the default)"
-		}
-		add("summary_max_tokens", fmt.Sprintf("must be less than the usable window (%d), got %s", r.usable, got))
+	switch r.keepRequests = p.GetKeepUserMessagesTokens(); {
+	case r.keepRequests < 0:
+		r.keepRequests = -1
+	case r.keepRequests == 0:
+		r.keepRequests = min(DefaultKeepUserMessagesTokens, floorRatio(DefaultKeepUserMessagesRatio, r.usable))
 	}
 	tk, ok := tokenizer.Parse(p.GetTokenizer())
 	if !ok {

@@ -36,7 +36,6 @@ func TestValidatePolicyNamesTheField(t *testing.T) {
 		{"keep turns negative", &compactorv1.Policy{ContextWindow: 10000, KeepRecentTurns: -2}, "policy.keep_recent_turns"},
 		{"summary room negative", &compactorv1.Policy{ContextWindow: 10000, SummaryMaxTokens: -1}, "policy.summary_max_tokens"},
 		{"summary room fills window", &compactorv1.Policy{ContextWindow: 10000, SummaryMaxTokens: 9000}, "policy.summary_max_tokens"},
-		{"default summary room too big for a tiny window", &compactorv1.Policy{ContextWindow: 1000}, "policy.summary_max_tokens"},
 		{"unknown tokenizer", &compactorv1.Policy{ContextWindow: 10000, Tokenizer: "gpt2"}, "policy.tokenizer"},
 		{"usage negative", &compactorv1.Policy{ContextWindow: 10000, ReportedUsage: &compactorv1.Usage{InputTokens: -1, MessageCount: 1}}, "policy.reported_usage.input_tokens"},
 		{"usage without count", &compactorv1.Policy{ContextWindow: 10000, ReportedUsage: &compactorv1.Usage{InputTokens: 10}}, "policy.reported_usage.message_count"},
@@ -92,8 +91,30 @@ func TestResolvePolicyDefaults(t *testing.T) {
 			t.Errorf("%v: reserve %d usable %d trigger %d target %d keep %d; want %d %d %d %d %d", tt.p,
 				r.reserve, r.usable, r.trigger, r.target, r.keepTokens, tt.reserve, tt.usable, tt.trigger, tt.target, tt.keepTk)
 		}
-		if r.keepTurns != DefaultKeepRecentTurns || r.summaryRoom != DefaultSummaryMaxTokens || r.keepResults != DefaultPruneKeepRecent || r.minOutput != DefaultPruneMinOutputTokens {
+		if r.keepTurns != DefaultKeepRecentTurns || r.summaryRoom != min(DefaultSummaryMaxTokens, floorRatio(DefaultSummaryRatio, r.usable)) || r.keepResults != DefaultPruneKeepRecent || r.minOutput != DefaultPruneMinOutputTokens {
 			t.Errorf("%v: defaults not applied: %+v", tt.p, r)
 		}
+	}
+}
+
+// TestDefaultsNeverInvalid: a policy that sets only a window, however small, is valid; the
+// summary room and the requests' budget follow the usable window.
+func TestDefaultsNeverInvalid(t *testing.T) {
+	for _, w := range []int64{10, 100, 925, 1000, 5000, 100000, 1 << 30} {
+		r, err := resolvePolicy(&compactorv1.Policy{ContextWindow: w})
+		if err != nil {
+			t.Errorf("window %d: %v", w, err)
+			continue
+		}
+		if r.summaryRoom >= r.usable && r.usable > 0 || r.summaryRoom > DefaultSummaryMaxTokens {
+			t.Errorf("window %d: summary room %d, usable %d", w, r.summaryRoom, r.usable)
+		}
+		if r.keepRequests > DefaultKeepUserMessagesTokens || r.keepRequests > r.usable {
+			t.Errorf("window %d: requests' budget %d, usable %d", w, r.keepRequests, r.usable)
+		}
+	}
+	// A value the caller set is still checked.
+	if _, err := resolvePolicy(&compactorv1.Policy{ContextWindow: 1000, SummaryMaxTokens: 2000}); err == nil {
+		t.Error("summary_max_tokens 2000 in a window of 1000: no error")
 	}
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // PrunedPart is one part a plan replaces by a marker: a tool result's output, or (with
-// prune.clear_inputs) the input of the call it answers.
+// prune.clear_inputs) the input of the call it answers, or the whole text of an observation
+// (a text-protocol agent's tool output sent as a user message; Part is then −1).
 type PrunedPart struct {
-	// Message and Part locate the part in the request conversation.
+	// Message and Part locate the part in the request conversation; Part is −1 for an
+	// observation.
 	Message, Part int
 	// Tool is the tool's name (from the result, or from its call).
 	Tool string
@@ -35,6 +37,9 @@ func (p PrunedPart) Marker() string {
 	if p.Input {
 		return inputMarker(p.Tool, p.Tokens)
 	}
+	if p.Part < 0 {
+		return observationMarker(p.Tokens)
+	}
 	return outputMarker(p.Tool, p.Tokens, p.Duplicate)
 }
 
@@ -54,6 +59,11 @@ func outputMarker(tool string, tokens int64, dup bool) string {
 	b = strconv.AppendInt(b, tokens, 10)
 	b = append(b, " tokens removed]"...)
 	return string(b)
+}
+
+// observationMarker is the text that replaces a pruned observation.
+func observationMarker(tokens int64) string {
+	return "[pruned: output of the command above, " + strconv.FormatInt(tokens, 10) + " tokens removed]"
 }
 
 // inputMarker is the JSON object that replaces a cleared tool input.
@@ -88,14 +98,18 @@ const (
 	markerOutput = 1 + iota
 	markerDuplicate
 	markerInput
+	markerObservation
 )
 
 // markerTokens counts the tokens of a marker, memoized by what it says (markers repeat from
 // one call to the next) so that the warm path builds no strings.
 func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer.ID, tc tokenizer.Text) int64 {
 	build := func() string {
-		if kind == markerInput {
+		switch kind {
+		case markerInput:
 			return inputMarker(tool, tokens)
+		case markerObservation:
+			return observationMarker(tokens)
 		}
 		return outputMarker(tool, tokens, kind == markerDuplicate)
 	}
@@ -260,31 +274,66 @@ func duplicates(msgs []*compactorv1.Message, res []toolLink, counts []msgCount, 
 	return dup
 }
 
-// ApplyPrune returns the conversation with the parts d prunes replaced by their markers, in
-// the messages whose disposition is DISPOSITION_PRUNE: a pruned tool result keeps its call id
-// and tool name and gets the marker as its text output; a cleared tool call keeps its id and
-// name and gets the marker as its input JSON. Pruned messages are new messages with
-// token_count cleared; every other message is returned as is. msgs must be the conversation
-// d was planned for; it is never modified (the result shares unchanged messages and parts
-// with it).
+// ApplyPrune returns the conversation with the parts d prunes replaced by their markers and
+// the tool outputs it cuts (Decision.Cuts) cut to their head and tail, in the messages whose
+// disposition is DISPOSITION_PRUNE: a pruned tool result keeps its call id and tool name and
+// gets the marker as its text output; a cleared tool call keeps its id and name and gets the
+// marker as its input JSON; a cut output becomes its cut text (an error stays an error); a
+// cut observation message gets one text part, its cut text. Changed messages are new
+// messages with token_count cleared; every other message is returned as is. msgs must be the
+// conversation d was planned for; it is never modified (the result shares unchanged messages
+// and parts with it).
 func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message {
 	out := slices.Clone(msgs)
 	disp := d.Response.GetDispositions()
+	pruning := func(mi int) bool { return mi < len(disp) && disp[mi] == compactorv1.Disposition_DISPOSITION_PRUNE }
 	for i := 0; i < len(d.Pruned); {
 		j := i
 		for j < len(d.Pruned) && d.Pruned[j].Message == d.Pruned[i].Message {
 			j++
 		}
-		mi := d.Pruned[i].Message
-		if mi < len(disp) && disp[mi] == compactorv1.Disposition_DISPOSITION_PRUNE {
+		if mi := d.Pruned[i].Message; pruning(mi) {
 			out[mi] = prunedMessage(msgs[mi], d.Pruned[i:j])
 		}
 		i = j
 	}
+	if len(d.Cuts) > 0 {
+		tc, err := tokenizer.New(d.tokenizer)
+		if err != nil {
+			panic("engine: the tokenizer of a decision is always loaded: " + err.Error())
+		}
+		for _, c := range d.Cuts {
+			if pruning(c.Message) {
+				out[c.Message] = cutMessage(out[c.Message], c, tc)
+			}
+		}
+	}
 	return out
 }
 
+// cutMessage returns m with the output c names cut.
+func cutMessage(m *compactorv1.Message, c CutPart, tc tokenizer.Text) *compactorv1.Message {
+	var parts []*compactorv1.Part
+	if c.Part < 0 {
+		text, _ := UserText(m)
+		cut, _ := cutText(text, c.Tokens, c.Keep, tc)
+		parts = []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: cut}}}}
+	} else {
+		parts = slices.Clone(m.GetParts())
+		orig := parts[c.Part]
+		r := orig.GetToolResult()
+		parts[c.Part] = &compactorv1.Part{ProviderOptions: orig.GetProviderOptions(), Content: &compactorv1.Part_ToolResult{
+			ToolResult: &compactorv1.ToolResultPart{ToolCallId: r.GetToolCallId(), ToolName: r.GetToolName(),
+				Output: cutOutput(r.GetOutput(), c, tc)},
+		}}
+	}
+	return withParts(m, parts)
+}
+
 func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message {
+	if len(pp) == 1 && pp[0].Part < 0 {
+		return withParts(m, []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: pp[0].Marker()}}}})
+	}
 	parts := slices.Clone(m.GetParts())
 	for _, p := range pp {
 		orig := parts[p.Part]
@@ -304,6 +353,11 @@ func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message
 		}
 		parts[p.Part] = np
 	}
+	return withParts(m, parts)
+}
+
+// withParts returns a new message like m (token_count cleared) with parts.
+func withParts(m *compactorv1.Message, parts []*compactorv1.Part) *compactorv1.Message {
 	nm := &compactorv1.Message{
 		Id:              m.GetId(),
 		Role:            m.GetRole(),
@@ -317,4 +371,44 @@ func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message
 		nm.ProtoReflect().SetUnknown(u)
 	}
 	return nm
+}
+
+// selectObservations appends to out the observations of the active region that pruning
+// replaces by a marker, in message order: text-protocol agents' tool outputs sent as user
+// messages (kinds[i] is UserObservation), outside the keep_recent newest, of at least
+// min_output_tokens, where the marker is smaller than what it replaces.
+func selectObservations(out []PrunedPart, msgs []*compactorv1.Message, lay *layout, counts []msgCount, kinds []UserKind, pol *policy, c *Counter, tc tokenizer.Text) []PrunedPart {
+	n := 0
+	for _, k := range kinds {
+		if k == UserObservation {
+			n++
+		}
+	}
+	if n <= pol.keepResults {
+		return out
+	}
+	seen := 0
+	for i, k := range kinds {
+		if k != UserObservation {
+			continue
+		}
+		if seen++; seen > n-pol.keepResults {
+			break
+		}
+		total := counts[i].total
+		if total == 0 {
+			total = tc.Message(msgs[i])
+		}
+		payload := total - MessageOverheadTokens
+		if payload < pol.minOutput {
+			continue
+		}
+		mt := c.markerTokens(markerObservation, "", payload, pol.tokenizer, tc)
+		if mt >= payload {
+			continue
+		}
+		out = append(out, PrunedPart{Message: i, Part: -1, Tokens: payload, MarkerTokens: mt})
+	}
+	slices.SortStableFunc(out, func(a, b PrunedPart) int { return a.Message - b.Message })
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // PromptVersion identifies the summary prompt and the extractive summary format. It is part
@@ -15,7 +16,10 @@ import (
 //
 // v2: the extractive summary quotes the instructions and leaves demonstrations out, and every
 // summary is checked (package fidelity) before it is cached.
-const PromptVersion = "v2"
+// v3: requests kept verbatim beside the summary are not repeated in it; the summary is built
+// for the next turn (outcomes from structure, a ledger with what was done to each file and
+// the names involved, the latest plan, values the agent carried from outputs).
+const PromptVersion = "v3"
 
 // SummaryInput is what one summarization covers.
 type SummaryInput struct {
@@ -29,6 +33,10 @@ type SummaryInput struct {
 	Anchor string
 	// Instructions are the caller's extra focus for the summary (CompactRequest.instructions).
 	Instructions string
+	// Kept are messages of Messages that stay verbatim in the conversation right after the
+	// summary (the user requests a compaction keeps, DISPOSITION_KEEP_REQUEST): context the
+	// summary must not repeat.
+	Kept []*compactorv1.Message
 }
 
 // summarySystemPrompt is the system prompt of PromptVersion "v1".
@@ -46,10 +54,12 @@ func SummarySystemPrompt() string { return summarySystemPrompt }
 // SummarySections are the headings the summary prompt asks for, in order. They are the parts
 // of a conversation that matter most to continue it after compaction.
 var SummarySections = []struct{ Heading, Ask string }{
-	{"User requests and constraints", "Every request, question, preference and constraint the user expressed, each quoted verbatim (shorten only very long pasted content, marking the cut with …). Keep the order; mark requests that were later changed or withdrawn."},
+	{"User requests and constraints", "Every request, question, preference and constraint the user expressed, each quoted verbatim (shorten only very long pasted content, marking the cut with …), except the messages marked as kept verbatim after the summary: do not repeat those. Keep the order; mark requests that were later changed or withdrawn."},
 	{"Key decisions", "Decisions taken and why, including approaches that were rejected."},
-	{"Files and identifiers", "Every file path, function, type, variable, command, URL and other identifier that matters, verbatim, with what was done to or learned about each."},
-	{"Errors and fixes", "Errors met (quote the key line of each message) and how each was fixed, or that it is still open."},
+	{"Files and identifiers", "Each file the agent read, searched, created, edited, ran or deleted, with what was done to it and the functions, types, variables and other names it wrote there or used from it, verbatim, grouped by file: a statement per file, never a bare list of names. Include files the agent created (its scripts) by name."},
+	{"Values", "Values the agent took from tool outputs and used or will need (ids, numbers, dates, amounts, line numbers), verbatim, each with where it came from."},
+	{"Errors and fixes", "Errors met, judged from each call's outcome (an error result, a non-zero exit status, a failing run) and never from words inside a file the agent read; quote the key line of each, and say how it was fixed or that it is still open."},
+	{"Plan", "The latest plan or todo list the agent kept, in full, with each step's status."},
 	{"Pending tasks", "Work the user asked for that is not done yet."},
 	{"Current work", "What was being worked on right before this summary, in detail: the file, the change, the state it is in."},
 	{"Next step", "The exact next step to take, consistent with the user's most recent request (quote it). If the work is complete and nothing was asked next, say so."},
@@ -59,7 +69,20 @@ var SummarySections = []struct{ Heading, Ask string }{
 // there is one), the transcript of in.Messages, the sections to write and the caller's
 // instructions. opt bounds how much of each tool call and tool output the transcript shows.
 func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
-	return summaryPromptWith(in, Transcript(Summarizable(in.Messages), opt))
+	return summaryPromptWith(in, transcriptKept(Summarizable(in.Messages), in.Kept, opt))
+}
+
+// transcriptKept is Transcript with the messages in kept headed as kept verbatim after the
+// summary.
+func transcriptKept(msgs, kept []*compactorv1.Message, opt TranscriptOptions) string {
+	if len(kept) == 0 {
+		return Transcript(msgs, opt)
+	}
+	isKept := make(map[*compactorv1.Message]bool, len(kept))
+	for _, m := range kept {
+		isKept[m] = true
+	}
+	return transcript(msgs, opt, isKept)
 }
 
 func summaryPromptWith(in SummaryInput, transcript string) string {
@@ -128,7 +151,7 @@ func FitSummaryPrompt(in SummaryInput, maxBytes int) string {
 		}
 	}
 	last := steps[len(steps)-1]
-	t := Transcript(Summarizable(in.Messages), last.withDefaults())
+	t := transcriptKept(Summarizable(in.Messages), in.Kept, last.withDefaults())
 	over := len(p) - maxBytes
 	if keep := len(t) - over - 64; keep > 0 {
 		t = Truncate(t, keep)
@@ -151,6 +174,32 @@ const (
 // model knows the session continues from a summary of covered earlier messages.
 func SummaryMessageText(summary string, covered int) string {
 	return fmt.Sprintf(summaryPreamble, covered) + summaryOpen + strings.TrimSpace(summary) + summaryClose + summaryEpilogue
+}
+
+// SummaryFrameTokens is the tokens a COMPACT_SUMMARY message covering covered messages costs
+// beyond its summary text (its framing and the message overhead), plus a margin for the
+// tokens that joining text to the framing can add: the summary room a plan reserves holds
+// the framing and the text.
+// The count is taken with covered written as all nines of its number of digits (the most
+// tokens those digits take), so that it depends on the digits alone.
+func SummaryFrameTokens(tc tokenizer.Text, covered int) int64 {
+	const joinMargin = 2
+	nines := strings.Repeat("9", len(strconv.Itoa(covered)))
+	return MessageOverheadTokens + tc.Count(strings.Replace(summaryPreamble, "%d", nines, 1)+summaryOpen) +
+		tc.Count(summaryClose+summaryEpilogue) + joinMargin
+}
+
+// SummaryFrameTokensOf is SummaryFrameTokens under the named tokenizer ("" for the default).
+func SummaryFrameTokensOf(covered int, name string) (int64, error) {
+	id, ok := tokenizer.Parse(name)
+	if !ok {
+		return 0, Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", name))
+	}
+	tc, err := tokenizer.New(id)
+	if err != nil {
+		return 0, err
+	}
+	return SummaryFrameTokens(tc, covered), nil
 }
 
 // SummaryMessage returns the COMPACT_SUMMARY message (role user) carrying SummaryMessageText.
@@ -216,6 +265,10 @@ func (o TranscriptOptions) withDefaults() TranscriptOptions {
 // encrypted, and the visible text states its conclusions), as are COMPACT_PROMPT and
 // COMPACT_SUMMARY messages.
 func Transcript(msgs []*compactorv1.Message, opt TranscriptOptions) string {
+	return transcript(msgs, opt, nil)
+}
+
+func transcript(msgs []*compactorv1.Message, opt TranscriptOptions, kept map[*compactorv1.Message]bool) string {
 	opt = opt.withDefaults()
 	var b strings.Builder
 	for _, m := range msgs {
@@ -225,6 +278,9 @@ func Transcript(msgs []*compactorv1.Message, opt TranscriptOptions) string {
 		}
 		b.WriteString("[")
 		b.WriteString(roleName(m.GetRole()))
+		if kept[m] {
+			b.WriteString(", kept verbatim after the summary: do not repeat")
+		}
 		b.WriteString("]\n")
 		for _, p := range m.GetParts() {
 			sumWritePart(&b, p, opt)

@@ -70,6 +70,13 @@ func TestSummaryPrompt(t *testing.T) {
 			in:       SummaryInput{Messages: msgs, Anchor: "earlier: user wants Go 1.26", Instructions: "focus on the API"},
 			contains: []string{"<previous-summary>\nearlier: user wants Go 1.26\n</previous-summary>", "covers both the previous summary and the transcript", "<instructions>\nfocus on the API\n</instructions>"},
 		},
+		{
+			// A request kept beside the summary is shown for context, marked so the summary
+			// does not repeat it; the sections say to leave it out.
+			name:     "kept request",
+			in:       SummaryInput{Messages: msgs, Kept: msgs[2:]},
+			contains: []string{"[user, kept verbatim after the summary: do not repeat]\nRename `Foo`", "except the messages marked as kept verbatim"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

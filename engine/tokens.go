@@ -6,7 +6,9 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/tokenizer"
@@ -57,6 +59,7 @@ const DefaultMemoBytes = 64 << 20
 type msgCount struct {
 	total int64
 	parts []partCount
+	flags textFlags // what the rules of agent talk read of its text (flagKnown when read)
 }
 
 // partCount is the tokens of one part: total, and payload, the share pruning can remove
@@ -91,7 +94,7 @@ func clamp32(n int64) int32 {
 // countMessage counts m with t, ignoring m.token_count, keeping per-part counts for messages
 // with tool parts (what pruning needs). seed keys the tool-call hashes.
 func countMessage(t tokenizer.Text, m *compactorv1.Message, seed maphash.Seed) msgCount {
-	var mc msgCount
+	mc := msgCount{flags: messageFlags(m)}
 	if hasToolParts(m) {
 		mc.parts = make([]partCount, len(m.GetParts()))
 	}
@@ -136,6 +139,28 @@ type Counter struct {
 	plans     *memo[planKey, *rememberedPlan]
 	chain     *memo[chainKey, [32]byte]
 	prefixes  *memo[prefixKey, [32]byte]
+	// frames memoizes SummaryFrameTokens by tokenizer and the number of digits of the count of
+	// messages it names (0: not computed yet).
+	frames [3][maxFrameDigits + 1]atomic.Int64
+}
+
+// maxFrameDigits bounds the digits of a message count the frames memo holds.
+const maxFrameDigits = 12
+
+// summaryFrame is SummaryFrameTokens(tc, covered), memoized: the framing only varies with
+// the digits of covered.
+func (c *Counter) summaryFrame(id tokenizer.ID, tc tokenizer.Text, covered int) int64 {
+	digits := len(strconv.Itoa(covered))
+	if int(id) >= len(c.frames) || digits > maxFrameDigits {
+		return SummaryFrameTokens(tc, covered)
+	}
+	slot := &c.frames[id][digits]
+	if n := slot.Load(); n > 0 {
+		return n
+	}
+	n := SummaryFrameTokens(tc, covered)
+	slot.Store(n)
+	return n
 }
 
 // NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
@@ -235,6 +260,8 @@ type scratch struct {
 	dupTable   []int32
 	dup        []bool
 	pruned     []PrunedPart
+	reqs       []int32
+	kinds      []UserKind
 }
 
 // resize returns s with length n and zeroed elements, reallocating only when it must.

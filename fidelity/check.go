@@ -12,6 +12,10 @@ import (
 // paths. Its wording is fixed: clients and the measure may look for it.
 const CheckedHeading = "## Kept verbatim by the summary check"
 
+// FilesNamedPrefix starts the line of the check's appendix that lists the paths the summary
+// dropped.
+const FilesNamedPrefix = "Files the summarized part named: "
+
 // Report is what a check found.
 type Report struct {
 	// RequestsTotal is the number of requests in the range; RequestsRetained of them were
@@ -77,11 +81,6 @@ type CheckInput struct {
 	// Budget bounds the checked summary in tokens (0: no bound); Count measures text.
 	Budget int
 	Count  func(string) int
-	// KeepsUnheld says the caller keeps every request the checked summary does not hold
-	// whole as the message it was (Compact with keep_user_messages_tokens ≥ 0): the check
-	// then appends a request only whole and in the room the summary leaves, and never cuts
-	// the summary for a request (paths still may).
-	KeepsUnheld bool
 }
 
 // Check checks a summary with the measure's rules: every request of the range (each line of
@@ -89,8 +88,7 @@ type CheckInput struct {
 // or the kept messages. What is missing is appended verbatim under CheckedHeading, requests
 // first, within the budget; when summary and appendix together exceed it, the summary is cut
 // in the middle to make room (the requests matter more), and a summary over the budget is cut
-// the same way. With KeepsUnheld, a request that does not fit beside the summary is left to
-// the caller.
+// the same way.
 // The same input always gives the same output.
 func Check(in CheckInput) (string, Report) {
 	// A cut summary may have lost lines it retained: check the cut summary again (the
@@ -130,7 +128,6 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		budget = int(^uint(0) >> 2)
 	}
 	room := budget - count(CheckedHeading) - 4
-	summaryCost := count(strings.TrimSpace(in.Summary)) + 2
 	fits := func(s string) bool {
 		if n := count(s) + 1; n <= room {
 			room -= n
@@ -148,9 +145,9 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		switch {
 		case hay.Has(p):
 			rep.PathsRetained++
-		case count("- "+p)+1 <= pathRoom && fits("- "+p):
-			pathRoom -= count("- "+p) + 1
-			files = append(files, "- "+p)
+		case count(p)+1 <= pathRoom && fits(p+", "):
+			pathRoom -= count(p) + 1
+			files = append(files, p)
 			rep.PathsAppended++
 		default:
 			later = append(later, p)
@@ -171,9 +168,6 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		switch {
 		case len(missing) == 0:
 			rep.RequestsRetained++
-		case in.KeepsUnheld && count(requestBlock(i, r.Text, false))+1 > room-summaryCost:
-			// The caller keeps it whole beside the summary: not worth cutting the summary.
-			appended[i] = pending{}
 		case fits(requestBlock(i, r.Text, false)):
 			appended[i] = pending{requestBlock(i, r.Text, false), true}
 			rep.RequestsAppended++
@@ -182,8 +176,8 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		}
 	}
 	for _, p := range later {
-		if fits("- " + p) {
-			files = append(files, "- "+p)
+		if fits(p + ", ") {
+			files = append(files, p)
 			rep.PathsAppended++
 		}
 	}
@@ -193,15 +187,13 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		case !ok:
 		case p.whole:
 			blocks = append(blocks, p.block)
-		case in.KeepsUnheld:
-			// Kept whole beside the summary (see above).
 		case fits(p.block):
 			blocks = append(blocks, p.block)
 			rep.RequestsAppended++
 		}
 	}
 	if len(files) > 0 {
-		blocks = append(blocks, "Files named:\n"+strings.Join(files, "\n"))
+		blocks = append(blocks, FilesNamedPrefix+strings.Join(files, ", "))
 	}
 	body = strings.TrimSpace(in.Summary)
 	max := in.Budget
@@ -259,20 +251,4 @@ func cut(s string, n int) string {
 		t++
 	}
 	return s[:h] + "\n… [summary cut by the check] …\n" + s[t:]
-}
-
-// Unkept returns the requests of rng that summary and kept do not hold whole (a line of
-// theirs is missing): the requests a compaction should keep as verbatim messages.
-func Unkept(summary string, rng, kept []*compactorv1.Message) []Request {
-	hay := NewHaystack([]string{summary}, kept)
-	var out []Request
-	for _, r := range Requests(rng) {
-		for _, l := range r.Lines {
-			if !hay.Has(l) {
-				out = append(out, r)
-				break
-			}
-		}
-	}
-	return out
 }

@@ -67,24 +67,6 @@ func TestRequestsAndPathsOnCorpusSnippets(t *testing.T) {
 	}
 }
 
-func TestPathsIn(t *testing.T) {
-	tests := []struct {
-		text string
-		want []string
-	}{
-		{"edit src/_pytest/python.py and tests/test_foo.py.", []string{"src/_pytest/python.py", "tests/test_foo.py"}},
-		{"see https://example.com/a/b.html or //x/y.go", nil},
-		{"main.go alone, /etc/hosts, dir/ only, a/b.verylongext", nil},
-		{"`./cmd/fidelity/main.go`", []string{"./cmd/fidelity/main.go"}},
-	}
-	for _, tt := range tests {
-		got := fidelity.PathsIn(tt.text)
-		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
-			t.Errorf("PathsIn(%q) = %q, want %q", tt.text, got, tt.want)
-		}
-	}
-}
-
 // TestCheckAppendsWhatASummaryDropped: a one-line summary of a real SWE-agent range gets
 // the task and the paths appended, within the budget; Measure then finds everything.
 func TestCheckAppendsWhatASummaryDropped(t *testing.T) {
@@ -122,42 +104,6 @@ func TestCheckWithinBudget(t *testing.T) {
 		if !rep.Trimmed {
 			t.Errorf("budget %d: a summary over the budget was not reported trimmed", budget)
 		}
-	}
-}
-
-// TestCheckKeepsUnheld: when the caller keeps unheld requests as messages, a task too long
-// to append whole costs the summary nothing: no partial lines appended, no cut; without it
-// the check appends the lines it can and cuts the summary for them.
-func TestCheckKeepsUnheld(t *testing.T) {
-	msgs := lift(t, "sweagent-testrepo-i1.head.openai.json")
-	count := func(s string) int { return (len(s) + 3) / 4 }
-	// Like the extractive summarizer, quote the task cut in the middle.
-	task := fidelity.Requests(msgs[1:])[0].Text
-	summary := "- " + task[:len(task)/3] + "\n… [cut] …\n" + task[len(task)*2/3:] + "\n\nThe agent reproduced the bug and fixed it."
-	in := fidelity.CheckInput{Summary: summary, Range: msgs[1:], Kept: msgs[:1], Budget: count(summary) + count(task)/2, Count: count}
-	_, rep := fidelity.Check(in)
-	if rep.RequestsAppended != 1 || !rep.Trimmed {
-		t.Fatalf("without KeepsUnheld: %+v, want the task's lines appended and the summary cut", rep)
-	}
-	in.KeepsUnheld = true
-	out, rep := fidelity.Check(in)
-	if rep.RequestsAppended != 0 || rep.Trimmed || !strings.Contains(out, strings.TrimSpace(summary)) {
-		t.Errorf("with KeepsUnheld: %+v, want the summary whole and no request lines:\n%s", rep, out)
-	}
-	if len(fidelity.Unkept(out, msgs[1:], msgs[:1])) != 1 {
-		t.Error("the task should be left for the caller to keep")
-	}
-}
-
-// TestUnkept: requests the summary does not hold whole are returned for verbatim keeping.
-func TestUnkept(t *testing.T) {
-	msgs := lift(t, "taubench-airline-t08-r2.head.openai.json")
-	reqs := fidelity.Requests(msgs)
-	if got := fidelity.Unkept("", msgs, nil); len(got) != len(reqs) {
-		t.Errorf("empty summary: %d unkept, want %d", len(got), len(reqs))
-	}
-	if got := fidelity.Unkept(reqs[0].Text+"\n"+reqs[1].Text, msgs, nil); len(got) != len(reqs)-2 {
-		t.Errorf("%d unkept, want %d", len(got), len(reqs)-2)
 	}
 }
 

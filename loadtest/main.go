@@ -191,7 +191,7 @@ func run(ctx context.Context, f flags) (bool, error) {
 	rep.Notes = append(rep.Notes,
 		"RPS counts every call of the measured run over its wall time; the warm-up before each scenario is not counted.",
 		"Percentiles are nearest-rank over the calls that returned OK, measured by the ghz client (queueing in the client included).",
-		"Requests are built from the real corpus (COMPACTORD_CORPUS, else ../shared/corpus/real), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
+		"Requests are built from the real corpus (internal/corpus/testdata/real, or COMPACTORD_CORPUS), lifted by the server's own Lift RPC and cut at a turn boundary; ghz sends them as binary protobuf.",
 		"Cache-miss requests differ only in a marker prepended to the first user message, so every call has a new prefix hash and makes one summarizer call.",
 		fmt.Sprintf("Total driver wall time: %s.", time.Since(started).Round(time.Second)),
 	)

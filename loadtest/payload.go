@@ -19,8 +19,8 @@ import (
 )
 
 // corpusDir finds the real corpus the way internal/corpus does: COMPACTORD_CORPUS, else
-// ../shared/corpus/real beside the repository root. The load test's payloads are cut from
-// it, so without one it cannot run: the error says where it looked and how to point at one.
+// the conversations copied into the repository (internal/corpus/testdata/real under
+// repoRoot). The load test's payloads are cut from it.
 func corpusDir(repoRoot string) (string, error) {
 	if d := os.Getenv("COMPACTORD_CORPUS"); d != "" {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -28,11 +28,9 @@ func corpusDir(repoRoot string) (string, error) {
 		}
 		return d, nil
 	}
-	d := filepath.Join(filepath.Dir(repoRoot), "shared", "corpus", "real")
+	d := filepath.Join(repoRoot, "internal", "corpus", "testdata", "real")
 	if _, err := os.Stat(d); err != nil {
-		return "", fmt.Errorf("the load test builds its requests from the real corpus of agent conversations, "+
-			"and there is none: set COMPACTORD_CORPUS to its directory (files like *.openai.json), "+
-			"or check it out at %s", d)
+		return "", fmt.Errorf("the load test builds its requests from the real corpus of agent conversations: %w", err)
 	}
 	return d, nil
 }

@@ -21,16 +21,19 @@ func TestCompactCheckAppendsDroppedRequests(t *testing.T) {
 	msgs := irtest.Conversation(20)
 	req := compactReq(msgs)
 	req.Policy.SummaryMaxTokens = 4000
+	// Only the newest request stays a message (the user's newest text is never cut): the
+	// summary must hold every other one.
+	req.Policy.KeepUserMessagesTokens = -1
 	resp, err := client.Compact(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkCompacted(t, msgs, resp)
 	sum := resp.GetSummary()
-	if sum.GetRequestsTotal() == 0 || sum.GetRequestsRetained() != 0 ||
-		sum.GetRequestsAppended() != sum.GetRequestsTotal() {
-		t.Errorf("check = %d total, %d retained, %d appended; want every request appended",
-			sum.GetRequestsTotal(), sum.GetRequestsRetained(), sum.GetRequestsAppended())
+	if sum.GetRequestsTotal() < 2 || sum.GetRequestsKeptVerbatim() != 1 || sum.GetRequestsRetained() != 1 ||
+		sum.GetRequestsAppended() != sum.GetRequestsTotal()-1 {
+		t.Errorf("check = %d total, %d retained (%d kept as messages), %d appended; want every request but the newest appended",
+			sum.GetRequestsTotal(), sum.GetRequestsRetained(), sum.GetRequestsKeptVerbatim(), sum.GetRequestsAppended())
 	}
 	if !strings.Contains(sum.GetText(), fidelity.CheckedHeading) {
 		t.Fatalf("summary lacks the check's section:\n%s", sum.GetText())
@@ -78,7 +81,7 @@ func TestCompactUnpaidRange(t *testing.T) {
 			t.Fatalf("Compact = %v; a range no summary can pay for is not an error", err)
 		}
 		if resp.GetPlan().GetAction() != compactorv1.Action_ACTION_SUMMARIZE {
-			t.Skipf("the plan did not summarize (%v): the test needs a forced summary", resp.GetPlan().GetAction())
+			t.Fatalf("the plan did not summarize (%v: %s): the test needs a forced summary", resp.GetPlan().GetAction(), resp.GetPlan().GetReason())
 		}
 		if resp.GetCompacted() || len(resp.GetMessages()) != 0 || !strings.Contains(resp.GetReason(), "pay") {
 			t.Errorf("compacted = %v, %d messages, reason %q; want compacted=false with the reason",

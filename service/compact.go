@@ -107,6 +107,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	}
 
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
+	c.kept = c.keptPositions()
 	entry, cacheStatus, err := c.summary(ctx)
 	fallbackFrom := ""
 	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && transient(ctx, err) {
@@ -135,14 +136,18 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		}
 	}
 	// The summary stands for the messages before the cut that are not kept: the plan's
-	// summarized ones and those an earlier summary covered (its dropped ones).
-	folded := c.cut - len(out)
+	// summarized ones and those an earlier summary covered (its dropped ones); the head and
+	// the requests kept verbatim stay as they were.
+	kept := make([]*compactorv1.Message, len(c.kept))
+	for i, k := range c.kept {
+		kept[i] = c.msgs[k]
+	}
+	folded := c.cut - len(out) - len(kept)
 	if req.GetEmitCompactPrompt() {
 		out = append(out, compactPromptMessage(req.GetInstructions()))
 	}
-	out = append(out, engine.SummaryMessage(entry.Text, folded))
-	verbatim := c.verbatimRequests(entry.Text)
-	out = append(out, verbatim...)
+	out = append(out, c.summaryMessage(entry.Text, folded))
+	out = append(out, kept...)
 	out = append(out, pruned[c.cut:]...)
 
 	s.metrics.AddPrunedTokens(int(plan.GetPrunedTokens()))
@@ -164,7 +169,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		PathsRetained:        entry.Check.PathsRetained,
 		PathsAppended:        entry.Check.PathsAppended,
 		CheckTrimmed:         entry.Check.Trimmed,
-		RequestsKeptVerbatim: int32(len(verbatim)),
+		RequestsKeptVerbatim: int32(len(kept)),
 		FallbackFrom:         fallbackFrom,
 	}
 	span.SetAttributes(checkAttributes(entry.Check)...)
@@ -181,6 +186,18 @@ type compaction struct {
 	cut  int
 	// chain is h[0..cut] of the prefix hash chain.
 	chain [][32]byte
+	// kept are the positions of the requests before the cut the plan keeps verbatim after
+	// the summary (DISPOSITION_KEEP_REQUEST), oldest first.
+	kept []int32
+}
+
+// base is what a new summary builds on: the summary of msgs[0:from] (anchor; "" when from
+// is 0), whose text left out the requests at released because they stayed verbatim beside
+// it, and which this compaction folds into the summary instead.
+type base struct {
+	from     int
+	anchor   string
+	released []int32
 }
 
 // summary returns the summary of msgs[0:cut] and how the cache served it: the exact prefix
@@ -194,20 +211,25 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 	keys := scope.KeysOf(c.chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
-	from, anchor := c.start()
+	b := c.start()
 	idx, found, err := c.s.cache.Longest(ctx, keys)
 	switch {
-	case err == nil && idx == len(keys)-1:
+	case err == nil && idx == len(keys)-1 && c.usable(found):
 		c.s.metrics.CacheLookup(metrics.CacheHit)
 		return found, compactorv1.CacheStatus_CACHE_STATUS_HIT, nil
+	case err == nil && idx == len(keys)-1 && !c.fits(found.Text):
+		// Written for a larger summary room (another policy): write one that fits.
+		c.s.metrics.CacheLookup(metrics.CacheMiss)
 	case err == nil:
-		from, anchor = lo+idx, found.Text // build on the longest cached prefix
+		// Build on the longest cached prefix: an earlier one, or this one written when other
+		// requests stayed verbatim beside it.
+		b = c.on(lo+idx, found)
 		c.s.metrics.CacheLookup(metrics.CacheMiss)
 	case errors.Is(err, cache.ErrNotFound):
 		c.s.metrics.CacheLookup(metrics.CacheMiss)
 	default:
 		c.s.metrics.CacheLookup(metrics.CacheUnavailable)
-		e, err := c.summarize(ctx, from, anchor)
+		e, err := c.summarize(ctx, b)
 		return e, compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE, err
 	}
 
@@ -217,10 +239,11 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 	// caller's call holds (its slot, its tenant's concurrent-Compacts lease, its request's
 	// memory: package hold); a caller that joined a computation which ran out of its
 	// starter's time starts a new one.
+	flight := key.String() + "/" + c.keptKey()
 	for {
-		fl, lead := c.s.flights.join(key.String())
+		fl, lead := c.s.flights.join(flight)
 		if lead {
-			c.detach(ctx, key, fl, from, anchor)
+			c.detach(ctx, key, flight, fl, b)
 		} else {
 			hold.Yield(ctx) // waiting on another call's work is not engine work
 		}
@@ -234,6 +257,13 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 				continue // the starter's time ran out, not ours
 			}
 			return nil, 0, fl.err
+		}
+		if !c.holds(fl.entry) {
+			// Another replica stored this prefix's summary for a compaction that kept other
+			// requests while we waited on its lock: write ours on it, uncached (the stored
+			// one stays).
+			e, err := c.summarize(ctx, c.on(c.cut, fl.entry))
+			return e, compactorv1.CacheStatus_CACHE_STATUS_MISS, err
 		}
 		st := compactorv1.CacheStatus_CACHE_STATUS_MISS
 		switch {
@@ -249,7 +279,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 // detach computes the summary of key (cache.Fill) for fl in a goroutine of its own, which
 // keeps what the call of ctx holds until it ends and runs to ctx's deadline whether or not
 // the caller waits for it.
-func (c *compaction) detach(ctx context.Context, key cache.Key, fl *flight, from int, anchor string) {
+func (c *compaction) detach(ctx context.Context, key cache.Key, flight string, fl *flight, b base) {
 	detached := hold.Detach(ctx)
 	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
@@ -258,14 +288,14 @@ func (c *compaction) detach(ctx context.Context, key cache.Key, fl *flight, from
 	go func() {
 		defer detached()
 		defer cancel()
-		e, st, err := c.fill(fctx, key, from, anchor)
-		c.s.flights.finish(key.String(), fl, e, st, err)
+		e, st, err := c.fill(fctx, key, b)
+		c.s.flights.finish(flight, fl, e, st, err)
 	}()
 }
 
-// fill is cache.Fill of key with a summary built on anchor from msgs[from:cut]. A panic (a
-// bug) is an error: no caller is left to recover it.
-func (c *compaction) fill(ctx context.Context, key cache.Key, from int, anchor string) (e *cache.Entry, st cache.Status, err error) {
+// fill is cache.Fill of key with a summary built on b. A panic (a bug) is an error: no
+// caller is left to recover it.
+func (c *compaction) fill(ctx context.Context, key cache.Key, b base) (e *cache.Entry, st cache.Status, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.logger.ErrorContext(ctx, "panic while summarizing", "panic", p, "stack", string(debug.Stack()))
@@ -273,7 +303,7 @@ func (c *compaction) fill(ctx context.Context, key cache.Key, from int, anchor s
 		}
 	}()
 	return cache.Fill(ctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
-		return c.summarize(ctx, from, anchor)
+		return c.summarize(ctx, b)
 	})
 }
 
@@ -287,41 +317,82 @@ func transient(ctx context.Context, err error) bool {
 // cached: the next call tries that summarizer again.
 func (c compaction) fallback(ctx context.Context, fb summarize.Summarizer) (*cache.Entry, error) {
 	c.sum = fb
-	from, anchor := c.start()
-	return c.summarize(ctx, from, anchor)
+	return c.summarize(ctx, c.start())
 }
 
 // start is where a summary with no cached prefix starts: after the conversation's latest
 // summary, on top of its text.
-func (c *compaction) start() (from int, anchor string) {
+func (c *compaction) start() base {
 	if si := c.plan.GetSummaryIndex(); si >= 0 {
-		return int(si) + 1, engine.SummaryText(c.msgs[si])
+		return base{from: int(si) + 1, anchor: engine.SummaryText(c.msgs[si])}
 	}
-	return 0, ""
+	return base{}
 }
 
-// summarize summarizes the summarized messages of msgs[from:cut] on top of anchor within a
+// on is the base of a summary built on e, the cached summary of msgs[0:from]: the requests
+// e left out because they stayed verbatim beside it, and which this compaction does not
+// keep, go into the new summary.
+func (c *compaction) on(from int, e *cache.Entry) base {
+	b := base{from: from, anchor: e.Text}
+	for _, k := range e.Kept {
+		if _, ok := slices.BinarySearch(c.kept, k); !ok && int(k) < from {
+			b.released = append(b.released, k)
+		}
+	}
+	return b
+}
+
+// usable reports whether e, a cached summary of msgs[0:cut], serves this compaction as it
+// is: it fits the summary room and holds every request this compaction does not keep.
+func (c *compaction) usable(e *cache.Entry) bool { return c.holds(e) && c.fits(e.Text) }
+
+// holds reports whether e, a summary of msgs[0:cut], holds every request this compaction
+// does not keep: it left out only requests this compaction keeps verbatim beside it.
+func (c *compaction) holds(e *cache.Entry) bool {
+	for _, k := range e.Kept {
+		if _, ok := slices.BinarySearch(c.kept, k); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// summarize summarizes the requests b released and the summarized messages of
+// msgs[b.from:cut] on top of b.anchor within a
 // budget the summary can meet (at most maxSummaryRatio of the tokens it replaces, and the
 // policy's summary_max_tokens), then checks it (see package fidelity) so the entry is stored
 // checked. A range too short for any summary to pay returns an error wrapping errUnpaid.
-func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*cache.Entry, error) {
+func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error) {
 	tok := c.req.GetPolicy().GetTokenizer()
 	count := func(s string) int { return int(c.s.textTokens(s, tok)) }
-	// The policy's summary room (what the plan reserved for the summary) bounds it too.
-	room := summaryRoom(c.req.GetPolicy())
-	anchor, anchorTokens := c.s.boundAnchor(anchor, tok, room)
+	// The summary room the plan reserved (less the summary message's framing) bounds it too.
+	room := c.textBudget()
+	anchor, anchorTokens := c.s.boundAnchor(b.anchor, tok, room)
 	var (
-		in       []*compactorv1.Message
+		in, kept []*compactorv1.Message
 		inTokens = anchorTokens
 	)
-	for i := from; i < c.cut; i++ {
-		if c.summarized(i) {
+	for _, i := range b.released {
+		in = append(in, c.msgs[i])
+		inTokens += c.plan.GetMessageTokens()[i]
+	}
+	for i := b.from; i < c.cut; i++ {
+		switch c.plan.GetDispositions()[i] {
+		case compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
 			in = append(in, c.msgs[i])
-			inTokens += c.plan.GetMessageTokens()[i]
+			kept = append(kept, c.msgs[i])
+		case compactorv1.Disposition_DISPOSITION_SUMMARIZE:
+			if c.summarized(i) {
+				in = append(in, c.msgs[i])
+				inTokens += c.plan.GetMessageTokens()[i]
+			}
 		}
 	}
 	budget := min(int64(c.s.maxSummaryRatio*float64(inTokens)), room)
-	if budget < minSummaryTokens {
+	switch {
+	case inTokens == 0:
+		return nil, fmt.Errorf("compact: %w: nothing before the cut is left to summarize: its requests stay verbatim after the summary", errUnpaid)
+	case budget < minSummaryTokens:
 		return nil, fmt.Errorf("compact: %w: the summarized range has %d tokens; a summary may have at most %.2f × that (%d tokens), less than the %d a summary needs",
 			errUnpaid, inTokens, c.s.maxSummaryRatio, budget, minSummaryTokens)
 	}
@@ -340,9 +411,7 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 	res, err := c.sum.Summarize(ctx, summarize.Request{
 		Attributes: []attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
 			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())},
-		Messages:        in,
-		Anchor:          anchor,
-		Instructions:    c.req.GetInstructions(),
+		SummaryInput:    engine.SummaryInput{Messages: in, Kept: kept, Anchor: anchor, Instructions: c.req.GetInstructions()},
 		MaxOutputTokens: budget,
 		Count:           count,
 	})
@@ -362,6 +431,7 @@ func (c *compaction) summarize(ctx context.Context, from int, anchor string) (*c
 	return &cache.Entry{
 		Text:            text,
 		CoveredMessages: int32(c.cut),
+		Kept:            c.kept,
 		Model:           res.Model,
 		PromptVersion:   res.PromptVersion,
 		Summarizer:      name,
@@ -424,54 +494,78 @@ func (c *compaction) summarized(i int) bool {
 // the head messages kept before the cut (the tail is left out: the entry is cached for every
 // conversation sharing the prefix).
 func (c *compaction) check(summary string, budget int, count func(string) int) (string, fidelity.Report) {
-	rng, kept, _ := c.split()
-	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count,
-		KeepsUnheld: c.req.GetPolicy().GetKeepUserMessagesTokens() >= 0})
+	rng, kept := c.split()
+	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
 }
 
-// defaultKeepUserMessagesTokens is Policy.keep_user_messages_tokens when unset.
-const defaultKeepUserMessagesTokens = 20000
-
-// verbatimRequests returns the request messages of the summarized range the summary does
-// not hold whole (the check could not fit them in its budget), oldest first, within the
-// policy's keep_user_messages_tokens: they stay in the conversation as they were. The task
-// (the range's first request) is kept first whatever its size.
-func (c *compaction) verbatimRequests(summary string) []*compactorv1.Message {
-	limit := c.req.GetPolicy().GetKeepUserMessagesTokens()
-	switch {
-	case limit < 0:
-		return nil
-	case limit == 0:
-		limit = defaultKeepUserMessagesTokens
-	}
-	rng, kept, idx := c.split()
-	var out []*compactorv1.Message
-	var used int64
-	for k, r := range fidelity.Unkept(summary, rng, kept) {
-		i := idx[r.Index]
-		n := c.plan.GetMessageTokens()[i]
-		if k > 0 && used+n > limit {
-			continue
+// keptPositions returns the positions of the requests before the cut the plan keeps
+// verbatim after the summary (DISPOSITION_KEEP_REQUEST), oldest first.
+func (c *compaction) keptPositions() []int32 {
+	var out []int32
+	for i := range c.cut {
+		if c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP_REQUEST {
+			out = append(out, int32(i))
 		}
-		used += n
-		out = append(out, c.msgs[i])
 	}
 	return out
 }
 
-// split returns the messages the summary replaces since the conversation's latest summary,
-// the head messages kept before the cut, and the index in msgs of each message of the range.
-func (c *compaction) split() (rng, kept []*compactorv1.Message, idx []int) {
+// keptKey names the kept requests, for the computations of one prefix's summary in this
+// process (flights): summaries of one prefix that leave out different requests differ.
+func (c *compaction) keptKey() string {
+	var b strings.Builder
+	for _, k := range c.kept {
+		fmt.Fprintf(&b, "%d,", k)
+	}
+	return b.String()
+}
+
+// split returns the messages the summary replaces since the conversation's latest summary
+// (the requests kept verbatim included: the check counts them as kept), and the messages
+// kept before the cut: the head and the kept requests.
+func (c *compaction) split() (rng, kept []*compactorv1.Message) {
 	for i := range c.cut {
+		d := c.plan.GetDispositions()[i]
 		switch {
-		case c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP:
+		case d == compactorv1.Disposition_DISPOSITION_KEEP:
 			kept = append(kept, c.msgs[i])
+		case d == compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
+			kept = append(kept, c.msgs[i])
+			rng = append(rng, c.msgs[i])
 		case i > int(c.plan.GetSummaryIndex()) && c.summarized(i):
 			rng = append(rng, c.msgs[i])
-			idx = append(idx, i)
 		}
 	}
-	return rng, kept, idx
+	return rng, kept
+}
+
+// textBudget is the summary text the plan's summary room holds: the room less the summary
+// message's framing.
+func (c *compaction) textBudget() int64 {
+	frame, err := engine.SummaryFrameTokensOf(c.cut, c.req.GetPolicy().GetTokenizer())
+	if err != nil { // the tokenizer was validated by Decide
+		return 0
+	}
+	return c.plan.GetSummaryTokens() - frame
+}
+
+// fits reports whether a summary text fits the plan's summary room.
+func (c *compaction) fits(text string) bool {
+	return c.s.textTokens(text, c.req.GetPolicy().GetTokenizer()) <= c.textBudget()
+}
+
+// summaryMessage is the COMPACT_SUMMARY message of text covering covered messages, cut until it fits the summary room
+// the plan counted (token counts are not quite additive; this keeps tokens_after a bound).
+func (c *compaction) summaryMessage(text string, covered int) *compactorv1.Message {
+	tok, room := c.req.GetPolicy().GetTokenizer(), c.plan.GetSummaryTokens()
+	m := engine.SummaryMessage(text, covered)
+	for n := len(text); ; n = n * 9 / 10 {
+		got, err := c.s.counter.Message(m, tok)
+		if err != nil || got <= room || n < 16 {
+			return m
+		}
+		m = engine.SummaryMessage(engine.Truncate(text, n), covered)
+	}
 }
 
 // checkAttributes are the span attributes of a summary check.

@@ -161,8 +161,9 @@ func checkCompacted(t *testing.T, msgs []*compactorv1.Message, resp *compactorv1
 	if txt := sum.GetParts()[0].GetText().GetText(); !strings.Contains(txt, resp.GetSummary().GetText()) || !strings.Contains(txt, "continues from an earlier conversation") {
 		t.Errorf("summary message text is not the framed summary: %q", txt)
 	}
-	// The summary counts the messages it stands for: those before the cut but the head.
-	if txt, want := sum.GetParts()[0].GetText().GetText(), fmt.Sprintf("(%d messages)", cut-1); !strings.Contains(txt, want) {
+	// The summary counts the messages it stands for: those before the cut but the head and
+	// the requests kept verbatim after it.
+	if txt, want := sum.GetParts()[0].GetText().GetText(), fmt.Sprintf("(%d messages)", cut-1-kept); !strings.Contains(txt, want) {
 		t.Errorf("the summary's header does not say it covers %s: %.300q", want, txt)
 	}
 	for i, m := range out[2:] {
@@ -222,22 +223,45 @@ func TestCompactCachesAcrossReplicasAndBuildsOnCachedSummary(t *testing.T) {
 	}
 	prompt := llm.Body(2)
 	// The anchor is the cached summary as stored: checked, so it quotes the requests it
-	// holds. Messages before the cached prefix must reach the summarizer only through it.
+	// holds. Messages before the cached prefix reach the summarizer only through it, but for
+	// the requests it left out because the first compaction kept them verbatim and the
+	// grown one no longer does: those it must fold in.
 	anchor, _ := json.Marshal(first.GetSummary().GetText())
 	if !strings.Contains(prompt, string(anchor[1:len(anchor)-1])) {
 		t.Fatal("the grown conversation's summary was not anchored on the cached one")
 	}
 	prompt = strings.Replace(prompt, string(anchor[1:len(anchor)-1]), "", 1)
+	kept1, kept2 := keptMarkers(first), keptMarkers(next)
+	released := 0
 	for i := 1; i < cut2; i++ {
 		marker := grown[i].GetParts()[0].GetText().GetText()
 		if marker == "" {
 			continue
 		}
 		marker = marker[:6] // "req-07", "ans-07"
-		if sent := strings.Contains(prompt, marker); sent != (i >= cut1) {
-			t.Errorf("messages[%d] (%s): sent to the summarizer = %v, want %v (cached prefix ends at %d)", i, marker, sent, i >= cut1, cut1)
+		release := i < cut1 && kept1[marker] && !kept2[marker]
+		if release {
+			released++
+		}
+		if sent, want := strings.Contains(prompt, marker), i >= cut1 || release; sent != want {
+			t.Errorf("messages[%d] (%s): sent to the summarizer = %v, want %v (cached prefix ends at %d, kept then %v, now %v)",
+				i, marker, sent, want, cut1, kept1[marker], kept2[marker])
 		}
 	}
+	if released == 0 {
+		t.Error("no request kept verbatim by the first compaction is folded into the grown one's summary: the test no longer covers releasing them")
+	}
+}
+
+// keptMarkers returns the markers ("req-07") of the requests resp keeps verbatim after its
+// summary.
+func keptMarkers(resp *compactorv1.CompactResponse) map[string]bool {
+	kept := map[string]bool{}
+	n := int(resp.GetSummary().GetRequestsKeptVerbatim())
+	for _, m := range resp.GetMessages()[2 : 2+n] {
+		kept[m.GetParts()[0].GetText().GetText()[:6]] = true
+	}
+	return kept
 }
 
 func TestCompactOneLLMCallAcrossThreeReplicas(t *testing.T) {
@@ -714,5 +738,60 @@ func TestCompactBoundsInstructionsAndAnchor(t *testing.T) {
 	body := llm.Body(int(before + 1))
 	if !strings.Contains(body, "ANCHOR-HEAD") || !strings.Contains(body, "ANCHOR-TAIL") || !strings.Contains(body, "bytes omitted") || len(body) > len(anchor)/2 {
 		t.Errorf("a %d-byte anchor reached the model in a %d-byte request: want it cut to the summary room, head and tail kept", len(anchor), len(body))
+	}
+}
+
+func TestCompactFoldsRequestsACachedSummaryLeftOut(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{})})
+	msgs := irtest.Conversation(20)
+
+	keeping, err := client.Compact(t.Context(), compactReq(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompacted(t, msgs, keeping)
+	kept := keptMarkers(keeping)
+	if len(kept) < 2 {
+		t.Fatalf("the first compaction keeps %d requests verbatim; the test needs some beside the newest", len(kept))
+	}
+
+	// The same prefix, compacted by a policy that keeps only the newest request: the cached
+	// summary left the others out, so it cannot serve as it is.
+	req := compactReq(msgs)
+	req.Policy.KeepUserMessagesTokens = -1
+	newest, err := client.Compact(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompacted(t, msgs, newest)
+	if newest.GetPlan().GetCutIndex() != keeping.GetPlan().GetCutIndex() {
+		t.Fatalf("cut %d then %d: the test needs the same prefix", keeping.GetPlan().GetCutIndex(), newest.GetPlan().GetCutIndex())
+	}
+	if newest.GetCacheStatus() == compactorv1.CacheStatus_CACHE_STATUS_HIT || llm.Calls() != 2 {
+		t.Fatalf("cache %v after %d LLM calls: a summary that left out requests the compaction does not keep was served", newest.GetCacheStatus(), llm.Calls())
+	}
+	prompt := llm.Body(2)
+	anchor, _ := json.Marshal(keeping.GetSummary().GetText())
+	if !strings.Contains(prompt, string(anchor[1:len(anchor)-1])) {
+		t.Error("the new summary was not built on the cached one")
+	}
+	released := keptMarkers(newest)
+	for marker := range kept {
+		if released[marker] {
+			continue
+		}
+		if !strings.Contains(prompt, marker) {
+			t.Errorf("%s, kept beside the cached summary and no longer kept, was not sent to the summarizer", marker)
+		}
+	}
+
+	// The entry stored now holds every request: the first policy is served it as it is.
+	again, err := client.Compact(t.Context(), compactReq(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT || llm.Calls() != 2 {
+		t.Errorf("cache %v after %d LLM calls: the summary holding every request was not served to a compaction keeping some", again.GetCacheStatus(), llm.Calls())
 	}
 }

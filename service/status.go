@@ -59,8 +59,13 @@ func toStatus(err error) error {
 		// around field "summarizer", say) would only repeat what they say.
 		return grpcerr.WithDetails(status.New(code, clip.String(ve.Error(), maxStatusMessage)), br)
 	case errors.Is(err, engine.ErrIrreducible):
-		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, msg),
-			grpcerr.ErrorInfo("CONTEXT_IRREDUCIBLE", nil))
+		var meta map[string]string
+		var ie *engine.IrreducibleError
+		if errors.As(err, &ie) {
+			meta = map[string]string{"floor_tokens": strconv.FormatInt(ie.Floor, 10),
+				"usable_tokens": strconv.FormatInt(ie.Usable, 10), "never_cut": strconv.FormatBool(ie.NeverCut)}
+		}
+		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, msg), grpcerr.ErrorInfo("CONTEXT_IRREDUCIBLE", meta))
 	case errors.Is(err, engine.ErrInvalid):
 		return status.Error(codes.InvalidArgument, msg)
 	case errors.Is(err, engine.ErrTooLarge):
@@ -82,4 +87,20 @@ func toStatus(err error) error {
 			grpcerr.ErrorInfo("SUMMARIZER_FAILED", nil), grpcerr.RetryInfo(summarize.RetryDelay(err)))
 	}
 	return status.Error(codes.Internal, msg)
+}
+
+// Irreducible reports whether err is a status toStatus made of an engine.IrreducibleError
+// (FAILED_PRECONDITION, CONTEXT_IRREDUCIBLE), and whether its floor is what no compaction
+// cuts: the head and the user's newest request alone.
+func Irreducible(err error) (is, neverCut bool) {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.FailedPrecondition {
+		return false, false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "CONTEXT_IRREDUCIBLE" {
+			return true, info.GetMetadata()["never_cut"] == "true"
+		}
+	}
+	return false, false
 }

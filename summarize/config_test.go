@@ -99,7 +99,7 @@ func TestExtractiveSummarizer(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	s := NewExtractive("", 0, Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
 	counted := 0
-	res, err := s.Summarize(context.Background(), Request{Messages: testMessages(), MaxOutputTokens: 300,
+	res, err := s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}, MaxOutputTokens: 300,
 		Count: func(x string) int { counted++; return ApproxTokens(x) }})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestExtractiveSummarizer(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Summarize(ctx, Request{Messages: testMessages()}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Summarize(ctx, Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: %v", err)
 	}
 }

@@ -23,7 +23,7 @@ func TestSummariesOnCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			msgs := lifted.GetMessages()
-			res, err := ext.Summarize(context.Background(), Request{Messages: msgs, MaxOutputTokens: 1500})
+			res, err := ext.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs}, MaxOutputTokens: 1500})
 			if err != nil {
 				t.Fatal(err)
 			}

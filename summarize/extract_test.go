@@ -10,30 +10,23 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/internal/irtest"
 )
 
-// sumFirstUserText and sumLastUserText return the first and last user requests (not
-// text-protocol tool outputs, not few-shot demonstrations).
+// sumFirstUserText and sumLastUserText return the first and last user requests (engine's
+// rule: not text-protocol tool outputs, not few-shot demonstrations).
 func sumFirstUserText(msgs []*compactorv1.Message) string {
-	for _, m := range msgs {
-		if m.GetRole() == compactorv1.Role_ROLE_USER {
-			if t := extMessageText(m); t != "" && !extIsObservation(t) && !extIsDemonstration(t) {
-				return t
-			}
-		}
+	if reqs := engine.Requests(msgs); len(reqs) > 0 {
+		return messageText(msgs[reqs[0]])
 	}
 	return ""
 }
 
 func sumLastUserText(msgs []*compactorv1.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].GetRole() == compactorv1.Role_ROLE_USER {
-			if t := extMessageText(msgs[i]); t != "" && !extIsObservation(t) && !extIsDemonstration(t) {
-				return t
-			}
-		}
+	if reqs := engine.Requests(msgs); len(reqs) > 0 {
+		return messageText(msgs[reqs[len(reqs)-1]])
 	}
 	return ""
 }
@@ -50,7 +43,15 @@ func sumPrefix(s string, n int) string {
 	return s
 }
 
-func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
+type keepsCase struct {
+	name     string
+	in       engine.SummaryInput
+	opt      ExtractiveOptions
+	contains []string
+	absent   []string
+}
+
+func keepsWhatMattersCases() []keepsCase {
 	conv := []*compactorv1.Message{
 		irtest.Msg(compactorv1.Role_ROLE_SYSTEM, irtest.Text("You are a coding agent.")),
 		irtest.User("Port the parser in `src/parse.py` to Rust. Keep the public API unchanged."),
@@ -73,28 +74,20 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 		irtest.Assistant("", irtest.Call("r3", "bash", `{"command":"cat CHANGES"}`)),
 		irtest.Result("r3", "bash", irtest.OutText("v2: new logging\n")),
 	}
-	tests := []struct {
-		name     string
-		in       engine.SummaryInput
-		opt      ExtractiveOptions
-		contains []string
-		absent   []string
-	}{
+	return []keepsCase{
 		{
 			name: "everything fits",
 			in:   engine.SummaryInput{Messages: conv},
 			contains: []string{
 				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
-				"## Where it stopped\n- last intent: Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.\n- last action: read_file(path=src/missing.rs) → error\n",
-				"## Latest assistant statements\n- I'll read the file first.\n\n",
-				"Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.\n- last action", // said once
-				"## Errors\n- bash: error[E0425]: cannot find value `tokens` in this scope\n- read_file: error: ENOENT: no such file src/missing.rs\n",
-				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, …)",
-				"- bash(command=cargo build)",
-				"- read_file(path=src/missing.rs) → error",
-				"## Files (what was done to each)\n- src/parse.py: read\n- src/missing.rs: read (failed)\n- src/lib.rs\n",
-				"## Tool output excerpts\n- read_file(src/parse.py): def parse(s): / return s\n",
-				"## Identifiers\n- tokens\n",
+				"## Where it stopped\n- last action: read_file(path=src/missing.rs) → failed: error: ENOENT: no such file src/missing.rs\n" +
+					"- last intent: Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.\n",
+				"## Errors\n- bash(cargo build): error[E0425]: cannot find value `tokens` in this scope\n",
+				// Every ledger line says what was done; a file only named says that too.
+				"## Files (what was done to each)\n- src/parse.py: read\n- src/missing.rs: read (failed)\n- named, not opened: src/lib.rs\n",
+				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, …) → def parse(s): / return s\n",
+				"- bash(command=cargo build) → failed: error[E0425]: cannot find value `tokens` in this scope\n",
+				"## Agent notes\n- I'll read the file first.\n",
 			},
 			absent: []string{"You are a coding agent", "PINNED"},
 		},
@@ -103,7 +96,7 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			in:       engine.SummaryInput{Messages: conv},
 			opt:      ExtractiveOptions{MaxTokens: 90},
 			contains: []string{"Port the parser in `src/parse.py`", "Also add tests for empty input.", "Fixed the `tokens` binding"},
-			absent:   []string{"## Files", "## Tool calls", "## Tool output excerpts"},
+			absent:   []string{"## Commands and results", "## Agent notes"},
 		},
 		{
 			name: "extractive anchor is merged section by section",
@@ -113,8 +106,9 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			},
 			contains: []string{
 				"## User requests (verbatim)\n- Port the parser in `src/parse.py` to Rust. Keep the public API unchanged.\n- Also add tests for empty input.\n",
-				"- bash(command=cargo build)",
-				"- read_file: error: ENOENT",
+				"- bash(command=cargo build) → failed: error[E0425]",
+				"- src/missing.rs: read (failed)\n",
+				"- earlier, last intent: I'll read the file first.\n",
 			},
 			absent: []string{"## Earlier summary"},
 		},
@@ -134,10 +128,10 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			}},
 			contains: []string{
 				"## User requests (verbatim)\n- Fix DateFormat.Y() zero padding.\n\n",
-				"## Errors\n- output: FAIL: Year is not zero-padded\n",
-				"- shell: python repro.py\n- shell: sed -i 's/%d/%04d/' django/utils/dateformat.py\n",
+				"## Errors\n- `python repro.py`: FAIL: Year is not zero-padded\n",
+				"- last action: `sed -i 's/%d/%04d/' django/utils/dateformat.py` → ok\n",
 				"## Files (what was done to each)\n- repro.py: ran (failed)\n- django/utils/dateformat.py: edited\n",
-				"## Where it stopped\n- last intent: THOUGHT: fix it.\n",
+				"- last intent: THOUGHT: fix it.\n",
 			},
 			absent: []string{"<returncode>"},
 		},
@@ -181,25 +175,25 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 				irtest.Assistant("Tests pass now; vet still complains.", irtest.Call("t3", "bash", `{"command":"go vet ./lex"}`)),
 			}},
 			contains: []string{
-				"## Errors\n- bash: --- FAIL: TestEmpty (0.00s) (resolved: the same call succeeded later)\n- bash: error: vet failed\n\n",
-				"## Where it stopped\n- last intent: Tests pass now; vet still complains.\n- waiting for the result of: bash(command=go vet ./lex)\n",
+				"## Errors\n- bash(go test ./parse): --- FAIL: TestEmpty (0.00s) (resolved: the same call succeeded later)\n- bash(go vet ./...): error: vet failed\n\n",
+				"- last intent: Tests pass now; vet still complains.\n- waiting for the result of: bash(command=go vet ./lex)\n",
 			},
-			absent: []string{"## Latest assistant statements"},
+			absent: []string{"## Agent notes"},
 		},
 		{
 			name: "instructions: the tool outputs that hold their terms are kept first",
 			in:   engine.SummaryInput{Instructions: "Keep the database migration details.", Messages: outputs},
 			opt:  ExtractiveOptions{MaxTokens: 110},
 			contains: []string{"Instructions for this summary:\n- Keep the database migration details.",
-				"## Tool output excerpts\n- bash(ls db): migration 0002_users.sql adds users.email NOT NULL\n"},
+				"- bash(command=ls db) → 0001_init.sql / migration 0002_users.sql adds users.email NOT NULL\n"},
 			absent: []string{"port 8080"},
 		},
 		{
-			name:     "without instructions the newest tool outputs are kept first",
+			name:     "without instructions the outputs with names are kept first, and the latest",
 			in:       engine.SummaryInput{Messages: outputs},
 			opt:      ExtractiveOptions{MaxTokens: 80},
-			contains: []string{"## Tool output excerpts\n- bash(cat CHANGES): v2: new logging\n"},
-			absent:   []string{"migration", "port 8080"},
+			contains: []string{"- last action: bash(command=cat CHANGES) → v2: new logging\n", "0002_users.sql adds users.email"},
+			absent:   []string{"The service serves HTTP"},
 		},
 		{
 			name:     "compaction artifacts are skipped",
@@ -208,7 +202,10 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			absent:   []string{"PLEASE SUMMARIZE"},
 		},
 	}
-	for _, tt := range tests {
+}
+
+func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
+	for _, tt := range keepsWhatMattersCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ExtractiveSummary(tt.in, tt.opt)
 			budget := tt.opt.MaxTokens
@@ -257,6 +254,11 @@ func TestExtractiveSummaryOnCorpus(t *testing.T) {
 						if !strings.Contains(got, want) {
 							t.Errorf("budget %d: summary does not quote %q", budget, want)
 						}
+					}
+					// Names are said in statements, not dumped: at most a tenth of the lines is
+					// a bare name.
+					if bare, lines := fidelity.BareLines(got); 10*bare > lines {
+						t.Errorf("budget %d: %d of %d lines state only a name", budget, bare, lines)
 					}
 				}
 			}
@@ -326,18 +328,11 @@ func ExampleExtractiveSummary() {
 	// - Make the tests in `parse_test.go` pass.
 	//
 	// ## Where it stopped
+	// - last action: bash(command=go test ./...) → failed: --- FAIL: TestParse (0.00s)
 	// - last intent: TestParse fails on empty input; fixing parse.go next.
-	// - last action: bash(command=go test ./...)
-	//
-	// ## Errors
-	// - bash: --- FAIL: TestParse (0.00s)
 	//
 	// ## Files (what was done to each)
-	// - parse_test.go
-	// - parse.go
-	//
-	// ## Tool calls
-	// - bash(command=go test ./...)
+	// - named, not opened: parse_test.go, parse.go
 	// </summary>
 	//
 	// Continue from where the conversation left off, without asking the user to repeat anything above.
@@ -434,3 +429,99 @@ func TestFitSummaryPrompt(t *testing.T) {
 }
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// TestExtractiveSummaryForTheNextTurn: what the turn after the summary needs is there, said
+// as what was done, and nothing is said twice or wrongly.
+func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
+	task := irtest.User("Fix the empty-string handling in src/marshmallow/fields.py.")
+	fields := "def _deserialize(self, value, attr, data):\n    if not value:\n        raise ValueError(msg)\n    return value\n"
+	reservation := `{"reservation_id":"ZFA04Y","flights":[{"flight_number":"HAT170","date":"2024-05-17"},{"flight_number":"HAT236","date":"2024-05-18"}],"payment_history":[{"payment_id":"credit_card_4421486","amount":380}]}`
+	tests := []struct {
+		name             string
+		in               engine.SummaryInput
+		contains, absent []string
+	}{
+		{
+			name:   "a request kept beside the summary is not quoted in it",
+			in:     engine.SummaryInput{Messages: []*compactorv1.Message{task, irtest.Assistant("Reading it.")}, Kept: []*compactorv1.Message{task}},
+			absent: []string{"## User requests", "empty-string handling"},
+		},
+		{
+			name: "success and failure come from the outcome, not from words in a file the agent read",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				task,
+				irtest.Assistant("", irtest.Call("o1", "open", `{"path":"src/marshmallow/fields.py"}`)),
+				irtest.Result("o1", "open", irtest.OutText(fields)),
+				irtest.Assistant("", irtest.Call("e1", "edit", `{"path":"src/marshmallow/fields.py","old_str":"if not value:","new_str":"if value == \"\":\n        return EMPTY_VALUE"}`)),
+				irtest.Result("e1", "edit", irtest.OutText("File updated.")),
+				irtest.Assistant("", irtest.Call("r1", "bash", `{"command":"python reproduce.py"}`)),
+				irtest.Result("r1", "bash", irtest.OutText("None")),
+			}},
+			contains: []string{"- src/marshmallow/fields.py: read, edited (wrote EMPTY_VALUE)", "→ None"},
+			absent:   []string{"(failed)", "## Errors"},
+		},
+		{
+			name: "a file the agent created, by its bare name, with what it holds, and its run",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				task,
+				irtest.Assistant("THOUGHT: reproduce.\n\n```bash\ncat <<'EOF' > reproduce_issue.py\nfrom marshmallow import fields\nprint(fields.String().deserialize(\"\"))\nEOF\n```"),
+				irtest.User("<returncode>0</returncode>\n<output>\n</output>"),
+				irtest.Assistant("THOUGHT: run it.\n\n```bash\npython reproduce_issue.py\n```"),
+				irtest.User("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nValueError: empty\n</output>"),
+			}},
+			contains: []string{"- reproduce_issue.py: written (wrote", "fields.String", "ran (failed)", "ValueError: empty"},
+		},
+		{
+			name: "values an output gave that the agent passed to a later call are kept",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Change my flights to the next day."),
+				irtest.Assistant("", irtest.Call("g1", "get_reservation_details", `{"reservation_id":"ZFA04Y"}`)),
+				irtest.Result("g1", "get_reservation_details", irtest.OutText(reservation)),
+				irtest.Assistant("", irtest.Call("u1", "update_reservation_flights", `{"reservation_id":"ZFA04Y","flights":[{"flight_number":"HAT170","date":"2024-05-18"}],"payment_id":"credit_card_4421486"}`)),
+				irtest.Result("u1", "update_reservation_flights", irtest.OutText(`{"status":"ok"}`)),
+			}},
+			contains: []string{"HAT170", "credit_card_4421486", "ZFA04Y"},
+		},
+		{
+			name: "the latest plan, in full",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				task,
+				irtest.Assistant("", irtest.Call("t1", "TodoWrite", `{"todos":[{"content":"Read fields.py","status":"in_progress"}]}`)),
+				irtest.Result("t1", "TodoWrite", irtest.OutText("ok")),
+				irtest.Assistant("", irtest.Call("t2", "TodoWrite", `{"todos":[{"content":"Read fields.py","status":"completed"},{"content":"Return None for empty strings","status":"in_progress"},{"content":"Run the test suite","status":"pending"}]}`)),
+				irtest.Result("t2", "TodoWrite", irtest.OutText("ok")),
+			}},
+			contains: []string{"## Plan (latest state)\n- [completed] Read fields.py\n- [in_progress] Return None for empty strings\n- [pending] Run the test suite\n"},
+			absent:   []string{"[in_progress] Read fields.py"},
+		},
+		{
+			name: "grep finding nothing is an answer, not an error",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				task,
+				irtest.Assistant("```bash\ngrep -n \"__file__\" django/core/management/commands/migrate.py\n```"),
+				irtest.User("<returncode>1</returncode>\n<output>\n</output>"),
+				irtest.Assistant("Not there."),
+			}},
+			contains: []string{"→ no matches"},
+			absent:   []string{"## Errors", "(failed)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtractiveSummary(tt.in, ExtractiveOptions{MaxTokens: 2048})
+			for _, s := range tt.contains {
+				if !strings.Contains(got, s) {
+					t.Errorf("summary lacks %q:\n%s", s, got)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(got, s) {
+					t.Errorf("summary has %q:\n%s", s, got)
+				}
+			}
+			if bare, lines := fidelity.BareLines(got); bare > 0 {
+				t.Errorf("%d of %d lines state only a name:\n%s", bare, lines, got)
+			}
+		})
+	}
+}

@@ -59,7 +59,7 @@ func (e *Extractive) Summarize(ctx context.Context, req Request) (res Result, er
 		count = ApproxTokens
 	}
 	text := strings.TrimSpace(ExtractiveSummary(
-		engine.SummaryInput{Messages: req.Messages, Anchor: req.Anchor, Instructions: req.Instructions},
+		req.SummaryInput,
 		ExtractiveOptions{MaxTokens: maxTokens, Count: count}))
 	res = Result{Model: ExtractiveModel, PromptVersion: engine.PromptVersion, FinishReasons: []string{"stop"}}
 	for _, m := range req.Messages {

@@ -5,6 +5,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/compactord/compactord/engine"
 )
 
 // File actions the ledger records, in the order a line lists them.
@@ -55,8 +57,10 @@ func (l *ledger) note(path, action string, seq int) {
 	}
 }
 
-// line renders f as "- path: read, edited ×2".
-func (f *ledgerFile) line() string {
+// line renders f as "- path: read ×2 (saw a, b), edited (wrote c)": each action with its
+// count, the names the agent used from what it read after the first read, and the names it
+// wrote after the first change.
+func (f *ledgerFile) line(wrote, saw []string) string {
 	acts := make([]string, 0, len(f.acts))
 	for a := range f.acts {
 		acts = append(acts, a)
@@ -73,15 +77,38 @@ func (f *ledgerFile) line() string {
 		words = append(words, f.prior)
 	}
 	for _, a := range acts {
+		w := a
 		if n := f.acts[a]; n > 1 {
-			a = fmt.Sprintf("%s ×%d", a, n)
+			w = fmt.Sprintf("%s ×%d", a, n)
 		}
-		words = append(words, a)
+		switch a {
+		case actRead, actSearch:
+			if len(saw) > 0 {
+				w += " (saw " + strings.Join(saw, ", ") + ")"
+				saw = nil
+			}
+		case actCreate, actWrite, actEdit:
+			if len(wrote) > 0 {
+				w += " (wrote " + strings.Join(wrote, ", ") + ")"
+				wrote = nil
+			}
+		}
+		words = append(words, w)
 	}
 	if len(words) == 0 {
-		return "- " + f.path
+		return "- " + f.path + ": named"
 	}
 	return "- " + f.path + ": " + strings.Join(words, ", ")
+}
+
+// changed reports whether the agent changed the file: created, wrote, edited or deleted it.
+func (f *ledgerFile) changed() bool {
+	for _, a := range []string{actCreate, actWrite, actEdit, actDelete} {
+		if f.acts[a] > 0 {
+			return true
+		}
+	}
+	return strings.Contains(f.prior, actEdit) || strings.Contains(f.prior, actCreate)
 }
 
 // toolAction is what a structured tool call does to the file it names, from the tool's name
@@ -177,13 +204,13 @@ func shellActions(cmdline string, note func(path, action string)) {
 					i++
 					t = strings.Trim(words[i], `"'`)
 				}
-				if extPathLike(t) {
+				if engine.IsPathLike(t) {
 					note(at(t), actWrite)
 				}
 			case strings.HasPrefix(w, "<"):
 				if w == "<" && i+1 < len(words) { // "< f" reads f
 					i++
-					if t := strings.Trim(words[i], `"'`); extPathLike(t) {
+					if t := strings.Trim(words[i], `"'`); engine.IsPathLike(t) {
 						note(at(t), actRead)
 					}
 				}
@@ -194,7 +221,7 @@ func shellActions(cmdline string, note func(path, action string)) {
 				}
 			case skipScript:
 				skipScript = false // sed's script, grep's pattern: not a file
-			case extPathLike(w) && !strings.Contains(w, "..."):
+			case engine.IsPathLike(w) && !strings.Contains(w, "..."):
 				note(at(w), action)
 			}
 		}

@@ -236,7 +236,7 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 	defer func() { endSpan(span, res, err) }()
 
 	system := engine.SummarySystemPrompt()
-	user := engine.FitSummaryPrompt(engine.SummaryInput{Messages: req.Messages, Anchor: req.Anchor, Instructions: req.Instructions},
+	user := engine.FitSummaryPrompt(req.SummaryInput,
 		l.maxInput-len(system))
 	var lastErr error
 	for attempt := 1; ; attempt++ {

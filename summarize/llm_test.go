@@ -213,7 +213,7 @@ func TestLLMSuccess(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.kind, func(t *testing.T) {
 			fx := newFixture(t, p, SummarizerConfig{MaxOutputTokens: 777}, Options{}, reply{status: 200, text: "  ## User requests\n- fix it\n"})
-			res, err := fx.s.Summarize(context.Background(), Request{Messages: testMessages(), Anchor: "earlier summary", Instructions: "focus on tests"})
+			res, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages(), Anchor: "earlier summary", Instructions: "focus on tests"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,7 +367,7 @@ func TestLLMRetries(t *testing.T) {
 					fx := newFixture(t, p, SummarizerConfig{}, Options{Retry: tt.retry}, tt.script...)
 					ctx, cancel := context.WithTimeout(context.Background(), tt.deadline)
 					defer cancel()
-					res, err := fx.s.Summarize(ctx, Request{Messages: testMessages()})
+					res, err := fx.s.Summarize(ctx, Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}})
 					if got := fx.f.hits.Load(); got != tt.wantHits {
 						t.Errorf("%d requests, want %d", got, tt.wantHits)
 					}
@@ -416,7 +416,7 @@ func TestLLMAttemptTimeoutIsUnavailableNotDeadline(t *testing.T) {
 			fx := newFixture(t, p, SummarizerConfig{Timeout: 50 * time.Millisecond}, Options{Retry: RetryPolicy{MaxAttempts: 2}}, reply{hang: true})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_, err := fx.s.Summarize(ctx, Request{Messages: testMessages()})
+			_, err := fx.s.Summarize(ctx, Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}})
 			if !errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("err = %v; want ErrUnavailable and not the caller's DeadlineExceeded", err)
 			}
@@ -438,7 +438,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 				Options{Retry: RetryPolicy{MaxAttempts: 5}, Breaker: BreakerPolicy{Failures: 3, Cooldown: breakerCooldown}},
 				reply{status: 500})
 			ctx := context.Background()
-			req := Request{Messages: testMessages()}
+			req := Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}}
 
 			// Three failed attempts open the breaker in the middle of the first call.
 			_, err := fx.s.Summarize(ctx, req)
@@ -495,7 +495,7 @@ func TestLLMRateLimitsDoNotTripTheBreaker(t *testing.T) {
 	p := providers[0]
 	fx := newFixture(t, p, SummarizerConfig{}, Options{Retry: RetryPolicy{MaxAttempts: 4}, Breaker: BreakerPolicy{Failures: 2}},
 		reply{status: 429, header: map[string]string{"Retry-After": "0"}})
-	_, err := fx.s.Summarize(context.Background(), Request{Messages: testMessages()})
+	_, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}})
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("err = %v, want ErrUnavailable without the breaker", err)
 	}
@@ -569,7 +569,7 @@ func TestKeylessServerGetsNoCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Summarize(context.Background(), Request{Messages: testMessages()}); err != nil {
+			if _, err := s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}}); err != nil {
 				t.Fatal(err)
 			}
 			for k, v := range f.headers[0] {
@@ -588,7 +588,7 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 		Options{Retry: RetryPolicy{MaxAttempts: 1}, Breaker: BreakerPolicy{Failures: 2, Cooldown: breakerCooldown}},
 		reply{status: 503})
 	ctx := context.Background()
-	req := Request{Messages: testMessages()}
+	req := Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}}
 	for range 2 {
 		_, _ = fx.s.Summarize(ctx, req)
 	}
@@ -617,7 +617,7 @@ func TestLLMPromptFitsMaxInputTokens(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.kind, func(t *testing.T) {
 			fx := newFixture(t, p, SummarizerConfig{MaxInputTokens: 8000}, Options{}, reply{status: 200, text: "ok"})
-			if _, err := fx.s.Summarize(context.Background(), Request{Messages: big}); err != nil {
+			if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: big}}); err != nil {
 				t.Fatal(err)
 			}
 			raw, _ := json.Marshal(fx.f.bodies[0])
@@ -669,7 +669,7 @@ func TestOpenAIOfficialAPIGetsMaxCompletionTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Summarize(context.Background(), Request{Messages: testMessages()}); err != nil {
+	if _, err := s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}}); err != nil {
 		t.Fatal(err)
 	}
 	body := f.bodies[0]
@@ -700,7 +700,7 @@ func TestLLMRereadsItsKeyFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			sent := func() string {
-				if _, err := s.Summarize(context.Background(), Request{Messages: testMessages()}); err != nil {
+				if _, err := s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}}); err != nil {
 					t.Fatal(err)
 				}
 				f.mu.Lock()
@@ -740,7 +740,7 @@ func TestLLMNetworkErrorsNameNoHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Summarize(context.Background(), Request{Messages: testMessages()})
+	_, err = s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: testMessages()}})
 	if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("error %q: want UNAVAILABLE saying the connection was refused, without %s", err, addr)
 	}

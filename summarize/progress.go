@@ -1,12 +1,10 @@
 package summarize
 
-// What the agent did and where it stopped: the file ledger's actions (settled when a call's
-// outcome is known), errors resolved by a later success, tool-output excerpts (those matching
-// the instructions first), and the pending step. The extractor in extract.go calls these as
-// it walks the messages; ledger.go reads the actions out of tool calls and shell commands.
+// Helpers of the walk: the file ledger's actions (settled when a call's outcome is known),
+// the words of the caller's instructions, the agent's last paragraph. ledger.go reads the
+// actions out of tool calls and shell commands.
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,61 +16,6 @@ import (
 func (x *extractor) file(path, action string) {
 	x.seq++
 	x.files.note(path, action, x.seq)
-}
-
-// observation records a text-protocol agent's tool output: its error, or an excerpt, and
-// whether it settles an earlier error of the same command.
-func (x *extractor) observation(text string) {
-	failed := false
-	if rc, ok := returnCode(text); ok {
-		failed = rc != 0
-	}
-	errItem := -1
-	if line := extErrLine(text); line != "" {
-		errItem = x.add(extErrors, "- output: "+engine.Truncate(extOneLine(line), extErrorBytes), 0)
-	} else if failed {
-		errItem = x.add(extErrors, "- "+engine.Truncate(x.lastShell, extErrorBytes)+": failed", 0)
-	}
-	x.settle(x.lastShell, errItem)
-	x.settleActs(x.shellActs, errItem >= 0)
-	x.shellActs = nil
-	if errItem < 0 {
-		x.excerpt(x.lastShellLabel, text)
-	}
-}
-
-// returnCode reads mini-swe-agent's "<returncode>N</returncode>".
-func returnCode(text string) (int, bool) {
-	rest, ok := strings.CutPrefix(text, "<returncode>")
-	if !ok {
-		return 0, false
-	}
-	n, _, ok := strings.Cut(rest, "</returncode>")
-	if !ok {
-		return 0, false
-	}
-	rc, err := strconv.Atoi(strings.TrimSpace(n))
-	return rc, err == nil
-}
-
-// settle records the outcome of a call with key: an error item (errItem ≥ 0) stays open
-// until a later call with the same key succeeds, which marks it resolved.
-func (x *extractor) settle(key string, errItem int) {
-	if key == "" {
-		return
-	}
-	if x.openErrors == nil {
-		x.openErrors = make(map[string][]int)
-	}
-	if errItem >= 0 {
-		x.openErrors[key] = append(x.openErrors[key], errItem)
-		return
-	}
-	for _, i := range x.openErrors[key] {
-		x.items[i].text += " (resolved: the same call succeeded later)"
-		x.items[i].prio = 6 // a resolved error matters less than an open one
-	}
-	delete(x.openErrors, key)
 }
 
 // instructionTerms are the words of the caller's instructions worth matching in tool
@@ -101,97 +44,6 @@ var extStopWords = func() map[string]bool {
 	return m
 }()
 
-// excerpt records the first lines of a successful tool output, or with instructions, the
-// lines that hold their terms; outputs that match are kept before everything but the
-// requests.
-func (x *extractor) excerpt(label, body string) {
-	lines, matched := excerptLines(body, x.terms)
-	if len(lines) == 0 || len(strings.TrimSpace(body)) < extExcerptMin {
-		return
-	}
-	text := extOneLine(engine.Truncate(strings.Join(lines, " / "), extExcerptBytes))
-	if label == "" {
-		label = "output"
-	}
-	i := x.add(extOutputs, "- "+engine.Truncate(label, extArgBytes)+": "+text, 0)
-	x.items[i].prio = 7
-	if matched {
-		x.items[i].prio = 2
-	}
-}
-
-// excerptLines returns up to extExcerptLines lines of body, whitespace-normalised: those
-// that contain a term when there are terms and any does, else the first non-empty ones.
-func excerptLines(body string, terms []string) (lines []string, matched bool) {
-	all := strings.Split(body, "\n")
-	if len(terms) > 0 {
-		for _, l := range all {
-			ll := strings.ToLower(l)
-			for _, t := range terms {
-				if strings.Contains(ll, t) {
-					lines = append(lines, extOneLine(l))
-					break
-				}
-			}
-			if len(lines) == extExcerptLines {
-				break
-			}
-		}
-		if len(lines) > 0 {
-			return lines, true
-		}
-	}
-	for _, l := range all {
-		if l = extOneLine(l); l != "" && !strings.HasPrefix(l, "<") {
-			lines = append(lines, l)
-			if len(lines) == extExcerptLines {
-				break
-			}
-		}
-	}
-	return lines, false
-}
-
-// finish turns what was gathered at the end into items: the ledger's files, and where the
-// range stopped (the latest intent, the latest action, calls still waiting for a result).
-func (x *extractor) finish() {
-	files := make([]*ledgerFile, 0, len(x.files.files))
-	for _, f := range x.files.files {
-		files = append(files, f)
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].seq < files[j].seq })
-	for _, f := range files {
-		i := x.add(extFiles, f.line(), 0)
-		x.items[i].seq = f.seq
-		x.items[i].prio = 6
-		if len(f.acts) > 0 || f.prior != "" {
-			x.items[i].prio = 4 // a file the agent worked on
-		}
-	}
-	if x.lastIntent != "" {
-		p := lastParagraph(x.lastIntent, extIntentBytes)
-		x.intentWhole = p == strings.TrimSpace(x.lastIntent)
-		x.items[x.add(extPending, "- last intent: "+extOneLine(p), 0)].prio = -9
-	}
-	if x.lastCall >= 0 {
-		open := false
-		for _, i := range x.openCalls {
-			open = open || i == x.lastCall
-		}
-		if !open {
-			x.items[x.add(extPending, "- last action: "+strings.TrimPrefix(x.items[x.lastCall].text, "- "), 0)].prio = 3
-		}
-	}
-	idx := make([]int, 0, len(x.openCalls))
-	for _, i := range x.openCalls {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		x.items[x.add(extPending, "- waiting for the result of: "+strings.TrimPrefix(x.items[i].text, "- "), 0)].prio = -7
-	}
-}
-
 // lastParagraph is the last paragraph of text outside fenced code blocks (the intent, not
 // the command a text-protocol agent wrote after it), cut to n bytes from its end.
 func lastParagraph(text string, n int) string {
@@ -216,7 +68,7 @@ func (x *extractor) fileActions(tool, path, command string) []fileAct {
 	var acts []fileAct
 	add := func(path, action string) { acts = append(acts, fileAct{path, action}) }
 	switch p := strings.Trim(path, " \t\"'"); {
-	case p != "" && extPathLike(p):
+	case p != "" && engine.IsPathLike(p):
 		a := toolAction(tool, command)
 		add(p, a)
 		if a == actRead && strings.Contains(strings.ToLower(tool), "open") {
@@ -240,6 +92,9 @@ type fileAct struct{ path, action string }
 // settleActs records acts in the ledger, marked as failed when their call failed.
 func (x *extractor) settleActs(acts []fileAct, failed bool) {
 	for _, a := range acts {
+		if strings.HasPrefix(a.path, "/dev/") {
+			continue
+		}
 		if failed && a.action != actMention {
 			a.action += failedSuffix
 		}
@@ -269,3 +124,5 @@ func withoutFences(text string) string {
 	}
 	return b.String()
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

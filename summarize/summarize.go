@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"time"
 
-	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -80,13 +80,10 @@ type Summarizer interface {
 
 // Request is one summarization.
 type Request struct {
-	// Messages are the messages to summarize, oldest first (the active messages before the
-	// cut, without the previous summary).
-	Messages []*compactorv1.Message
-	// Anchor is the text of the previous summary (engine.SummaryText), or empty.
-	Anchor string
-	// Instructions are the caller's extra focus for the summary.
-	Instructions string
+	// SummaryInput is what the summary covers: the messages to summarize, oldest first (the
+	// active messages before the cut, without the previous summary), those of them kept
+	// verbatim beside it, the previous summary (the anchor) and the caller's instructions.
+	engine.SummaryInput
 	// MaxOutputTokens bounds the summary; 0 uses the summarizer's configured maximum.
 	MaxOutputTokens int64
 	// Count measures text in tokens for the extractive summarizer's budget (e.g. the

@@ -83,6 +83,17 @@ func (c *watchedConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Write records a write that fails before the server's first byte: a TLS 1.3 server that
+// refuses the client's certificate does so after the client's handshake is done, and the
+// client may see its first write fail (the connection reset) rather than read the alert.
+func (c *watchedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil && !c.heard.Load() {
+		c.p.record(silentClose{err: err, tls: c.tls})
+	}
+	return n, err
+}
+
 // handshakeError is a failed TLS handshake.
 type handshakeError struct{ err error }
 
@@ -166,6 +177,12 @@ func classify(err error, f *connFlags, addr string) error {
 		return configError{err, "the server hung up before answering, as a TLS server does to plaintext: add --tls (and --tls-ca for a private CA)"}
 	case tlsOn && clientCertRefused(err):
 		return configError{err, "the server wants a client certificate it accepts (mutual TLS): give --tls-cert and --tls-key"}
+	case errors.As(err, &silent) && silent.tls && f.tlsCert == "":
+		// A gRPC server speaks first once the handshake is done (its SETTINGS); one that
+		// hangs up instead refused the session, and a missing client certificate is why.
+		return configError{err, "the server closed the TLS session before answering, as one that requires a client certificate (mutual TLS) does: give --tls-cert and --tls-key"}
+	case errors.As(err, &silent) && silent.tls:
+		return configError{err, "the server closed the TLS session before answering, as one that refuses the client certificate does: check --tls-cert and --tls-key, and that the server trusts their CA"}
 	case errors.As(err, &handshake):
 		return configError{err, "the TLS handshake failed: check --tls-ca, --tls-cert, --tls-key and --tls-server-name"}
 	}

@@ -19,6 +19,7 @@ var regions = []region{
 	{"dropped (covered by an earlier summary)", compactorv1.Disposition_DISPOSITION_DROP},
 	{"summarized", compactorv1.Disposition_DISPOSITION_SUMMARIZE},
 	{"pruned (kept, tool outputs replaced)", compactorv1.Disposition_DISPOSITION_PRUNE},
+	{"requests kept verbatim after the summary", compactorv1.Disposition_DISPOSITION_KEEP_REQUEST},
 	{"kept verbatim", compactorv1.Disposition_DISPOSITION_KEEP},
 }
 
@@ -57,6 +58,11 @@ func explain(p *compactorv1.PlanResponse) []byte {
 	}
 	row("before", fmt.Sprint(len(p.Dispositions)), "", thousands(p.TokensBefore))
 	row("after (the summary at its budget)", "", "", thousands(p.TokensAfter))
+	fmt.Fprintf(&b, "\nafter   head %s + summary %s + requests %s + tail %s = %s tokens\n",
+		thousands(p.HeadTokens), thousands(p.SummaryTokens), thousands(p.KeptRequestTokens), thousands(p.TailTokens), thousands(p.TokensAfter))
+	if p.CutTokens > 0 {
+		fmt.Fprintf(&b, "        oversized tool outputs cut to their head and tail: -%s tokens (in the tail)\n", thousands(p.CutTokens))
+	}
 
 	if p.CutIndex >= 0 && p.PrefixHash != "" {
 		fmt.Fprintf(&b, "\ncut     before message %d (prefix hash %.12s)\n", p.CutIndex, p.PrefixHash)

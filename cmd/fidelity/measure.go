@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/llmtest"
 	"github.com/compactord/compactord/service"
 	"github.com/compactord/compactord/summarize"
 )
@@ -28,23 +30,44 @@ type row struct {
 	budget         int64
 	appended       int32 // requests + paths the check appended
 	withinBudget   bool
+	// mustHold is the tokens of what the summary must hold (the requests not kept beside it
+	// and the paths): when it exceeds budget, the goals cannot be met.
+	mustHold int64
 }
 
-// report is one summarizer's measurement over the corpus.
+// holdable reports whether the summary's budget can hold what it must.
+func (r row) holdable() bool { return r.mustHold <= r.budget }
+
+// indexOf returns the index of m in msgs, or -1.
+func indexOf(msgs []*compactorv1.Message, m *compactorv1.Message) int {
+	for i, x := range msgs {
+		if x == m {
+			return i
+		}
+	}
+	return -1
+}
+
+// report is one summarizer's measurement over the corpus at one window share.
 type report struct {
 	summarizer string
+	share      float64 // the context window, as a share of each conversation's tokens
 	rows       []row
 }
 
-// measureAll compacts every file with the named summarizer.
-func measureAll(ctx context.Context, name string, files []string) (report, error) {
-	rep := report{summarizer: name}
+// minWindow is the smallest context window the measure compacts to.
+const minWindow = 4000
+
+// measureAll compacts every file with the named summarizer, at a context window of share
+// of each conversation's tokens (minWindow at least).
+func measureAll(ctx context.Context, name string, files []string, share float64) (report, error) {
+	rep := report{summarizer: name, share: share}
 	var cfg *summarize.Config
 	sumName := ""
 	switch name {
 	case "extractive":
 	case "oneline":
-		llm := startOneLine()
+		llm := llmtest.StartOneLine()
 		defer llm.Close()
 		cfg = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
 			Name: "oneline", Kind: "openai", BaseURL: llm.URL + "/v1", Model: "one-line", Timeout: 30e9,
@@ -59,13 +82,13 @@ func measureAll(ctx context.Context, name string, files []string) (report, error
 	}
 	srv := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})})
 	for _, f := range files {
-		rep.rows = append(rep.rows, measureOne(ctx, srv, sumName, f))
+		rep.rows = append(rep.rows, measureOne(ctx, srv, sumName, f, share))
 	}
 	return rep, nil
 }
 
 // measureOne follows the method of issue 16 for one conversation.
-func measureOne(ctx context.Context, srv *service.Server, sumName, path string) row {
+func measureOne(ctx context.Context, srv *service.Server, sumName, path string, share float64) row {
 	r := row{name: filepath.Base(path)}
 	body, err := os.ReadFile(path)
 	if err != nil {
@@ -84,7 +107,7 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string) 
 		return r
 	}
 	r.tokens = plan.GetTokensBefore()
-	r.window = max(4000, r.tokens*60/100)
+	r.window = max(minWindow, int64(float64(r.tokens)*share))
 	policy := &compactorv1.Policy{ContextWindow: r.window}
 	resp, err := srv.Compact(ctx, &compactorv1.CompactRequest{Messages: msgs, Policy: policy, Force: true, Summarizer: sumName})
 	if err != nil {
@@ -103,10 +126,14 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string) 
 	}
 	var rng []*compactorv1.Message
 	for i := range int(p.GetCutIndex()) {
-		if p.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_SUMMARIZE &&
-			msgs[i].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+		switch p.GetDispositions()[i] {
+		case compactorv1.Disposition_DISPOSITION_KEEP_REQUEST: // in the range, kept beside the summary
 			rng = append(rng, msgs[i])
-			r.replacedTokens += p.GetMessageTokens()[i]
+		case compactorv1.Disposition_DISPOSITION_SUMMARIZE:
+			if msgs[i].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+				rng = append(rng, msgs[i])
+				r.replacedTokens += p.GetMessageTokens()[i]
+			}
 		}
 	}
 	r.fid = fidelity.Measure(rng, resp.GetMessages())
@@ -120,9 +147,32 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string) 
 	}
 	r.summaryTokens = sp.GetTokensBefore()
 	// The budget the service gives the summary: half the tokens it replaces (the default
-	// max summary ratio), and the policy's summary room.
-	r.budget = min(r.replacedTokens/2, engine.DefaultSummaryMaxTokens)
+	// max summary ratio), and the summary room the plan reserved less the summary message's
+	// framing.
+	frame, err := engine.SummaryFrameTokensOf(int(p.GetCutIndex()), "")
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.budget = min(r.replacedTokens/2, p.GetSummaryTokens()-frame)
 	r.withinBudget = r.summaryTokens <= r.budget
+	// What the summary must hold: the requests the plan did not keep beside it, and the
+	// paths, each as the check would append it.
+	var must strings.Builder
+	for _, q := range fidelity.Requests(rng) {
+		if p.GetDispositions()[indexOf(msgs, rng[q.Index])] != compactorv1.Disposition_DISPOSITION_KEEP_REQUEST {
+			must.WriteString(q.Text + "\n")
+		}
+	}
+	must.WriteString(strings.Join(fidelity.Paths(rng, fidelity.Requests(rng)), ", "))
+	mp, err := srv.Plan(ctx, &compactorv1.PlanRequest{Messages: []*compactorv1.Message{{Role: compactorv1.Role_ROLE_USER,
+		Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: must.String()}}}}}},
+		Policy: &compactorv1.Policy{ContextWindow: 1 << 30}})
+	if err != nil {
+		r.err = fmt.Errorf("count what the summary must hold: %w", err)
+		return r
+	}
+	r.mustHold = mp.GetTokensBefore()
 	r.appended = s.GetRequestsAppended() + s.GetPathsAppended()
 	return r
 }

@@ -1,12 +1,12 @@
-// Package corpus finds the corpus of real agent conversations for tests and benchmarks.
-//
-// The corpus is not part of the repository: COMPACTORD_CORPUS names its directory, else
-// ../shared/corpus/real beside the repository checkout is used when it exists. Without either,
-// every test or benchmark that asks for it is skipped with a message saying so, so a bare
-// clone still passes `make test` on the fixtures under each package's testdata/.
+// Package corpus finds the conversations tests, benchmarks and the fidelity and recall
+// measures run on: the fixtures written for compactord (testdata/) and the real agent
+// conversations copied into the repository (testdata/real/; its MANIFEST.md gives each one's
+// source and license). COMPACTORD_CORPUS names another directory of real conversations to
+// use instead of the copy. Nothing outside the repository is needed.
 package corpus
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,27 +24,21 @@ type File struct {
 	Format string
 }
 
-// EnvVar names the environment variable that overrides the corpus directory.
+// EnvVar names the environment variable that overrides the real corpus's directory.
 const EnvVar = "COMPACTORD_CORPUS"
 
-// Dir returns the corpus directory, skipping tb when there is none. A COMPACTORD_CORPUS that
-// names a missing directory fails tb: the caller asked for a corpus and would otherwise get
-// a silent skip.
+// Dir returns the real corpus's directory (see Locate), failing tb when it cannot be found.
 func Dir(tb testing.TB) string {
 	tb.Helper()
 	d, err := Locate()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if d == "" {
-		tb.Skip("real corpus not found: skipping — set " + EnvVar + " or check out ../shared/corpus/real beside the repository")
-	}
 	return d
 }
 
-// Locate returns the corpus directory: COMPACTORD_CORPUS when set (an error if it is not a
-// directory), else ../shared/corpus/real above the module root containing the working
-// directory when that exists, else "".
+// Locate returns the real corpus's directory: COMPACTORD_CORPUS when set (an error if it is
+// not a directory), else the copy in the repository, internal/corpus/testdata/real.
 func Locate() (string, error) {
 	if d := os.Getenv(EnvVar); d != "" {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -52,47 +46,71 @@ func Locate() (string, error) {
 		}
 		return d, nil
 	}
+	d, err := FixtureDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "real"), nil
+}
+
+// FixtureDir returns this package's testdata directory, where the fixtures are: found from
+// the source file's location, else from the module root above the working directory.
+func FixtureDir() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok {
+		d := filepath.Join(filepath.Dir(file), "testdata")
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d, nil
+		}
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			// The loadtest module nests inside the main one: look beside the outermost.
-			if _, err := os.Stat(filepath.Join(filepath.Dir(d), "go.mod")); err == nil {
-				continue
-			}
-			c := filepath.Join(filepath.Dir(d), "shared", "corpus", "real")
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				return c, nil
-			}
-			return "", nil
+		c := filepath.Join(d, "internal", "corpus", "testdata")
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			return c, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", nil
+			return "", errors.New("corpus: internal/corpus/testdata not found above the working directory")
 		}
 	}
 }
 
-// Files lists the project's fixtures (testdata/ beside this package, written for compactord)
-// followed by the real corpus conversations when a corpus is found, each group in name order.
-// It never skips: on a bare clone it returns the fixtures alone.
+// All returns the fixtures followed by the real corpus's conversations, each group in name
+// order.
+func All() ([]File, error) {
+	fd, err := FixtureDir()
+	if err != nil {
+		return nil, err
+	}
+	files, err := List(fd)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := Locate()
+	if err != nil {
+		return nil, err
+	}
+	real, err := List(rd)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, real...), nil
+}
+
+// Files lists the fixtures followed by the real corpus's conversations (see All).
 func Files(tb testing.TB) []File {
 	tb.Helper()
-	files := list(tb, fixtureDir(tb))
-	d, err := Locate()
+	files, err := All()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if d == "" {
-		tb.Logf("real corpus not found (%s unset, no ../shared/corpus/real): running on the %d fixtures only", EnvVar, len(files))
-		return files
-	}
-	return append(files, list(tb, d)...)
+	return files
 }
 
-// Real lists the real corpus conversations in name order, skipping tb when there is no corpus.
-// Tests whose expectations are tied to those files (golden outputs) use it.
+// Real lists the real corpus's conversations in name order. Tests whose expectations are
+// tied to those files (golden outputs) use it.
 func Real(tb testing.TB) []File {
 	tb.Helper()
 	files := list(tb, Dir(tb))
@@ -102,12 +120,21 @@ func Real(tb testing.TB) []File {
 	return files
 }
 
-// list returns the conversations in dir in name order.
+// list returns the conversations in dir in name order, failing tb on an error.
 func list(tb testing.TB, dir string) []File {
 	tb.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	files, err := List(dir)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return files
+}
+
+// List returns the conversations in dir (*.openai.json, *.anthropic.json) in name order.
+func List(dir string) ([]File, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(names)
 	files := make([]File, 0, len(names))
@@ -124,26 +151,24 @@ func list(tb testing.TB, dir string) []File {
 		}
 		files = append(files, f)
 	}
-	return files
+	return files, nil
 }
 
-// fixtureDir is this package's testdata directory, found from the source file's location so
-// that tests in any package of the module reach it.
+// fixtureDir is FixtureDir, failing tb when it cannot be found.
 func fixtureDir(tb testing.TB) string {
 	tb.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		tb.Fatal("corpus: cannot locate the fixtures")
+	d, err := FixtureDir()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "testdata")
+	return d
 }
 
 // LoadTestConversation is the conversation whose first 20 messages the load test's
 // 20-message scenarios send (loadtest/scenarios.yaml); benchmarks of the same work use it.
 const LoadTestConversation = "sweagent-marshmallow-1867-fc-replace-from-source.openai.json"
 
-// Named returns the fixture or corpus file called name. It skips tb when name is not a
-// fixture and there is no real corpus, and fails it when the corpus has no such file.
+// Named returns the fixture or corpus file called name, failing tb when there is none.
 func Named(tb testing.TB, name string) File {
 	tb.Helper()
 	for _, f := range list(tb, fixtureDir(tb)) {
@@ -170,7 +195,7 @@ func Read(tb testing.TB, f File) []byte {
 	return b
 }
 
-// Largest returns the biggest file of Files: a real conversation when there is a corpus.
+// Largest returns the biggest file of Files.
 func Largest(tb testing.TB) File {
 	tb.Helper()
 	var best File

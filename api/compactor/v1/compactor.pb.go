@@ -158,6 +158,9 @@ const (
 	// Not sent to the model and not part of the result: history already covered by an earlier
 	// summary, and compaction prompts.
 	Disposition_DISPOSITION_DROP Disposition = 4
+	// A user request of the summarized range, kept verbatim right after the summary (see
+	// Policy.keep_user_messages_tokens) instead of being folded into it.
+	Disposition_DISPOSITION_KEEP_REQUEST Disposition = 5
 )
 
 // Enum value maps for Disposition.
@@ -168,13 +171,15 @@ var (
 		2: "DISPOSITION_PRUNE",
 		3: "DISPOSITION_SUMMARIZE",
 		4: "DISPOSITION_DROP",
+		5: "DISPOSITION_KEEP_REQUEST",
 	}
 	Disposition_value = map[string]int32{
-		"DISPOSITION_UNSPECIFIED": 0,
-		"DISPOSITION_KEEP":        1,
-		"DISPOSITION_PRUNE":       2,
-		"DISPOSITION_SUMMARIZE":   3,
-		"DISPOSITION_DROP":        4,
+		"DISPOSITION_UNSPECIFIED":  0,
+		"DISPOSITION_KEEP":         1,
+		"DISPOSITION_PRUNE":        2,
+		"DISPOSITION_SUMMARIZE":    3,
+		"DISPOSITION_DROP":         4,
+		"DISPOSITION_KEEP_REQUEST": 5,
 	}
 )
 
@@ -284,7 +289,8 @@ type Policy struct {
 	// (context_window − reserve_output_tokens).
 	KeepRecentTokens int64 `protobuf:"varint,5,opt,name=keep_recent_tokens,json=keepRecentTokens,proto3" json:"keep_recent_tokens,omitempty"`
 	// At least this many of the newest turns stay verbatim, even over keep_recent_tokens;
-	// default 2.
+	// default 2. Only when the conversation cannot otherwise fit under the trigger does a
+	// compaction keep fewer (never fewer than one).
 	KeepRecentTurns int32 `protobuf:"varint,6,opt,name=keep_recent_turns,json=keepRecentTurns,proto3" json:"keep_recent_turns,omitempty"`
 	// How old tool outputs are pruned.
 	Prune *PrunePolicy `protobuf:"bytes,7,opt,name=prune,proto3" json:"prune,omitempty"`
@@ -296,12 +302,19 @@ type Policy struct {
 	// After acting, aim at ≤ target_ratio × (context_window − reserve_output_tokens); in (0, 1],
 	// default 0.6, at most trigger_ratio.
 	TargetRatio float64 `protobuf:"fixed64,10,opt,name=target_ratio,json=targetRatio,proto3" json:"target_ratio,omitempty"`
-	// Tokens reserved for the summary a compaction writes; default 2000. Counted in the floor
-	// that must fit the window.
+	// Tokens reserved for the summary message a compaction writes (its framing included);
+	// default min(2000, 15% of (context_window − reserve_output_tokens)), and the default grows
+	// into what the target leaves unused, up to twice that. When the conversation cannot
+	// otherwise fit under the trigger, a compaction reserves less (down to the framing and 64
+	// tokens of text).
 	SummaryMaxTokens int64 `protobuf:"varint,11,opt,name=summary_max_tokens,json=summaryMaxTokens,proto3" json:"summary_max_tokens,omitempty"`
-	// Requests the summary check could not fit in the summary budget stay in the compacted
-	// conversation as the user messages they were, right after the summary, up to this many
-	// tokens (oldest first, the task always first). 0 means 20000; negative keeps none.
+	// The user's requests in the summarized range stay in the compacted conversation as the
+	// user messages they were, right after the summary, up to this many tokens: the newest
+	// always (the user's own newest text is never cut), then the task (the first request),
+	// then the others newest first; requests left out are in the summary instead. 0 means
+	// min(20000, 20% of (context_window − reserve_output_tokens)); negative keeps none but the
+	// newest. When the conversation cannot otherwise fit under the trigger, only the newest is
+	// kept.
 	KeepUserMessagesTokens int64 `protobuf:"varint,20,opt,name=keep_user_messages_tokens,json=keepUserMessagesTokens,proto3" json:"keep_user_messages_tokens,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
@@ -636,8 +649,11 @@ type PlanResponse struct {
 	MessageTokens []int64 `protobuf:"varint,4,rep,packed,name=message_tokens,json=messageTokens,proto3" json:"message_tokens,omitempty"`
 	// Tokens the model would see now (history covered by a summary excluded).
 	TokensBefore int64 `protobuf:"varint,5,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
-	// Tokens the model would see after the action (estimated: the summary is counted at
-	// summary_max_tokens).
+	// Tokens the model will see after the action, at most: head_tokens + summary_tokens +
+	// kept_request_tokens + tail_tokens. What Compact returns never counts more (the summary
+	// is counted at the room reserved for it), and a compaction keeps it at most
+	// trigger_at_tokens unless even the least it can keep (the head, the newest request and the
+	// newest turn, with its tool outputs cut) exceeds the trigger, which reason then says.
 	TokensAfter int64 `protobuf:"varint,6,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
 	// Index of the first message of the verbatim tail; -1 when not summarizing.
 	CutIndex int32 `protobuf:"varint,7,opt,name=cut_index,json=cutIndex,proto3" json:"cut_index,omitempty"`
@@ -652,7 +668,23 @@ type PlanResponse struct {
 	// The threshold that triggers an action, in tokens.
 	TriggerAtTokens int64 `protobuf:"varint,12,opt,name=trigger_at_tokens,json=triggerAtTokens,proto3" json:"trigger_at_tokens,omitempty"`
 	// The threshold the action aims at, in tokens.
-	TargetTokens  int64 `protobuf:"varint,13,opt,name=target_tokens,json=targetTokens,proto3" json:"target_tokens,omitempty"`
+	TargetTokens int64 `protobuf:"varint,13,opt,name=target_tokens,json=targetTokens,proto3" json:"target_tokens,omitempty"`
+	// The terms of tokens_after. The head: system messages, session prefaces and pinned
+	// messages, never cut.
+	HeadTokens int64 `protobuf:"varint,14,opt,name=head_tokens,json=headTokens,proto3" json:"head_tokens,omitempty"`
+	// The summary message: for ACTION_SUMMARIZE the room reserved for the new summary (its
+	// framing included); otherwise the conversation's latest summary, 0 when there is none.
+	SummaryTokens int64 `protobuf:"varint,15,opt,name=summary_tokens,json=summaryTokens,proto3" json:"summary_tokens,omitempty"`
+	// The user requests of the summarized range kept verbatim after the summary
+	// (DISPOSITION_KEEP_REQUEST).
+	KeptRequestTokens int64 `protobuf:"varint,16,opt,name=kept_request_tokens,json=keptRequestTokens,proto3" json:"kept_request_tokens,omitempty"`
+	// The messages kept after the cut (all active messages when not summarizing), after
+	// pruning and cutting.
+	TailTokens int64 `protobuf:"varint,17,opt,name=tail_tokens,json=tailTokens,proto3" json:"tail_tokens,omitempty"`
+	// Tokens removed by cutting oversized tool outputs (their head and tail kept, with a note
+	// saying how much was cut), which a compaction does only when the conversation cannot
+	// otherwise fit under the trigger; included in pruned_tokens.
+	CutTokens     int64 `protobuf:"varint,18,opt,name=cut_tokens,json=cutTokens,proto3" json:"cut_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -774,6 +806,41 @@ func (x *PlanResponse) GetTriggerAtTokens() int64 {
 func (x *PlanResponse) GetTargetTokens() int64 {
 	if x != nil {
 		return x.TargetTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetHeadTokens() int64 {
+	if x != nil {
+		return x.HeadTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetSummaryTokens() int64 {
+	if x != nil {
+		return x.SummaryTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetKeptRequestTokens() int64 {
+	if x != nil {
+		return x.KeptRequestTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetTailTokens() int64 {
+	if x != nil {
+		return x.TailTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetCutTokens() int64 {
+	if x != nil {
+		return x.CutTokens
 	}
 	return 0
 }
@@ -1572,7 +1639,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"n\n" +
 	"\vPlanRequest\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\"\x80\x04\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\"\xb8\x05\n" +
 	"\fPlanResponse\x12,\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x14.compactor.v1.ActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12=\n" +
@@ -1588,7 +1655,15 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	" \x01(\x05R\fsummaryIndex\x12#\n" +
 	"\rusable_tokens\x18\v \x01(\x03R\fusableTokens\x12*\n" +
 	"\x11trigger_at_tokens\x18\f \x01(\x03R\x0ftriggerAtTokens\x12#\n" +
-	"\rtarget_tokens\x18\r \x01(\x03R\ftargetTokens\"\xbc\x02\n" +
+	"\rtarget_tokens\x18\r \x01(\x03R\ftargetTokens\x12\x1f\n" +
+	"\vhead_tokens\x18\x0e \x01(\x03R\n" +
+	"headTokens\x12%\n" +
+	"\x0esummary_tokens\x18\x0f \x01(\x03R\rsummaryTokens\x12.\n" +
+	"\x13kept_request_tokens\x18\x10 \x01(\x03R\x11keptRequestTokens\x12\x1f\n" +
+	"\vtail_tokens\x18\x11 \x01(\x03R\n" +
+	"tailTokens\x12\x1d\n" +
+	"\n" +
+	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\"\xbc\x02\n" +
 	"\x0eCompactRequest\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\x12\x1e\n" +
@@ -1663,13 +1738,14 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vACTION_NONE\x10\x01\x12\x10\n" +
 	"\fACTION_PRUNE\x10\x02\x12\x14\n" +
-	"\x10ACTION_SUMMARIZE\x10\x03*\x88\x01\n" +
+	"\x10ACTION_SUMMARIZE\x10\x03*\xa6\x01\n" +
 	"\vDisposition\x12\x1b\n" +
 	"\x17DISPOSITION_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10DISPOSITION_KEEP\x10\x01\x12\x15\n" +
 	"\x11DISPOSITION_PRUNE\x10\x02\x12\x19\n" +
 	"\x15DISPOSITION_SUMMARIZE\x10\x03\x12\x14\n" +
-	"\x10DISPOSITION_DROP\x10\x04*\x8f\x01\n" +
+	"\x10DISPOSITION_DROP\x10\x04\x12\x1c\n" +
+	"\x18DISPOSITION_KEEP_REQUEST\x10\x05*\x8f\x01\n" +
 	"\vCacheStatus\x12\x1c\n" +
 	"\x18CACHE_STATUS_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10CACHE_STATUS_HIT\x10\x01\x12\x15\n" +

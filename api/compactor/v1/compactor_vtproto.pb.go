@@ -335,6 +335,37 @@ func (m *PlanResponse) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.CutTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CutTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x90
+	}
+	if m.TailTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TailTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x88
+	}
+	if m.KeptRequestTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.KeptRequestTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0x80
+	}
+	if m.SummaryTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SummaryTokens))
+		i--
+		dAtA[i] = 0x78
+	}
+	if m.HeadTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.HeadTokens))
+		i--
+		dAtA[i] = 0x70
+	}
 	if m.TargetTokens != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TargetTokens))
 		i--
@@ -1250,6 +1281,21 @@ func (m *PlanResponse) SizeVT() (n int) {
 	}
 	if m.TargetTokens != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.TargetTokens))
+	}
+	if m.HeadTokens != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.HeadTokens))
+	}
+	if m.SummaryTokens != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.SummaryTokens))
+	}
+	if m.KeptRequestTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.KeptRequestTokens))
+	}
+	if m.TailTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.TailTokens))
+	}
+	if m.CutTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.CutTokens))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -2625,6 +2671,101 @@ func (m *PlanResponse) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.TargetTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HeadTokens", wireType)
+			}
+			m.HeadTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.HeadTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SummaryTokens", wireType)
+			}
+			m.SummaryTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SummaryTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeptRequestTokens", wireType)
+			}
+			m.KeptRequestTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeptRequestTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 17:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TailTokens", wireType)
+			}
+			m.TailTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TailTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 18:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CutTokens", wireType)
+			}
+			m.CutTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CutTokens |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -5455,6 +5596,101 @@ func (m *PlanResponse) UnmarshalVTUnsafe(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.TargetTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 14:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HeadTokens", wireType)
+			}
+			m.HeadTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.HeadTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 15:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SummaryTokens", wireType)
+			}
+			m.SummaryTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SummaryTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 16:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeptRequestTokens", wireType)
+			}
+			m.KeptRequestTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.KeptRequestTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 17:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TailTokens", wireType)
+			}
+			m.TailTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TailTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 18:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CutTokens", wireType)
+			}
+			m.CutTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CutTokens |= int64(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -12,4 +12,4 @@ compactctl --local lift "$body" > conversation.ir.json
 compactctl --local lower --to gemini conversation.ir.json > gemini.json
 # Exit 3: invalid input; 4: cannot fit; 5: transient, retry; 7: the server cannot be
 # reached as configured (compactctl -h lists them all).
-compactctl --local plan --context-window 2500 "$body" || echo "exit $?"
+compactctl --local plan --context-window 300 "$body" || echo "exit $?"

@@ -233,6 +233,31 @@ export declare type PlanResponse = Message<"compactor.v1.PlanResponse"> & {
    * @generated from field: int64 target_tokens = 13;
    */
   targetTokens: bigint;
+
+  /**
+   * @generated from field: int64 head_tokens = 14;
+   */
+  headTokens: bigint;
+
+  /**
+   * @generated from field: int64 summary_tokens = 15;
+   */
+  summaryTokens: bigint;
+
+  /**
+   * @generated from field: int64 kept_request_tokens = 16;
+   */
+  keptRequestTokens: bigint;
+
+  /**
+   * @generated from field: int64 tail_tokens = 17;
+   */
+  tailTokens: bigint;
+
+  /**
+   * @generated from field: int64 cut_tokens = 18;
+   */
+  cutTokens: bigint;
 };
 
 /**
@@ -672,6 +697,11 @@ export enum Disposition {
    * @generated from enum value: DISPOSITION_DROP = 4;
    */
   DROP = 4,
+
+  /**
+   * @generated from enum value: DISPOSITION_KEEP_REQUEST = 5;
+   */
+  KEEP_REQUEST = 5,
 }
 
 /**

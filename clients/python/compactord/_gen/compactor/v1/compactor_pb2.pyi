@@ -17,6 +17,7 @@ CACHE_STATUS_UNSPECIFIED: CacheStatus
 DESCRIPTOR: _descriptor.FileDescriptor
 DISPOSITION_DROP: Disposition
 DISPOSITION_KEEP: Disposition
+DISPOSITION_KEEP_REQUEST: Disposition
 DISPOSITION_PRUNE: Disposition
 DISPOSITION_SUMMARIZE: Disposition
 DISPOSITION_UNSPECIFIED: Disposition
@@ -122,15 +123,20 @@ class PlanRequest(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ...) -> None: ...
 
 class PlanResponse(_message.Message):
-    __slots__ = ["action", "cut_index", "dispositions", "message_tokens", "prefix_hash", "pruned_tokens", "reason", "summary_index", "target_tokens", "tokens_after", "tokens_before", "trigger_at_tokens", "usable_tokens"]
+    __slots__ = ["action", "cut_index", "cut_tokens", "dispositions", "head_tokens", "kept_request_tokens", "message_tokens", "prefix_hash", "pruned_tokens", "reason", "summary_index", "summary_tokens", "tail_tokens", "target_tokens", "tokens_after", "tokens_before", "trigger_at_tokens", "usable_tokens"]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     CUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     DISPOSITIONS_FIELD_NUMBER: _ClassVar[int]
+    HEAD_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    KEPT_REQUEST_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PREFIX_HASH_FIELD_NUMBER: _ClassVar[int]
     PRUNED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TAIL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TARGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TOKENS_AFTER_FIELD_NUMBER: _ClassVar[int]
     TOKENS_BEFORE_FIELD_NUMBER: _ClassVar[int]
@@ -138,18 +144,23 @@ class PlanResponse(_message.Message):
     USABLE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     action: Action
     cut_index: int
+    cut_tokens: int
     dispositions: _containers.RepeatedScalarFieldContainer[Disposition]
+    head_tokens: int
+    kept_request_tokens: int
     message_tokens: _containers.RepeatedScalarFieldContainer[int]
     prefix_hash: str
     pruned_tokens: int
     reason: str
     summary_index: int
+    summary_tokens: int
+    tail_tokens: int
     target_tokens: int
     tokens_after: int
     tokens_before: int
     trigger_at_tokens: int
     usable_tokens: int
-    def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ..., head_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., kept_request_tokens: _Optional[int] = ..., tail_tokens: _Optional[int] = ..., cut_tokens: _Optional[int] = ...) -> None: ...
 
 class Policy(_message.Message):
     __slots__ = ["context_window", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]

@@ -1,4 +1,4 @@
-package main
+package llmtest
 
 import (
 	"encoding/json"
@@ -6,13 +6,14 @@ import (
 	"net/http/httptest"
 )
 
-// oneLineSummary is all the one-line model ever answers: a summary that drops the task,
-// every request and every path.
-const oneLineSummary = "The user asked the assistant to work on their code, and the assistant made progress."
+// OneLineSummary is all the one-line model ever answers: a summary that drops the task,
+// every request and every path. The fidelity and recall measures use it to show what the
+// summary check repairs.
+const OneLineSummary = "The user asked the assistant to work on their code, and the assistant made progress."
 
-// startOneLine starts a loopback OpenAI-compatible chat completions server whose model
-// answers oneLineSummary to every request.
-func startOneLine() *httptest.Server {
+// StartOneLine starts a loopback OpenAI-compatible chat completions server whose model
+// answers OneLineSummary to every request; the caller closes it.
+func StartOneLine() *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" {
 			http.NotFound(w, r)
@@ -22,7 +23,7 @@ func startOneLine() *httptest.Server {
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": "chatcmpl-oneline", "object": "chat.completion", "created": 0, "model": "one-line",
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": oneLineSummary}}},
+				"message": map[string]any{"role": "assistant", "content": OneLineSummary}}},
 			"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020},
 		})
 	}))

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
+	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/service"
+	"github.com/compactord/compactord/summarize"
+)
+
+// The methods compared, in report order.
+const (
+	methodCompact = iota
+	methodTruncate
+	methodMask
+	numMethods
+)
+
+var methodNames = [numMethods]string{"compactord", "truncation", "observation masking"}
+
+// row is one conversation's measurement.
+type row struct {
+	name            string
+	msgs, split     int
+	history, window int64 // tokens of the history; the compaction's context window (a share of the whole conversation's tokens)
+	budget          int64 // tokens of the compacted history: every method's budget
+	tokensAfter     int64 // the plan's tokens_after
+	trigger         int64
+	action          string
+	err             error
+	notCompacted    bool // err says Compact did not compact
+	needed          []fidelity.Fact
+	kept            [numMethods][]bool
+	bare, lines     int // the summary's bare-name lines, of its lines
+}
+
+// recall is the share of needed facts method m kept (1 when none were needed).
+func (r row) recall(m int) float64 {
+	if len(r.needed) == 0 {
+		return 1
+	}
+	n := 0
+	for _, k := range r.kept[m] {
+		if k {
+			n++
+		}
+	}
+	return float64(n) / float64(len(r.needed))
+}
+
+// report is the measurement over a corpus.
+type report struct {
+	corpus     string
+	summarizer string
+	opt        options
+	rows       []row
+}
+
+// measureAll measures every file with the summarizer o names.
+func measureAll(ctx context.Context, o options, files []corpus.File) (report, error) {
+	rep := report{summarizer: o.summarizer, opt: o}
+	var cfg *summarize.Config
+	sumName := ""
+	switch o.summarizer {
+	case "extractive":
+	case "oneline":
+		llm := llmtest.StartOneLine()
+		defer llm.Close()
+		cfg = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
+			Name: "oneline", Kind: "openai", BaseURL: llm.URL + "/v1", Model: "one-line", Timeout: 30e9,
+		}}}
+		sumName = "oneline"
+	default:
+		return rep, fmt.Errorf("unknown summarizer %q (extractive, oneline)", o.summarizer)
+	}
+	reg, err := summarize.NewRegistry(cfg, "", summarize.Options{})
+	if err != nil {
+		return rep, err
+	}
+	m := measurer{
+		srv:     service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})}),
+		counter: engine.NewCounter(64 << 20),
+		sumName: sumName,
+		opt:     o,
+	}
+	for _, f := range files {
+		rep.rows = append(rep.rows, m.one(ctx, f))
+	}
+	return rep, nil
+}
+
+type measurer struct {
+	srv     *service.Server
+	counter *engine.Counter
+	sumName string
+	opt     options
+}
+
+// count is the tokens of one message, as the plan counts it.
+func (m *measurer) count(msg *compactorv1.Message) int64 {
+	n, err := m.counter.Message(msg, "")
+	if err != nil {
+		panic(err) // the default tokenizer always exists
+	}
+	return n
+}
+
+func (m *measurer) total(msgs []*compactorv1.Message) int64 {
+	var n int64
+	for _, msg := range msgs {
+		n += m.count(msg)
+	}
+	return n
+}
+
+// one measures one conversation.
+func (m *measurer) one(ctx context.Context, f corpus.File) row {
+	r := row{name: f.Name}
+	body, err := os.ReadFile(f.Path)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(body)})
+	if err != nil {
+		r.err = fmt.Errorf("lift: %w", err)
+		return r
+	}
+	msgs := lifted.GetMessages()
+	r.msgs = len(msgs)
+	r.split = splitAt(msgs, m.opt.split)
+	if r.split < 0 {
+		r.err = fmt.Errorf("no assistant message to split before")
+		return r
+	}
+	history, future := msgs[:r.split], msgs[r.split:]
+	r.needed = fidelity.Needed(history, future)
+	r.history = m.total(history)
+	r.window = int64(float64(m.total(msgs)) * m.opt.window)
+	resp, err := m.srv.Compact(ctx, &compactorv1.CompactRequest{Messages: history, Force: true, Summarizer: m.sumName,
+		Policy: &compactorv1.Policy{ContextWindow: r.window}})
+	if err != nil {
+		r.err = err
+		return r
+	}
+	p := resp.GetPlan()
+	r.action, r.tokensAfter, r.trigger = p.GetAction().String(), p.GetTokensAfter(), p.GetTriggerAtTokens()
+	compacted := resp.GetMessages()
+	if !resp.GetCompacted() {
+		r.err, r.notCompacted = fmt.Errorf("not compacted: %s %s", r.action, resp.GetReason()), true
+		return r
+	}
+	r.budget = m.total(compacted)
+	r.kept[methodCompact] = fidelity.Recall(r.needed, compacted)
+	r.kept[methodTruncate] = fidelity.Recall(r.needed, fidelity.Truncation(history, r.budget, m.count))
+	r.kept[methodMask] = fidelity.Recall(r.needed, fidelity.ObservationMasking(history, r.budget, m.count))
+	r.bare, r.lines = fidelity.BareLines(resp.GetSummary().GetText())
+	return r
+}
+
+// splitAt returns the index of the assistant message nearest to share of the messages
+// (the later one on a tie), the first message of the future; -1 when no assistant message
+// follows a user message.
+func splitAt(msgs []*compactorv1.Message, share float64) int {
+	target := int(share * float64(len(msgs)))
+	firstUser := -1
+	best := -1
+	for i, msg := range msgs {
+		if msg.GetRole() == compactorv1.Role_ROLE_USER && firstUser < 0 {
+			firstUser = i
+		}
+		if msg.GetRole() != compactorv1.Role_ROLE_ASSISTANT || firstUser < 0 || i <= firstUser {
+			continue
+		}
+		if best < 0 || abs(i-target) <= abs(best-target) {
+			best = i
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
+)
+
+// Cutting oversized tool outputs: when a conversation cannot fit under its trigger even with
+// the smallest summary room, the tool outputs it keeps (the protected tail included) are cut
+// to their head and tail, with a note saying how much was cut and that the rest is gone, as
+// coding agents do with outputs too large for their window. Tool outputs are tool results
+// with a text or JSON output and the observations text-protocol agents send as user messages
+// (IsObservation); never a request.
+
+// MinCutOutputTokens is the least a cut tool output keeps of its head and tail.
+const MinCutOutputTokens = 100
+
+// cutNoteAllowance bounds the tokens of the note a cut output carries (cutNote), for the
+// estimates that choose how far to cut; the final counts are exact.
+const cutNoteAllowance = 40
+
+// cutNote is the note between the head and the tail of a cut output.
+func cutNote(cut int64) string {
+	return "\n[… " + strconv.FormatInt(cut, 10) + " tokens cut from the middle of this output by compaction; the full output is gone …]\n"
+}
+
+// CutText returns text cut to about keep tokens: its head (two thirds) and tail (one third),
+// at line boundaries where that costs little, around cutNote. Text of at most keep tokens is
+// returned as it is. The same input always gives the same output.
+func CutText(text string, keep int64, tc tokenizer.Text) string {
+	cut, _ := cutText(text, tc.Count(text), keep, tc)
+	return cut
+}
+
+// cutJoinMargin bounds the tokens joining the head, the note and the tail can add to their
+// separate counts.
+const cutJoinMargin = 4
+
+// cutText is CutText of a text of total tokens; it also returns a bound on the tokens of
+// what it returns (the counts of the head, the note and the tail, and cutJoinMargin), so
+// that a plan need not count the cut text again.
+func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) {
+	if total <= keep {
+		return text, total
+	}
+	// Bytes per token of this text, to guess the byte lengths; then shrink in proportion to
+	// the overshoot until it fits (one or two counts).
+	n := int(float64(len(text)) * float64(keep) / float64(total))
+	for n > 0 {
+		head, tail := splitKeep(text, n)
+		kept := tc.Count(head) + tc.Count(tail)
+		if kept <= keep {
+			note := cutNote(total - kept)
+			return head + note + tail, kept + tc.Count(note) + cutJoinMargin
+		}
+		n = min(n*9/10, int(float64(n)*float64(keep)/float64(kept)*0.98))
+	}
+	note := cutNote(total)
+	return note, tc.Count(note)
+}
+
+// splitKeep returns the head (two thirds of n bytes) and tail (the rest) of s, at rune
+// boundaries, moved to a line boundary when one is near.
+func splitKeep(s string, n int) (head, tail string) {
+	h := n * 2 / 3
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	head = s[:h]
+	if i := strings.LastIndexByte(head, '\n'); i > len(head)*3/4 {
+		head = head[:i]
+	}
+	t := len(s) - (n - h)
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	tail = s[t:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
+		tail = tail[i+1:]
+	}
+	return head, tail
+}
+
+// cutCandidate is one tool output that cutting may shorten: a tool result's part, or a whole
+// observation message (part −1).
+type cutCandidate struct {
+	msg, part int
+	tokens    int64 // its tokens now (the output's, or the observation's text)
+}
+
+// CutPart is one tool output a plan cuts: Part is the tool result's part, or −1 for an
+// observation message, whose text parts become one cut text.
+type CutPart struct {
+	Message, Part int
+	// Keep is the tokens the cut output keeps of its head and tail (CutText's keep); Tokens
+	// is its size before the cut.
+	Keep, Tokens int64
+	// Saved is the tokens cutting removes, note included, at least (see cutText's bound).
+	Saved int64
+}
+
+// outputText returns the text of a cuttable tool output and whether it is one: text, JSON
+// and error outputs.
+func outputText(o *compactorv1.ToolOutput) (string, bool) {
+	switch v := o.GetValue().(type) {
+	case *compactorv1.ToolOutput_Text:
+		return v.Text, true
+	case *compactorv1.ToolOutput_Json:
+		return v.Json, true
+	case *compactorv1.ToolOutput_ErrorText:
+		return v.ErrorText, true
+	case *compactorv1.ToolOutput_ErrorJson:
+		return v.ErrorJson, true
+	}
+	return "", false
+}
+
+// cutOutput returns o cut to keep tokens: a text output, or an error text for an error (cut
+// JSON is no longer JSON).
+func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compactorv1.ToolOutput {
+	text, _ := outputText(o)
+	cut, _ := cutText(text, c.Tokens, c.Keep, tc)
+	switch o.GetValue().(type) {
+	case *compactorv1.ToolOutput_ErrorText, *compactorv1.ToolOutput_ErrorJson:
+		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: cut}}
+	}
+	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: cut}}
+}
+
+// chooseCuts returns the cuts that remove at least need tokens from cands, cutting the
+// largest outputs first and all of them to the same size (never below MinCutOutputTokens),
+// with the exact tokens each saves, or as much as cutting can remove when that is less.
+// text returns a candidate's text.
+func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text, text func(cutCandidate) string) []CutPart {
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].tokens > cands[j].tokens })
+	// The largest keep whose estimated saving reaches need.
+	saving := func(keep int64) int64 {
+		var s int64
+		for _, c := range cands {
+			if c.tokens > keep+cutNoteAllowance {
+				s += c.tokens - keep - cutNoteAllowance
+			}
+		}
+		return s
+	}
+	lo, hi := int64(MinCutOutputTokens), int64(MinCutOutputTokens)
+	for _, c := range cands {
+		hi = max(hi, c.tokens)
+	}
+	if saving(lo) < need {
+		hi = lo
+	}
+	for lo < hi { // the largest keep with saving(keep) ≥ need
+		mid := lo + (hi-lo+1)/2
+		if saving(mid) >= need {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	var out []CutPart
+	for keep := lo; ; {
+		out = out[:0]
+		var saved int64
+		for _, c := range cands {
+			if c.tokens <= keep+cutNoteAllowance {
+				continue
+			}
+			_, n := cutText(text(c), c.tokens, keep, tc)
+			if n >= c.tokens {
+				continue
+			}
+			out = append(out, CutPart{Message: c.msg, Part: c.part, Keep: keep, Tokens: c.tokens, Saved: c.tokens - n})
+			saved += c.tokens - n
+		}
+		if saved >= need || keep <= MinCutOutputTokens {
+			break
+		}
+		keep = max(MinCutOutputTokens, keep-(need-saved)/int64(max(1, len(out)))-1)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Message != out[j].Message {
+			return out[i].Message < out[j].Message
+		}
+		return out[i].Part < out[j].Part
+	})
+	return out
+}

@@ -1,0 +1,473 @@
+package summarize
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/compactord/compactord/engine"
+)
+
+// Building the summary's items from what the walk gathered: each item is one line (or quoted
+// block) of one section, with a priority, and, for the items chosen by value, the names it
+// states and a base value.
+
+// Priorities: negative ones are kept first, most negative first, whatever the budget allows;
+// prioChosen items are chosen by value (render.go).
+const (
+	prioRequestEnds = -10 // the first and the latest request not kept beside the summary
+	prioIntent      = -9
+	prioPending     = -8
+	prioFiles       = -7 // the ledger, short: every path the agent named (the summary check's rule)
+	prioLastAction  = -6
+	prioPlan        = -5
+	prioLastError   = -4
+	prioEarlier     = -3
+	prioChosen      = 0
+)
+
+// item is one line (or quoted block) of the summary.
+type item struct {
+	section string
+	seq     int
+	prio    int
+	text    string
+	// base is what the item is worth beyond its names; names are those it states.
+	base  float64
+	names []string
+	// group, when not 0, makes the items that share it alternatives, shortest first: at
+	// most one of them is written, and a longer one replaces a shorter one chosen before.
+	group int
+}
+
+// build turns what the walk gathered into items.
+func (x *extractor) build() {
+	x.focus()
+	x.items = append(x.items, x.prior...)
+	x.buildRequests()
+	x.buildStopped()
+	x.buildPlan()
+	x.buildErrors()
+	x.buildFiles()
+	x.buildCalls()
+	x.buildNotes()
+	if len(x.items) == 0 {
+		// Nothing but what the summary leaves out: say what that was, so the summary is
+		// never empty.
+		switch {
+		case x.demos > 0:
+			x.add(item{section: secNotes, prio: prioIntent, text: "- the summarized part held only a few-shot demonstration of another task, left out"})
+		case len(x.kept) > 0:
+			x.add(item{section: secNotes, prio: prioIntent, text: "- the summarized part held only the requests kept verbatim after this summary"})
+		}
+	}
+	for i := range x.items {
+		x.items[i].names = namesOf(x.items[i].text)
+	}
+}
+
+func (x *extractor) add(it item) { x.items = append(x.items, it) }
+
+// focus marks the names of the code the agent works on: those of the latest read of each
+// file it changed before the end of the range.
+func (x *extractor) focus() {
+	latest := map[string]*call{} // path → its latest successful read
+	for _, c := range x.calls {
+		if !c.reads || c.status != callOK {
+			continue
+		}
+		for _, a := range c.acts {
+			if a.action == actRead {
+				latest[a.path] = c
+			}
+		}
+	}
+	for path, c := range latest {
+		if f := x.files.files[path]; f == nil || !f.changed() {
+			continue
+		}
+		if x.names.focus == nil {
+			x.names.focus = map[string]bool{}
+		}
+		for _, n := range namesOf(c.output) {
+			x.names.focus[n] = true
+		}
+	}
+}
+
+// alternatives adds items that say the same thing at growing length, as one group.
+func (x *extractor) alternatives(its ...item) {
+	x.groups++
+	for _, it := range its {
+		it.group = x.groups
+		x.add(it)
+	}
+}
+
+// buildRequests quotes the requests not kept beside the summary: the first and the latest
+// first, then the others by value.
+func (x *extractor) buildRequests() {
+	for k, r := range x.requests {
+		it := item{section: secRequests, seq: r.seq, text: quote(engine.Truncate(r.text, requestBytes)), base: 3}
+		if k == 0 || k == len(x.requests)-1 {
+			it.prio = prioRequestEnds
+		}
+		x.add(it)
+	}
+}
+
+// buildStopped says where the range stopped: the last intent, the last action with its
+// outcome, and the calls still waiting for a result.
+func (x *extractor) buildStopped() {
+	if n := len(x.statements); n > 0 {
+		last := x.statements[n-1]
+		p := lastParagraph(last.text, intentBytes)
+		x.add(item{section: secStopped, seq: last.seq, prio: prioIntent, text: "- last intent: " + oneLine(p)})
+	}
+	var last *call
+	for _, c := range x.calls {
+		if (c.status == callOK || c.status == callFailed) && (last == nil || c.seq > last.seq) {
+			last = c
+		}
+	}
+	for _, c := range x.calls {
+		if c.status == callPending {
+			x.add(item{section: secStopped, seq: c.seq, prio: prioPending, text: "- waiting for the result of: " + truncateBytes(c.label, callCommandBytes)})
+		}
+	}
+	if last != nil {
+		x.add(item{section: secStopped, seq: last.seq, prio: prioLastAction, text: "- last action: " + x.callLine(last, excerptBytes)})
+		if long := x.callLine(last, excerptBytesLong); long != x.callLine(last, excerptBytes) {
+			x.add(item{section: secCalls, seq: last.seq, text: "- " + long, base: 0.5})
+		}
+		last.shown = true
+	}
+}
+
+// buildPlan keeps the latest plan in full.
+func (x *extractor) buildPlan() {
+	steps := x.todo
+	if steps == nil {
+		steps = x.priorPlan
+	}
+	for i, s := range steps {
+		x.add(item{section: secPlan, seq: i, prio: prioPlan, text: s})
+	}
+}
+
+// buildErrors lists the failed calls: open ones (the latest first), then those a later
+// success of the same call resolved.
+func (x *extractor) buildErrors() {
+	var latest *item
+	for _, c := range x.calls {
+		if c.status != callFailed || c.shown {
+			continue // the last action says its failure
+		}
+		text := "- " + c.short + ": " + cmpOr(c.detail, "failed")
+		it := item{section: secErrors, seq: c.seq, text: text, base: 2}
+		if c.resolved {
+			it.text += " (resolved: the same call succeeded later)"
+			it.base = 0.3
+		}
+		x.add(it)
+		if !c.resolved {
+			latest = &x.items[len(x.items)-1]
+		}
+	}
+	if latest != nil {
+		latest.prio = prioLastError
+	}
+}
+
+// Ledger names: at most this many per action of a file, or, in the long form of its line,
+// ledgerNamesLong.
+const (
+	ledgerNames     = 6
+	ledgerNamesLong = 24
+)
+
+// buildFiles writes the ledger: each file with what was done to it and the names the agent
+// wrote into it (edits) or used from it (reads), and one line for the files only named.
+func (x *extractor) buildFiles() {
+	wrote := map[string][]string{} // path → names the agent wrote into it
+	saw := map[string][]string{}   // path → names of what it read that the agent used
+	for _, c := range x.calls {
+		for _, e := range c.edits {
+			wrote[e.path] = append(wrote[e.path], namesOf(e.text)...)
+		}
+		if c.reads && c.status == callOK {
+			for _, a := range c.acts {
+				if a.action == actRead {
+					for _, n := range namesOf(c.output) {
+						if st := x.names.stats[n]; st != nil && st.agent > 0 {
+							saw[a.path] = append(saw[a.path], n)
+						}
+					}
+				}
+			}
+		}
+	}
+	files := make([]*ledgerFile, 0, len(x.files.files))
+	for _, f := range x.files.files {
+		files = append(files, f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].seq < files[j].seq })
+	var named []string
+	for _, f := range files {
+		if len(f.acts) == 0 && f.prior == "" {
+			named = append(named, f.path)
+			continue
+		}
+		base := 1.5
+		if f.changed() {
+			base = 4
+		}
+		short := f.line(x.topNames(wrote[f.path], f.path, ledgerNames), x.topNames(saw[f.path], f.path, ledgerNames))
+		long := f.line(x.topNames(wrote[f.path], f.path, ledgerNamesLong), x.topNames(saw[f.path], f.path, ledgerNamesLong))
+		if long == short {
+			x.add(item{section: secFiles, seq: f.seq, text: short, base: base, prio: prioFiles})
+		} else {
+			x.alternatives(item{section: secFiles, seq: f.seq, text: short, base: base, prio: prioFiles},
+				item{section: secFiles, seq: f.seq, text: long, base: base})
+		}
+	}
+	if len(named) > 0 {
+		x.add(item{section: secFiles, seq: x.seq, text: "- named, not opened: " + strings.Join(named, ", "), base: 0.3, prio: prioFiles})
+	}
+}
+
+// topNames returns up to n distinct names of names, the highest weighted first, without the
+// file's own path and its parts.
+func (x *extractor) topNames(names []string, path string, n int) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, name := range names {
+		if seen[name] || strings.Contains(path, name) {
+			continue
+		}
+		seen[name] = true
+		out = append(out, name)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return x.names.weight(out[i]) > x.names.weight(out[j]) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// buildCalls writes each call not shown as the last action with its outcome and what its
+// output said.
+func (x *extractor) buildCalls() {
+	for _, c := range x.calls {
+		if c.shown || c.status == callPending || c.status == callUnanswered {
+			continue
+		}
+		var alts []item
+		for _, n := range []int{excerptBytes, excerptBytesLong, excerptBytesFull} {
+			text := "- " + x.callLine(c, n)
+			if len(alts) == 0 || alts[len(alts)-1].text != text {
+				alts = append(alts, item{section: secCalls, seq: c.seq, text: text, base: 0.5})
+			}
+		}
+		x.alternatives(alts...)
+	}
+}
+
+// callLine renders a call with its outcome: "label → ok: excerpt", "label → failed: line".
+func (x *extractor) callLine(c *call, excerptMax int) string {
+	switch c.status {
+	case callFailed:
+		return c.label + " → failed: " + cmpOr(c.detail, "(no output)")
+	case callPending:
+		return c.label
+	}
+	if ex := x.excerpt(c.output, excerptMax); ex != "" {
+		return c.label + " → " + ex
+	}
+	return c.label + " → ok"
+}
+
+// excerpt returns what an output says that the next turn may need: for JSON, its scalar
+// fields as key=value, those holding the highest weighted names first; for text, the lines
+// holding them (or, with instructions, the lines holding their terms), in order; within
+// excerptBytes.
+func (x *extractor) excerpt(output string, max int) string {
+	output = strings.TrimSpace(output)
+	if output == "" {
+		return ""
+	}
+	if fields := jsonFields(output); fields != nil {
+		return x.pick(fields, ", ", max)
+	}
+	var lines []string
+	for _, l := range strings.Split(output, "\n") {
+		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) {
+			lines = append(lines, l)
+		}
+	}
+	return x.pick(lines, " / ", max)
+}
+
+// agentPrompt reports whether an output line is an agent harness's prompt state rather than
+// output (SWE-agent's "(Open file: …)", "(Current directory: …)", "bash-$").
+func agentPrompt(l string) bool {
+	return strings.HasPrefix(l, "(Open file:") || strings.HasPrefix(l, "(Current directory:") || l == "bash-$"
+}
+
+// pick chooses among parts (lines, or key=value fields) those worth the most (the weights
+// of their names, the instructions' terms), keeps them in their order and joins them
+// within excerptBytes.
+func (x *extractor) pick(parts []string, sep string, max int) string {
+	if len(parts) == 0 {
+		return ""
+	}
+	type scored struct {
+		i     int
+		score float64
+	}
+	ss := make([]scored, len(parts))
+	for i, p := range parts {
+		s := 0.1 / float64(i+1) // the first lines say what the output is
+		for _, n := range namesOf(p) {
+			s += x.names.weight(n)
+		}
+		lp := strings.ToLower(p)
+		for _, t := range x.terms {
+			if strings.Contains(lp, t) {
+				s += 10
+			}
+		}
+		ss[i] = scored{i, s}
+	}
+	sort.SliceStable(ss, func(a, b int) bool { return ss[a].score > ss[b].score })
+	var chosen []int
+	picked := make(map[int]string)
+	used := 0
+	for _, s := range ss {
+		p := truncateBytes(parts[s.i], excerptLineBytes)
+		if used+len(p) > max && len(chosen) > 0 {
+			continue
+		}
+		picked[s.i] = p
+		used += len(p) + len(sep)
+		chosen = append(chosen, s.i)
+		if used >= max {
+			break
+		}
+	}
+	sort.Ints(chosen)
+	out := make([]string, len(chosen))
+	for k, i := range chosen {
+		out[k] = picked[i]
+	}
+	return strings.Join(out, sep)
+}
+
+// jsonFields returns the distinct scalar fields of a JSON object or array as key=value, in
+// document order (nested keys by their own name), or nil when s is not JSON.
+func jsonFields(s string) []string {
+	if s[0] != '{' && s[0] != '[' {
+		return nil
+	}
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(t))
+			for k := range t {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(k, t[k])
+			}
+		case []any:
+			for _, e := range t {
+				walk(key, e)
+			}
+		case nil:
+		default:
+			b, _ := json.Marshal(t)
+			field := strings.Trim(string(b), `"`)
+			if key != "" {
+				field = key + "=" + field
+			}
+			if !seen[field] {
+				seen[field] = true
+				out = append(out, field)
+			}
+		}
+	}
+	walk("", v)
+	return out
+}
+
+// buildNotes keeps the agent's statements (the latest too, unless the last intent says all
+// of it): their first paragraph, code left out, or, at more cost, most of them with their
+// code blocks cut short.
+func (x *extractor) buildNotes() {
+	for k, s := range x.statements {
+		if k == len(x.statements)-1 && strings.TrimSpace(s.text) == lastParagraph(s.text, intentBytes) {
+			break // all of it is the last intent
+		}
+		short := firstParagraph(withoutFences(s.text), noteBytes)
+		long := oneLine(truncateBytes(shortenFences(s.text), noteBytesLong))
+		if short == "" {
+			short = long
+		}
+		if short == "" {
+			continue
+		}
+		x.alternatives(item{section: secNotes, seq: s.seq, text: "- " + oneLine(short), base: 0.3},
+			item{section: secNotes, seq: s.seq, text: "- " + long, base: 0.3})
+	}
+}
+
+// shortenFences is text with each fenced block cut to codeBytes.
+func shortenFences(text string) string {
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		b.WriteString(rest[:i])
+		j := strings.Index(rest[i+3:], "```")
+		if j < 0 {
+			b.WriteString(truncateBytes(rest[i:], codeBytes))
+			return b.String()
+		}
+		b.WriteString(truncateBytes(rest[i:i+3+j], codeBytes))
+		b.WriteString("```")
+		rest = rest[i+3+j+3:]
+	}
+}
+
+// firstParagraph is the first non-empty paragraph of text, cut to n bytes.
+func firstParagraph(text string, n int) string {
+	for _, p := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			return truncateBytes(p, n)
+		}
+	}
+	return ""
+}
+
+// truncateBytes cuts s to at most n bytes at a rune boundary, marking the cut with "…".
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

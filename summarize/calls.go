@@ -1,0 +1,443 @@
+package summarize
+
+import (
+	"cmp"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+)
+
+// A call is one action of the agent: a structured tool call, or a command a text-protocol
+// agent wrote in a fenced block. Its outcome comes from structure (a tool result's error
+// flag, a return code), and for a command that runs something, from how its output ends
+// (a traceback, a failing test run); never from words inside a file it read.
+
+// callStatus is a call's outcome.
+type callStatus uint8
+
+const (
+	callPending callStatus = iota // no result in the range yet
+	callOK
+	callFailed
+	callUnanswered // a text-protocol command the agent went on from without an observation
+)
+
+type call struct {
+	seq   int
+	tool  string // the tool's name; "shell" for a text-protocol command
+	label string // how the summary writes it: `command` or tool(key=value, …)
+	key   string // identifies a retry of the same call: the tool and its path and command
+	short string // the tool and its path or command, cut: what an error line names
+	acts  []fileAct
+	// reads is set for calls whose output is content (reading, searching, listing): its
+	// words never make the call a failure.
+	reads  bool
+	output string
+	status callStatus
+	detail string // the failure: an error line or "exit N"
+	// resolved is set on a failure when the same call later succeeded.
+	resolved bool
+	// edits are what an edit wrote, per file (new text), for the names it defined.
+	edits []fileText
+	// shown is set once the call is written as the last action.
+	shown bool
+}
+
+// fileText is text a call wrote to a file.
+type fileText struct{ path, text string }
+
+// Caps on what a call line shows, in bytes.
+const (
+	callArgBytes     = 100
+	callShortBytes   = 60
+	callCommandBytes = 200
+	errorLineBytes   = 200
+)
+
+// keyArgs are the tool-call arguments worth showing, most telling first; those before
+// "command" name files.
+var keyArgs = []string{"path", "file_path", "filepath", "filename", "file", "notebook_path", "command", "cmd", "query",
+	"pattern", "url", "old_str", "new_str", "name", "id", "action", "reservation_id", "user_id", "order_id", "thought"}
+
+var keyArgRank = func() map[string]int {
+	m := make(map[string]int, len(keyArgs))
+	for i, k := range keyArgs {
+		m[k] = i
+	}
+	return m
+}()
+
+// editTextArgs are the arguments whose text an edit writes into its file.
+var editTextArgs = map[string]bool{"new_str": true, "file_text": true, "content": true, "new_string": true, "insert_text": true, "text": true}
+
+// toolCall reads a structured tool call.
+func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
+	c := &call{seq: x.next(), tool: cmp.Or(tc.GetToolName(), "tool")}
+	in := strings.TrimSpace(tc.GetInputJson())
+	var obj map[string]json.RawMessage
+	if in == "" || in == "{}" {
+		c.label, c.key, c.short = c.tool+"()", c.tool+"()", c.tool+"()"
+		c.reads = toolAction(c.tool, "") == actRead || toolAction(c.tool, "") == actSearch
+		return c
+	}
+	if err := json.Unmarshal([]byte(in), &obj); err != nil {
+		c.label = c.tool + "(" + oneLine(engine.Truncate(in, callArgBytes)) + ")"
+		c.key, c.short = c.tool+"("+in+")", c.tool+"(…)"
+		x.names.note(in, fromAgent, c.seq)
+		return c
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ri, iok := keyArgRank[keys[i]]
+		rj, jok := keyArgRank[keys[j]]
+		switch {
+		case iok && jok:
+			return ri < rj
+		case iok != jok:
+			return iok
+		}
+		return keys[i] < keys[j]
+	})
+	var args, keyParts []string
+	var path, command, first string
+	for _, k := range keys {
+		var s string
+		if err := json.Unmarshal(obj[k], &s); err != nil {
+			s = string(obj[k])
+		}
+		x.names.note(s, fromAgent, c.seq)
+		r, ranked := keyArgRank[k]
+		if ranked && r <= keyArgRank["cmd"] {
+			keyParts = append(keyParts, k+"="+s)
+			switch {
+			case r < keyArgRank["command"] && path == "":
+				path = s
+			case r >= keyArgRank["command"] && command == "":
+				command = s
+			}
+		}
+		if strings.HasPrefix(strings.TrimSpace(s), "*** Begin Patch") {
+			patchActions(s, func(p, action string) { c.acts = append(c.acts, fileAct{p, action}) })
+			c.edits = append(c.edits, patchTexts(s)...)
+		}
+		if editTextArgs[k] && path != "" {
+			c.edits = append(c.edits, fileText{path, s})
+		}
+		if len(args) < 3 && !(editTextArgs[k] && len(s) > callArgBytes) {
+			args = append(args, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
+		}
+		if first == "" {
+			first = s
+		}
+	}
+	if len(keys) > len(args) {
+		args = append(args, "…")
+	}
+	if todos := todoItems(c.tool, obj); todos != nil {
+		x.todo = todos
+	}
+	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
+	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
+	c.short = c.tool + "(" + oneLine(engine.Truncate(cmp.Or(path, command, first), callShortBytes)) + ")"
+	action := toolAction(c.tool, command)
+	c.reads = action == actRead || action == actSearch
+	c.acts = append(c.acts, x.fileActions(c.tool, path, command)...)
+	if command != "" && strings.ContainsAny(command, " \t\n") {
+		c.reads = c.reads || shellReads(command)
+		c.edits = append(c.edits, shellEdits(command)...)
+	}
+	return c
+}
+
+// shellCall reads a command a text-protocol agent wrote in a fenced block.
+func (x *extractor) shellCall(cmd string) *call {
+	c := &call{seq: x.next(), tool: "shell"}
+	line := oneLine(cmd)
+	c.label = "`" + engine.Truncate(line, callCommandBytes) + "`"
+	c.key = "shell(" + line + ")"
+	c.short = "`" + engine.Truncate(line, callShortBytes) + "`"
+	c.acts = x.fileActions("shell", "", cmd)
+	c.reads = shellReads(cmd)
+	c.edits = shellEdits(cmd)
+	x.names.note(cmd, fromAgent, c.seq)
+	return c
+}
+
+// settle records the outcome of c from its output; failed is set by structure (an error
+// result, a non-zero return code) when known.
+func (x *extractor) settle(c *call, output string, failed, known bool, detail string) {
+	c.output = output
+	x.names.note(output, fromOutput, x.next())
+	switch {
+	case known && failed && c.reads && strings.TrimSpace(withoutReturnCode(output)) == "":
+		// grep and find exit 1 when nothing matches: an answer, not a failure.
+		c.status, c.detail = callOK, ""
+		c.output = "no matches"
+	case known && failed:
+		c.status, c.detail = callFailed, cmp.Or(detail, errorLine(output))
+	case known:
+		c.status = callOK
+	case !c.reads:
+		if line := failureLine(output); line != "" {
+			c.status, c.detail = callFailed, line
+		} else {
+			c.status = callOK
+		}
+	default:
+		c.status = callOK
+	}
+	if c.detail != "" {
+		c.detail = oneLine(engine.Truncate(c.detail, errorLineBytes))
+	}
+	x.settleActs(c.acts, c.status == callFailed)
+	if c.status == callOK {
+		// An earlier failure of the same call is resolved.
+		for _, e := range x.failures[c.key] {
+			e.resolved = true
+		}
+		delete(x.failures, c.key)
+	} else {
+		x.failures[c.key] = append(x.failures[c.key], c)
+	}
+}
+
+// returnCodes read the exit status agents and tools print with an output:
+// mini-swe-agent's "<returncode>N</returncode>", "Exit code: N", "exit status N".
+var returnCodes = []*regexp.Regexp{
+	regexp.MustCompile(`^\s*<returncode>\s*(-?\d+)\s*</returncode>`),
+	regexp.MustCompile(`(?im)^\s*(?:exit code|exit status|return code|returncode)[:= ]\s*(-?\d+)\s*$`),
+}
+
+// returnCode returns the exit status an output reports, if it reports one.
+func returnCode(output string) (int, bool) {
+	for _, re := range returnCodes {
+		if m := re.FindStringSubmatch(output); m != nil {
+			if rc, err := strconv.Atoi(m[1]); err == nil {
+				return rc, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// withoutReturnCode is an observation without its return code and output tags.
+func withoutReturnCode(output string) string {
+	output = returnCodes[0].ReplaceAllString(output, "")
+	return strings.NewReplacer("<output>", "", "</output>", "").Replace(output)
+}
+
+// failureEnd matches the lines that say a program or a test run failed, where they say it:
+// at the end of its output (the last lines), not anywhere in a listing.
+var failureEnd = regexp.MustCompile(`^(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt)\b.*|Traceback \(most recent call last\):.*|--- FAIL: .*|FAILED\b.*|FAIL\b.*|=+ .*\bfailed\b.*|error(?:\[[A-Z0-9]+\])?:.*|fatal:.*|panic:.*|.*: command not found|.*: No such file or directory|.*Segmentation fault.*)$`)
+
+// failureLine returns the line that says the output of a run failed: the last of its last
+// five non-empty lines matching failureEnd, or, when that is a bare verdict ("FAIL"), a more
+// telling one above it; "" when none matches.
+func failureLine(output string) string {
+	lines := strings.Split(strings.TrimRight(output, " \t\r\n"), "\n")
+	seen := 0
+	found := ""
+	for i := len(lines) - 1; i >= 0 && seen < 5; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "<") {
+			continue
+		}
+		seen++
+		if !failureEnd.MatchString(l) {
+			continue
+		}
+		if found == "" {
+			found = l
+		}
+		if !bareVerdict(l) {
+			return l
+		}
+	}
+	return found
+}
+
+// bareVerdict reports whether a failure line says only that something failed.
+func bareVerdict(l string) bool {
+	switch strings.TrimRight(l, "!. ") {
+	case "FAIL", "FAILED":
+		return true
+	}
+	return false
+}
+
+// errorLine returns the line of an error output worth quoting: its last line matching
+// failureEnd, else its first non-empty line.
+func errorLine(output string) string {
+	if l := failureLine(output); l != "" {
+		return l
+	}
+	for _, l := range strings.Split(output, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// shellReads reports whether every simple command of a command line only reads, searches
+// or lists (its output is content, not an outcome).
+func shellReads(cmdline string) bool {
+	any := false
+	for _, simple := range splitShell(cmdline) {
+		words := strings.Fields(simple)
+		if len(words) == 0 || words[0] == "cd" {
+			continue
+		}
+		any = true
+		switch shellAction(words) {
+		case actRead, actSearch:
+		default:
+			switch words[0][strings.LastIndexByte(words[0], '/')+1:] {
+			case "echo", "printf", "head", "tail", "wc", "sort", "uniq", "cut", "awk", "xargs", "true", "pwd", "which", "git":
+			default:
+				return false
+			}
+		}
+	}
+	return any
+}
+
+// shellEdits returns the text shell commands write into files: a here-document redirected
+// to a file (cat <<EOF > f), and sed -i substitutions (their replacement).
+func shellEdits(cmdline string) []fileText {
+	var out []fileText
+	for off := 0; ; {
+		i := strings.Index(cmdline[off:], "<<")
+		if i < 0 {
+			break
+		}
+		i += off
+		start := strings.LastIndexByte(cmdline[:i], '\n') + 1
+		nl := strings.IndexByte(cmdline[i:], '\n')
+		if nl < 0 {
+			break
+		}
+		line, body := cmdline[start:i+nl], cmdline[i+nl+1:]
+		spec := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(cmdline[i:i+nl], "<<"), "-"))
+		if len(spec) == 0 {
+			break
+		}
+		delim := strings.Trim(spec[0], `'"`)
+		end := strings.Index(body, "\n"+delim)
+		if strings.HasPrefix(body, delim+"\n") {
+			end = 0
+		}
+		if delim == "" || end < 0 {
+			break
+		}
+		if j := strings.LastIndexByte(line, '>'); j >= 0 {
+			if f := strings.Fields(line[j+1:]); len(f) > 0 && !strings.HasPrefix(f[0], "<<") {
+				out = append(out, fileText{strings.Trim(f[0], `'"`), body[:end]})
+			}
+		}
+		off = i + nl + 1 + end + 1
+	}
+	for _, simple := range splitShell(cmdline) {
+		words := strings.Fields(simple)
+		if len(words) < 3 || words[0] != "sed" || shellAction(words) != actEdit {
+			continue
+		}
+		if script, file, ok := sedScript(simple); ok {
+			out = append(out, fileText{file, sedText(script)})
+		}
+	}
+	return out
+}
+
+// sedScript returns the quoted script of a sed command line and the file it edits (its last
+// word).
+func sedScript(cmd string) (script, file string, ok bool) {
+	words := strings.Fields(cmd)
+	file = strings.Trim(words[len(words)-1], `'"`)
+	for _, q := range []byte{'\'', '"'} {
+		i := strings.IndexByte(cmd, q)
+		j := strings.LastIndexByte(cmd, q)
+		if i >= 0 && j > i {
+			return cmd[i+1 : j], file, true
+		}
+	}
+	return "", "", false
+}
+
+// sedText returns the text a sed script writes: the replacements of its s commands and the
+// text of its a, i and c commands.
+func sedText(script string) string {
+	var out []string
+	for _, cmd := range strings.Split(script, ";") {
+		cmd = strings.TrimLeft(strings.TrimSpace(cmd), "0123456789,$/^ ")
+		switch {
+		case len(cmd) > 3 && cmd[0] == 's':
+			if parts := strings.Split(cmd[2:], cmd[1:2]); len(parts) >= 2 {
+				out = append(out, parts[1])
+			}
+		case len(cmd) > 2 && (cmd[0] == 'a' || cmd[0] == 'i' || cmd[0] == 'c') && (cmd[1] == '\\' || cmd[1] == ' '):
+			out = append(out, strings.TrimSpace(cmd[2:]))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// patchTexts returns the lines an apply_patch body adds, per file.
+func patchTexts(patch string) []fileText {
+	var out []fileText
+	var cur *fileText
+	for _, line := range strings.Split(patch, "\n") {
+		t := strings.TrimSpace(line)
+		for _, prefix := range []string{"*** Update File: ", "*** Add File: "} {
+			if p, ok := strings.CutPrefix(t, prefix); ok {
+				out = append(out, fileText{path: strings.TrimSpace(p)})
+				cur = &out[len(out)-1]
+			}
+		}
+		if cur != nil && strings.HasPrefix(line, "+") {
+			cur.text += line[1:] + "\n"
+		}
+	}
+	return out
+}
+
+// shellBlocks returns the commands in the bash/sh/shell fenced code blocks of an assistant
+// text: the calls of text-protocol agents.
+func shellBlocks(text string) []string {
+	var out []string
+	for rest := text; ; {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+3:]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			return out
+		}
+		lang := strings.TrimSpace(rest[:nl])
+		body := rest[nl+1:]
+		j := strings.Index(body, "```")
+		if j < 0 {
+			return out
+		}
+		switch lang {
+		case "bash", "sh", "shell", "console", "zsh":
+			if cmd := strings.TrimSpace(body[:j]); cmd != "" {
+				out = append(out, cmd)
+			}
+		}
+		rest = body[j+3:]
+	}
+}
+
+// oneLine collapses white space runs to one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

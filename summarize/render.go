@@ -1,0 +1,191 @@
+package summarize
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/compactord/compactord/engine"
+)
+
+// Choosing the items within the budget and writing them: the prioritized items first (most
+// negative priority first, newest first within one), cut to fit when they are the ones that
+// must not vanish; then, while anything fits, the item worth the most per token, where an
+// item is worth its base plus the weights of the names it states that no chosen item states
+// yet. Sections are written in order, their items oldest first.
+
+// render chooses items within opt.MaxTokens and writes them.
+func (x *extractor) render(opt ExtractiveOptions) string {
+	budget := int(opt.MaxTokens)
+	headerCost := map[string]int{}
+	for _, s := range sections {
+		headerCost[s] = opt.Count("## "+s+"\n") + 1 // + the blank line between sections
+	}
+	chosen := make([]bool, len(x.items))
+	var order []int // the chosen items, in the order chosen
+	opened := map[string]bool{}
+	covered := map[string]bool{}
+	used := 0
+	cost := func(i int) int {
+		c := opt.Count(x.items[i].text + "\n")
+		if !opened[x.items[i].section] {
+			c += headerCost[x.items[i].section]
+		}
+		return c
+	}
+	take := func(i, c int) {
+		chosen[i], opened[x.items[i].section] = true, true
+		used += c
+		order = append(order, i)
+		for _, n := range x.items[i].names {
+			covered[n] = true
+		}
+	}
+
+	// 1. The prioritized items.
+	var prio []int
+	for i, it := range x.items {
+		if it.prio < prioChosen {
+			prio = append(prio, i)
+		}
+	}
+	sort.SliceStable(prio, func(a, b int) bool {
+		ia, ib := x.items[prio[a]], x.items[prio[b]]
+		if ia.prio != ib.prio {
+			return ia.prio < ib.prio
+		}
+		return ia.seq > ib.seq
+	})
+	for _, i := range prio {
+		if c := cost(i); used+c <= budget {
+			take(i, c)
+			continue
+		}
+		// The earlier summary, the first and latest requests and the last intent must not
+		// vanish: keep what fits of them.
+		switch x.items[i].prio {
+		case prioRequestEnds, prioIntent, prioEarlier:
+		default:
+			continue
+		}
+		h := 0
+		if !opened[x.items[i].section] {
+			h = headerCost[x.items[i].section]
+		}
+		for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
+			text := engine.Truncate(x.items[i].text, room*2) // ~2 bytes per token is a safe bound for most text
+			if c := opt.Count(text+"\n") + h; used+c <= budget {
+				x.items[i].text = text
+				take(i, c)
+				break
+			}
+		}
+	}
+
+	// 2. The rest, by value per token.
+	var rest []int
+	for i, it := range x.items {
+		if it.prio >= prioChosen {
+			rest = append(rest, i)
+		}
+	}
+	costs := make([]int, len(x.items))
+	for _, i := range rest {
+		costs[i] = opt.Count(x.items[i].text + "\n")
+	}
+	inGroup := map[int]int{} // group → its chosen item
+	for _, i := range order {
+		if g := x.items[i].group; g != 0 {
+			inGroup[g] = i
+		}
+	}
+	for {
+		best, bestPrev, bestValue := -1, -1, 0.0
+		for _, i := range rest {
+			if chosen[i] {
+				continue
+			}
+			it := &x.items[i]
+			c, prev := costs[i], -1
+			if j, ok := inGroup[it.group]; ok && it.group != 0 {
+				if costs[i] <= costs[j] {
+					continue
+				}
+				c, prev = costs[i]-costs[j], j
+			} else if !opened[it.section] {
+				c += headerCost[it.section]
+			}
+			if used+c > budget {
+				continue
+			}
+			v := it.base
+			if prev >= 0 {
+				v -= x.items[prev].base
+			}
+			for _, n := range it.names {
+				if !covered[n] {
+					v += x.names.weight(n)
+				}
+			}
+			v /= float64(max(c, 1))
+			if v > bestValue || v == bestValue && best >= 0 && it.seq > x.items[best].seq {
+				best, bestPrev, bestValue = i, prev, v
+			}
+		}
+		if best < 0 || bestValue <= 0 {
+			break
+		}
+		c := costs[best]
+		if bestPrev >= 0 {
+			chosen[bestPrev] = false
+			used -= costs[bestPrev]
+		} else if !opened[x.items[best].section] {
+			c += headerCost[x.items[best].section]
+		}
+		take(best, c)
+		if g := x.items[best].group; g != 0 {
+			inGroup[g] = best
+		}
+	}
+
+	for {
+		out := x.write(chosen)
+		if opt.Count(out) <= budget || len(order) == 0 {
+			return out
+		}
+		// Token counts are not exactly additive: drop the item chosen last.
+		for len(order) > 0 && !chosen[order[len(order)-1]] {
+			order = order[:len(order)-1]
+		}
+		if len(order) > 0 {
+			chosen[order[len(order)-1]] = false
+			order = order[:len(order)-1]
+		}
+	}
+}
+
+// write writes the chosen items, section by section, oldest first.
+func (x *extractor) write(chosen []bool) string {
+	var b strings.Builder
+	for _, s := range sections {
+		var idx []int
+		for i, it := range x.items {
+			if chosen[i] && it.section == s {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		sort.SliceStable(idx, func(a, c int) bool { return x.items[idx[a]].seq < x.items[idx[c]].seq })
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "## %s\n", s)
+		for _, i := range idx {
+			b.WriteString(x.items[i].text)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
