@@ -140,12 +140,20 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 	// what room is left, the missing lines of requests too long to append whole.
 	var files []string
 	var later []string
+	// fitsFile takes the room of one more path on the appendix's files line (the line's
+	// prefix with the first).
+	fitsFile := func(p string) bool {
+		if len(files) == 0 {
+			return fits(FilesNamedPrefix + p + ", ")
+		}
+		return fits(p + ", ")
+	}
 	pathRoom := room / 4
 	for _, p := range paths {
 		switch {
 		case hay.Has(p):
 			rep.PathsRetained++
-		case count(p)+1 <= pathRoom && fits(p+", "):
+		case count(p)+1 <= pathRoom && fitsFile(p):
 			pathRoom -= count(p) + 1
 			files = append(files, p)
 			rep.PathsAppended++
@@ -176,7 +184,7 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		}
 	}
 	for _, p := range later {
-		if fits(p + ", ") {
+		if fitsFile(p) {
 			files = append(files, p)
 			rep.PathsAppended++
 		}
