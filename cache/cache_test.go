@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/hold"
+	"github.com/compactord/compactord/summary"
 )
 
 func hashOf(s string) string {
@@ -82,9 +85,9 @@ func backends() []backend {
 }
 
 func entry(text string) *Entry {
-	return &Entry{Text: text, CoveredMessages: 7, Kept: []int32{1, 4}, Model: "gpt-4o-mini", PromptVersion: "v1",
-		Summarizer: "mini", InputTokens: 1200, OutputTokens: 300, Created: time.Unix(1700000000, 0).UTC(),
-		Check: Check{RequestsTotal: 3, RequestsRetained: 2, RequestsAppended: 1, PathsTotal: 5, PathsRetained: 4, PathsAppended: 1, Trimmed: true}}
+	return &Entry{Output: summary.Output{Text: text, Model: "gpt-4o-mini", PromptVersion: "v1", InputTokens: 1200, OutputTokens: 300},
+		CoveredMessages: 7, Kept: []int32{1, 4}, Summarizer: "mini", Created: time.Unix(1700000000, 0).UTC(),
+		Check: summary.Check{RequestsTotal: 3, RequestsRetained: 2, RequestsAppended: 1, PathsTotal: 5, PathsRetained: 4, PathsAppended: 1, Trimmed: true}}
 }
 
 func TestCacheContract(t *testing.T) {
@@ -549,5 +552,35 @@ func TestScopeKeysOfMatchesKey(t *testing.T) {
 	}
 	if keys[0] == keys[1] {
 		t.Error("different prefixes share a key")
+	}
+}
+
+// TestEntryDecodesEarlierVersions: entries stay in Redis for days (--cache-ttl) across
+// upgrades, under the same keys, so an entry as an earlier version stored it (testdata)
+// decodes whole, and what this version stores is the same JSON object, which the earlier
+// version reads back (a rolling upgrade runs both).
+func TestEntryDecodesEarlierVersions(t *testing.T) {
+	raw, err := os.ReadFile("testdata/entry-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := entry("The user asked to port src/parse.py to Rust.")
+	got, ok := decode(string(raw))
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode(%s) = %+v, %v; want %+v", raw, got, ok, want)
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old, now map[string]any
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &now); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(old, now) {
+		t.Errorf("this version stores\n%s\nthe earlier one\n%s", b, raw)
 	}
 }

@@ -116,6 +116,18 @@ func TestRedisStoresJSONWithMetadataAndTTL(t *testing.T) {
 		}
 	}
 
+	// An entry as an earlier version stored it reads back whole (TestEntryDecodesEarlierVersions).
+	old, err := os.ReadFile("testdata/entry-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rdb.Set(ctx, r.entryKey(k), old, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := r.Get(ctx, k); err != nil || e.Text != "The user asked to port src/parse.py to Rust." || e.Check.PathsTotal != 5 {
+		t.Errorf("an earlier version's entry: Get = %+v, %v", e, err)
+	}
+
 	// A corrupt value reads as a miss, not as an outage.
 	if err := r.rdb.Set(ctx, r.entryKey(k), "{not json", time.Minute).Err(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/redistest"
+	"github.com/compactord/compactord/summary"
 )
 
 // TestRedisStalledGivesUpWithinBudget: behind a partition, every cache command gives up
@@ -25,7 +26,7 @@ func TestRedisStalledGivesUpWithinBudget(t *testing.T) {
 	defer r.Close()
 	ctx := context.Background()
 	key := Scope{Tenant: "t", Summarizer: "s"}.Key("00ff")
-	if err := r.Set(ctx, key, &Entry{Text: "summary"}); err != nil {
+	if err := r.Set(ctx, key, &Entry{Output: summary.Output{Text: "summary"}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/compactord/compactord/summary"
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -320,13 +321,18 @@ const (
 	CheckMissing  = "missing"
 )
 
-// ObserveCheck records one summary check: for kind (CheckRequest or CheckPath), total items,
-// of which retained were in the summary or kept messages and appended were appended; the
-// rest are counted missing. Counts are never content.
-func (m *Metrics) ObserveCheck(kind string, total, retained, appended int) {
+// ObserveCheck records what one summary check found: per kind (CheckRequest, CheckPath), the
+// items it found retained and those it appended; the rest of the kind's total are counted
+// missing. Counts are never content.
+func (m *Metrics) ObserveCheck(c summary.Check) {
 	if m == nil {
 		return
 	}
+	m.observeCheckKind(CheckRequest, c.RequestsTotal, c.RequestsRetained, c.RequestsAppended)
+	m.observeCheckKind(CheckPath, c.PathsTotal, c.PathsRetained, c.PathsAppended)
+}
+
+func (m *Metrics) observeCheckKind(kind string, total, retained, appended int) {
 	m.checkItems.WithLabelValues(kind, CheckRetained).Add(float64(retained))
 	m.checkItems.WithLabelValues(kind, CheckAppended).Add(float64(appended))
 	if missing := total - retained - appended; missing > 0 {

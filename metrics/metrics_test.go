@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/summary"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -55,6 +56,23 @@ compactord_cache_lookups_total{result="unavailable"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "compactord_cache_lookups_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestObserveCheckCountsEveryItem(t *testing.T) {
+	m, _ := newTest(t)
+	m.ObserveCheck(summary.Check{RequestsTotal: 5, RequestsRetained: 2, RequestsAppended: 2, PathsTotal: 3, PathsRetained: 3, Trimmed: true})
+	m.ObserveCheck(summary.Check{RequestsTotal: 1, RequestsAppended: 1, PathsTotal: 4, PathsAppended: 1})
+	for _, tt := range []struct {
+		kind, result string
+		want         float64
+	}{
+		{CheckRequest, CheckRetained, 2}, {CheckRequest, CheckAppended, 3}, {CheckRequest, CheckMissing, 1},
+		{CheckPath, CheckRetained, 3}, {CheckPath, CheckAppended, 1}, {CheckPath, CheckMissing, 3},
+	} {
+		if got := testutil.ToFloat64(m.checkItems.WithLabelValues(tt.kind, tt.result)); got != tt.want {
+			t.Errorf("check items{kind=%q,result=%q} = %v, want %v", tt.kind, tt.result, got, tt.want)
+		}
 	}
 }
 

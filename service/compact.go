@@ -18,6 +18,7 @@ import (
 	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
+	"github.com/compactord/compactord/summary"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
@@ -53,17 +54,8 @@ var errUnpaid = errors.New("no summary can pay for itself")
 // too short to summarize.
 const minSummaryTokens = 32
 
-// Span attributes of the summary check (counts only, never content).
-const (
-	attrCheckRequestsTotal    = attribute.Key("compactor.check.requests.total")
-	attrCheckRequestsRetained = attribute.Key("compactor.check.requests.retained")
-	attrCheckRequestsAppended = attribute.Key("compactor.check.requests.appended")
-	attrCheckPathsTotal       = attribute.Key("compactor.check.paths.total")
-	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
-	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
-	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
-	attrFallbackFrom          = attribute.Key("compactor.summary.fallback_from")
-)
+// attrFallbackFrom names, on the server span, the summarizer whose fallback wrote the summary.
+const attrFallbackFrom = attribute.Key("compactor.summary.fallback_from")
 
 // tenant returns the tenant the call acts for (see auth.Tenant), or "" (the anonymous tenant).
 func tenant(ctx context.Context) string { return auth.Tenant(ctx) }
@@ -154,24 +146,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	s.metrics.ObserveTokens(int(plan.GetTokensBefore()), int(plan.GetTokensAfter()))
 	resp.Compacted = true
 	resp.Messages = out
-	resp.Summary = &compactorv1.Summary{
-		Text:                 entry.Text,
-		Summarizer:           entry.Summarizer,
-		Model:                entry.Model,
-		PromptVersion:        entry.PromptVersion,
-		InputTokens:          entry.InputTokens,
-		OutputTokens:         entry.OutputTokens,
-		CoveredMessages:      entry.CoveredMessages,
-		RequestsTotal:        entry.Check.RequestsTotal,
-		RequestsRetained:     entry.Check.RequestsRetained,
-		RequestsAppended:     entry.Check.RequestsAppended,
-		PathsTotal:           entry.Check.PathsTotal,
-		PathsRetained:        entry.Check.PathsRetained,
-		PathsAppended:        entry.Check.PathsAppended,
-		CheckTrimmed:         entry.Check.Trimmed,
-		RequestsKeptVerbatim: int32(len(kept)),
-		FallbackFrom:         fallbackFrom,
-	}
+	resp.Summary = summaryProto(entry, len(kept), fallbackFrom)
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return resp, nil
 }
@@ -426,24 +401,15 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 		return nil, fmt.Errorf("compact: %w: the checked summary has %d tokens, more than %.2f × the %d tokens it replaces",
 			errUnpaid, out, c.s.maxSummaryRatio, inTokens)
 	}
-	c.s.metrics.ObserveCheck(metrics.CheckRequest, rep.RequestsTotal, rep.RequestsRetained, rep.RequestsAppended)
-	c.s.metrics.ObserveCheck(metrics.CheckPath, rep.PathsTotal, rep.PathsRetained, rep.PathsAppended)
+	c.s.metrics.ObserveCheck(rep)
+	res.Text = text // the checked summary is the one stored and served
 	return &cache.Entry{
-		Text:            text,
+		Output:          res.Output,
+		Summarizer:      name,
 		CoveredMessages: int32(c.cut),
 		Kept:            c.kept,
-		Model:           res.Model,
-		PromptVersion:   res.PromptVersion,
-		Summarizer:      name,
-		InputTokens:     res.InputTokens,
-		OutputTokens:    res.OutputTokens,
 		Created:         time.Now().UTC(),
-		Check: cache.Check{
-			RequestsTotal: int32(rep.RequestsTotal), RequestsRetained: int32(rep.RequestsRetained),
-			RequestsAppended: int32(rep.RequestsAppended), PathsTotal: int32(rep.PathsTotal),
-			PathsRetained: int32(rep.PathsRetained), PathsAppended: int32(rep.PathsAppended),
-			Trimmed: rep.Trimmed,
-		},
+		Check:           rep,
 	}, nil
 }
 
@@ -493,9 +459,9 @@ func (c *compaction) summarized(i int) bool {
 // latest summary (whatever cached prefix the summary was built on), against the summary and
 // the head messages kept before the cut (the tail is left out: the entry is cached for every
 // conversation sharing the prefix).
-func (c *compaction) check(summary string, budget int, count func(string) int) (string, fidelity.Report) {
+func (c *compaction) check(text string, budget int, count func(string) int) (string, summary.Check) {
 	rng, kept := c.split()
-	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
+	return fidelity.Check(fidelity.CheckInput{Summary: text, Range: rng, Kept: kept, Budget: budget, Count: count})
 }
 
 // keptPositions returns the positions of the requests before the cut the plan keeps
@@ -565,16 +531,6 @@ func (c *compaction) summaryMessage(text string, covered int) *compactorv1.Messa
 			return m
 		}
 		m = engine.SummaryMessage(engine.Truncate(text, n), covered)
-	}
-}
-
-// checkAttributes are the span attributes of a summary check.
-func checkAttributes(ch cache.Check) []attribute.KeyValue {
-	return []attribute.KeyValue{
-		attrCheckRequestsTotal.Int(int(ch.RequestsTotal)), attrCheckRequestsRetained.Int(int(ch.RequestsRetained)),
-		attrCheckRequestsAppended.Int(int(ch.RequestsAppended)), attrCheckPathsTotal.Int(int(ch.PathsTotal)),
-		attrCheckPathsRetained.Int(int(ch.PathsRetained)), attrCheckPathsAppended.Int(int(ch.PathsAppended)),
-		attrCheckTrimmed.Bool(ch.Trimmed),
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summary"
 )
 
 // secret appears in the test conversation; it must never reach a span.
@@ -217,8 +218,8 @@ func TestLLMSuccess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Result{Text: "## User requests\n- fix it", Model: p.respModel, PromptVersion: engine.PromptVersion,
-				InputTokens: 321, OutputTokens: 45, FinishReasons: []string{p.finishReason}, Attempts: 1}
+			want := Result{Output: summary.Output{Text: "## User requests\n- fix it", Model: p.respModel, PromptVersion: engine.PromptVersion,
+				InputTokens: 321, OutputTokens: 45}, FinishReasons: []string{p.finishReason}, Attempts: 1}
 			if fmt.Sprint(res) != fmt.Sprint(want) {
 				t.Errorf("Result = %+v\nwant     %+v", res, want)
 			}
