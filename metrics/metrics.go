@@ -7,7 +7,7 @@
 //
 //	grpc_server_started_total, grpc_server_handled_total{grpc_code},
 //	grpc_server_handling_seconds            per grpc_type, grpc_service, grpc_method
-//	compactord_cache_lookups_total{result}   result = hit | miss | unavailable
+//	compactord_cache_lookups_total{result}   result = hit | miss | unavailable | bypass
 //	compactord_summarizer_calls_total{summarizer, outcome}
 //	                                         outcome = ok | error | timeout | canceled;
 //	                                         summarizer errors are the outcome != "ok" series
@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/summary"
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,20 +43,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-)
-
-// CacheResult is the outcome of one summary cache lookup.
-type CacheResult string
-
-// The cache lookup results recorded by CacheLookup.
-const (
-	// CacheHit: a stored summary was found and used.
-	CacheHit CacheResult = "hit"
-	// CacheMiss: the cache answered and held no usable summary.
-	CacheMiss CacheResult = "miss"
-	// CacheUnavailable: the cache failed (Redis down, timeout) and the request went on
-	// without it.
-	CacheUnavailable CacheResult = "unavailable"
 )
 
 // Summarizer call outcomes, derived from the error passed to ObserveSummarizer.
@@ -116,7 +103,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "compactord_cache_lookups_total",
-			Help: "Summary cache lookups by result: hit, miss, or unavailable (the cache failed and was skipped).",
+			Help: "Summaries Compact served, by how the summary cache served them (the response's cache_status): hit, miss (written and stored), unavailable (the cache failed and was skipped), bypass (written and not stored).",
 		}, []string{"result"}),
 		summarizerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "compactord_summarizer_calls_total",
@@ -156,8 +143,8 @@ func New(reg prometheus.Registerer) *Metrics {
 
 	// Every cache series exists from the start, so rate() and ratios work before the first
 	// miss.
-	for _, r := range []CacheResult{CacheHit, CacheMiss, CacheUnavailable} {
-		m.cacheLookups.WithLabelValues(string(r))
+	for _, s := range cache.Statuses() {
+		m.cacheLookups.WithLabelValues(s.String())
 	}
 	for _, k := range []string{CheckRequest, CheckPath} {
 		for _, r := range []string{CheckRetained, CheckAppended, CheckMissing} {
@@ -243,13 +230,13 @@ func (m *Metrics) InitializeSummarizers(names ...string) {
 	}
 }
 
-// CacheLookup counts one summary cache lookup. r should be one of CacheHit, CacheMiss and
-// CacheUnavailable.
-func (m *Metrics) CacheLookup(r CacheResult) {
+// CacheLookup counts one summary Compact served, by how the cache served it (labelled with
+// s.String()).
+func (m *Metrics) CacheLookup(s cache.Status) {
 	if m == nil {
 		return
 	}
-	m.cacheLookups.WithLabelValues(string(r)).Inc()
+	m.cacheLookups.WithLabelValues(s.String()).Inc()
 }
 
 // ObserveSummarizer records one call of the configured summarizer name that took d and

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/summary"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,14 +33,14 @@ func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
 
 func TestCacheLookupCountsByResult(t *testing.T) {
 	m, _ := newTest(t)
-	for _, r := range []CacheResult{CacheHit, CacheHit, CacheMiss, CacheHit, CacheUnavailable} {
+	for _, r := range []cache.Status{cache.StatusHit, cache.StatusHit, cache.StatusMiss, cache.StatusHit, cache.StatusUnavailable} {
 		m.CacheLookup(r)
 	}
 	for _, tt := range []struct {
-		result CacheResult
+		result cache.Status
 		want   float64
-	}{{CacheHit, 3}, {CacheMiss, 1}, {CacheUnavailable, 1}} {
-		if got := testutil.ToFloat64(m.cacheLookups.WithLabelValues(string(tt.result))); got != tt.want {
+	}{{cache.StatusHit, 3}, {cache.StatusMiss, 1}, {cache.StatusUnavailable, 1}} {
+		if got := testutil.ToFloat64(m.cacheLookups.WithLabelValues(tt.result.String())); got != tt.want {
 			t.Errorf("cache lookups{result=%q} = %v, want %v", tt.result, got, tt.want)
 		}
 	}
@@ -48,8 +49,9 @@ func TestCacheLookupCountsByResult(t *testing.T) {
 func TestCacheSeriesExistBeforeFirstLookup(t *testing.T) {
 	_, reg := newTest(t)
 	want := `
-# HELP compactord_cache_lookups_total Summary cache lookups by result: hit, miss, or unavailable (the cache failed and was skipped).
+# HELP compactord_cache_lookups_total Summaries Compact served, by how the summary cache served them (the response's cache_status): hit, miss (written and stored), unavailable (the cache failed and was skipped), bypass (written and not stored).
 # TYPE compactord_cache_lookups_total counter
+compactord_cache_lookups_total{result="bypass"} 0
 compactord_cache_lookups_total{result="hit"} 0
 compactord_cache_lookups_total{result="miss"} 0
 compactord_cache_lookups_total{result="unavailable"} 0
@@ -378,7 +380,7 @@ func grep(s, substr string) string {
 
 func TestNilMetricsRecordsNothingAndPassesCallsThrough(t *testing.T) {
 	var m *Metrics
-	m.CacheLookup(CacheHit)
+	m.CacheLookup(cache.StatusHit)
 	m.ObserveSummarizer(context.Background(), "mini", time.Second, nil)
 	m.ObserveTokens(1, 1)
 	m.AddPrunedTokens(1)

@@ -50,3 +50,18 @@ func checkAttributes(c summary.Check) []attribute.KeyValue {
 		attrCheckTrimmed.Bool(c.Trimmed),
 	}
 }
+
+// cacheStatusProto is the API's CacheStatus of a cache outcome.
+func cacheStatusProto(s cache.Status) compactorv1.CacheStatus {
+	switch s {
+	case cache.StatusHit:
+		return compactorv1.CacheStatus_CACHE_STATUS_HIT
+	case cache.StatusMiss:
+		return compactorv1.CacheStatus_CACHE_STATUS_MISS
+	case cache.StatusUnavailable:
+		return compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE
+	case cache.StatusBypass:
+		return compactorv1.CacheStatus_CACHE_STATUS_BYPASS
+	}
+	return compactorv1.CacheStatus_CACHE_STATUS_UNSPECIFIED
+}
