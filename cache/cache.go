@@ -108,7 +108,7 @@ type Scope struct {
 	Instructions string
 }
 
-// Key names a cache entry. Build it with Scope.Key; the zero Key is invalid.
+// Key names a cache entry. Build it with Scope.Keys; the zero Key is invalid.
 type Key struct{ s string }
 
 // String returns the key as stored (without a backend's prefix). It contains only hashes, no
@@ -118,27 +118,11 @@ func (k Key) String() string { return k.s }
 // IsZero reports whether k is the zero Key.
 func (k Key) IsZero() bool { return k.s == "" }
 
-// Key returns the key for the summary of the prefix whose hash chain value is prefixHash
-// (hex SHA-256, as in PlanResponse.prefix_hash). The key is
-// "{sha256(tenant)[:16]}:{sha256(summarizer ‖ instructions)[:16]}:{prefixHash}" in hex.
-func (s Scope) Key(prefixHash string) Key { return Key{s: s.prefix() + prefixHash} }
-
-// Keys returns Key(h) for every hash, in order.
-func (s Scope) Keys(prefixHashes []string) []Key {
-	p := s.prefix()
-	keys := make([]Key, len(prefixHashes))
-	for i, h := range prefixHashes {
-		keys[i] = Key{s: p + h}
-	}
-	return keys
-}
-
-// KeyOf is Key for a raw 32-byte chain value.
-func (s Scope) KeyOf(prefixHash [32]byte) Key { return s.KeysOf([][32]byte{prefixHash})[0] }
-
-// KeysOf returns the keys of raw chain values, in order: the candidates of one Longest
-// lookup, with the scope hashed once.
-func (s Scope) KeysOf(prefixHashes [][32]byte) []Key {
+// Keys returns the keys of the summaries of the prefixes whose hash chain values are
+// prefixHashes (the raw SHA-256 of PlanResponse.prefix_hash), in order: the candidates of one
+// Longest lookup, with the scope hashed once. A key is
+// "{sha256(tenant)[:16]}:{sha256(summarizer ‖ instructions)[:16]}:{prefix hash}" in hex.
+func (s Scope) Keys(prefixHashes [][32]byte) []Key {
 	p := s.prefix()
 	keys := make([]Key, len(prefixHashes))
 	buf := make([]byte, len(p)+hex.EncodedLen(sha256.Size))

@@ -190,7 +190,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
 	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
-	keys := scope.KeysOf(c.chain[lo : c.cut+1])
+	keys := scope.Keys(c.chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
 	b, stale := c.start(), (*cache.Entry)(nil)

@@ -449,7 +449,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 			if got := fx.f.hits.Load(); got != 3 {
 				t.Fatalf("%d requests, want 3 before the breaker opened", got)
 			}
-			if !fx.s.BreakerOpen() {
+			if !fx.s.breaker.isOpen() {
 				t.Fatal("breaker not open")
 			}
 
@@ -479,7 +479,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 			if err != nil || res.Text != "recovered" {
 				t.Fatalf("probe after recovery: %+v, %v", res, err)
 			}
-			if fx.s.BreakerOpen() {
+			if fx.s.breaker.isOpen() {
 				t.Error("breaker still open after a successful probe")
 			}
 			if _, err := fx.s.Summarize(ctx, req); err != nil {
@@ -500,8 +500,8 @@ func TestLLMRateLimitsDoNotTripTheBreaker(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("err = %v, want ErrUnavailable without the breaker", err)
 	}
-	if got := fx.f.hits.Load(); got != 4 || fx.s.BreakerOpen() {
-		t.Errorf("%d requests (want 4), breaker open %v", got, fx.s.BreakerOpen())
+	if got := fx.f.hits.Load(); got != 4 || fx.s.breaker.isOpen() {
+		t.Errorf("%d requests (want 4), breaker open %v", got, fx.s.breaker.isOpen())
 	}
 }
 
@@ -593,7 +593,7 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 	for range 2 {
 		_, _ = fx.s.Summarize(ctx, req)
 	}
-	if !fx.s.BreakerOpen() {
+	if !fx.s.breaker.isOpen() {
 		t.Fatal("breaker not open after 2 failures")
 	}
 	time.Sleep(breakerCooldown)
@@ -601,7 +601,7 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 	if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrRejected) || errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("probe: %v", err)
 	}
-	if fx.s.BreakerOpen() {
+	if fx.s.breaker.isOpen() {
 		t.Error("a provider that answers 400 is up: the breaker should close")
 	}
 	if got := fx.f.hits.Load(); got != 3 {
