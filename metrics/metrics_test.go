@@ -25,7 +25,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
-func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
+func newTest(t *testing.T) (*Recorder, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	return New(reg), reg
@@ -379,7 +379,7 @@ func grep(s, substr string) string {
 }
 
 func TestNilMetricsRecordsNothingAndPassesCallsThrough(t *testing.T) {
-	var m *Metrics
+	var m *Recorder
 	m.CacheLookup(cache.StatusHit)
 	m.ObserveSummarizer(context.Background(), "mini", time.Second, nil)
 	m.ObserveTokens(1, 1)

@@ -52,7 +52,7 @@ type replicaConfig struct {
 	fallback string                        // the llm summarizer's fallback
 	model    string                        // the llm summarizer's model; "gpt-test" by default
 	calls    service.Admitter              // admits calls and their requests' memory
-	metrics  *metrics.Metrics              // records the cache outcomes and the rest
+	metrics  *metrics.Recorder             // records the cache outcomes and the rest
 	unary    []grpc.UnaryServerInterceptor // e.g. the per-tenant limits
 }
 
