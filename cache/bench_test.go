@@ -12,7 +12,7 @@ import (
 func benchLongest(b *testing.B, c Cache) {
 	ctx := context.Background()
 	scope := Scope{Tenant: "bench", Summarizer: "extractive"}
-	hashes := make([]string, 200)
+	hashes := make([][32]byte, 200)
 	for i := range hashes {
 		hashes[i] = hashOf(fmt.Sprintf("bench-%d", i))
 	}

@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
+
+	"github.com/compactord/compactord/summary"
 )
 
 // Sentinel errors. Every error a Cache returns wraps one of them.
@@ -67,41 +69,25 @@ type Lease interface {
 	Unlock(ctx context.Context) error
 }
 
-// Entry is one cached summary and the metadata the Compact response reports about it.
+// Entry is one cached summary: what its summarizer wrote and what the summary check found
+// (package summary), with what it covers. Its JSON form is what Redis stores: entries written
+// by earlier versions decode into it (cache/testdata).
 type Entry struct {
-	// Text is the summary text (the body of the COMPACT_SUMMARY message).
-	Text string `json:"text"`
+	// Output is the summary and what writing it cost.
+	summary.Output
+	// Summarizer is the configured name of the summarizer that wrote it.
+	Summarizer string `json:"summarizer,omitempty"`
 	// CoveredMessages is how many messages of the conversation the summary covers.
 	CoveredMessages int32 `json:"covered_messages"`
 	// Kept are the positions, ascending, of the requests the summary left out because they
 	// stayed verbatim beside it. A compaction that keeps fewer must fold those into a new
 	// summary (built on this one) rather than serve it as it is.
 	Kept []int32 `json:"kept,omitempty"`
-	// Model is the model that wrote the summary ("" for the extractive summarizer).
-	Model string `json:"model,omitempty"`
-	// PromptVersion is the version of the summary prompt used.
-	PromptVersion string `json:"prompt_version,omitempty"`
-	// Summarizer is the configured name of the summarizer that wrote the summary.
-	Summarizer string `json:"summarizer,omitempty"`
-	// InputTokens and OutputTokens are the usage of the summarization call.
-	InputTokens  int64 `json:"input_tokens,omitempty"`
-	OutputTokens int64 `json:"output_tokens,omitempty"`
 	// Created is when the summary was written.
 	Created time.Time `json:"created"`
 	// Check is what the summary check found when the summary was written: a cached summary
 	// is stored checked.
-	Check Check `json:"check,omitzero"`
-}
-
-// Check is the report of the summary check (see package fidelity) kept with an entry.
-type Check struct {
-	RequestsTotal    int32 `json:"requests_total,omitempty"`
-	RequestsRetained int32 `json:"requests_retained,omitempty"`
-	RequestsAppended int32 `json:"requests_appended,omitempty"`
-	PathsTotal       int32 `json:"paths_total,omitempty"`
-	PathsRetained    int32 `json:"paths_retained,omitempty"`
-	PathsAppended    int32 `json:"paths_appended,omitempty"`
-	Trimmed          bool  `json:"trimmed,omitempty"`
+	Check summary.Check `json:"check,omitzero"`
 }
 
 // size approximates the memory an entry and its key occupy.
@@ -122,7 +108,7 @@ type Scope struct {
 	Instructions string
 }
 
-// Key names a cache entry. Build it with Scope.Key; the zero Key is invalid.
+// Key names a cache entry. Build it with Scope.Keys; the zero Key is invalid.
 type Key struct{ s string }
 
 // String returns the key as stored (without a backend's prefix). It contains only hashes, no
@@ -132,27 +118,11 @@ func (k Key) String() string { return k.s }
 // IsZero reports whether k is the zero Key.
 func (k Key) IsZero() bool { return k.s == "" }
 
-// Key returns the key for the summary of the prefix whose hash chain value is prefixHash
-// (hex SHA-256, as in PlanResponse.prefix_hash). The key is
-// "{sha256(tenant)[:16]}:{sha256(summarizer ‖ instructions)[:16]}:{prefixHash}" in hex.
-func (s Scope) Key(prefixHash string) Key { return Key{s: s.prefix() + prefixHash} }
-
-// Keys returns Key(h) for every hash, in order.
-func (s Scope) Keys(prefixHashes []string) []Key {
-	p := s.prefix()
-	keys := make([]Key, len(prefixHashes))
-	for i, h := range prefixHashes {
-		keys[i] = Key{s: p + h}
-	}
-	return keys
-}
-
-// KeyOf is Key for a raw 32-byte chain value.
-func (s Scope) KeyOf(prefixHash [32]byte) Key { return s.KeysOf([][32]byte{prefixHash})[0] }
-
-// KeysOf returns the keys of raw chain values, in order: the candidates of one Longest
-// lookup, with the scope hashed once.
-func (s Scope) KeysOf(prefixHashes [][32]byte) []Key {
+// Keys returns the keys of the summaries of the prefixes whose hash chain values are
+// prefixHashes (the raw SHA-256 of PlanResponse.prefix_hash), in order: the candidates of one
+// Longest lookup, with the scope hashed once. A key is
+// "{sha256(tenant)[:16]}:{sha256(summarizer ‖ instructions)[:16]}:{prefix hash}" in hex.
+func (s Scope) Keys(prefixHashes [][32]byte) []Key {
 	p := s.prefix()
 	keys := make([]Key, len(prefixHashes))
 	buf := make([]byte, len(p)+hex.EncodedLen(sha256.Size))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,12 +16,14 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/hold"
+	"github.com/compactord/compactord/summary"
 )
 
-func hashOf(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
+// hashOf stands for the hash chain value of a prefix named s.
+func hashOf(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// key is the one key of Keys.
+func (s Scope) key(prefixHash [32]byte) Key { return s.Keys([][32]byte{prefixHash})[0] }
 
 func TestScopeKeySeparatesTenantsSummarizersAndInstructions(t *testing.T) {
 	base := Scope{Tenant: "acme", Summarizer: "mini/gpt-4o-mini/v1", Instructions: "focus on tests"}
@@ -36,10 +40,10 @@ func TestScopeKeySeparatesTenantsSummarizersAndInstructions(t *testing.T) {
 		{"other instructions", Scope{Tenant: "acme", Summarizer: base.Summarizer}, false},
 		{"field boundary moved", Scope{Tenant: "acme", Summarizer: base.Summarizer + "focus", Instructions: " on tests"}, false},
 	}
-	want := base.Key(h)
+	want := base.key(h)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.scope.Key(h)
+			got := tt.scope.key(h)
 			if (got == want) != tt.same {
 				t.Errorf("Key = %q, base %q: same = %v, want %v", got, want, got == want, tt.same)
 			}
@@ -48,15 +52,10 @@ func TestScopeKeySeparatesTenantsSummarizersAndInstructions(t *testing.T) {
 	if strings.Contains(want.String(), "acme") || strings.Contains(want.String(), "focus") {
 		t.Errorf("key %q leaks the tenant or instructions", want)
 	}
-	if !strings.HasSuffix(want.String(), ":"+h) {
+	if !strings.HasSuffix(want.String(), ":"+hex.EncodeToString(h[:])) {
 		t.Errorf("key %q does not end with the prefix hash", want)
 	}
-	var raw [32]byte
-	copy(raw[:], sha256.New().Sum(nil))
-	if base.KeyOf(raw) != base.Key(hex.EncodeToString(raw[:])) {
-		t.Error("KeyOf and Key disagree")
-	}
-	if ks := base.Keys([]string{h, hashOf("x")}); len(ks) != 2 || ks[0] != want {
+	if ks := base.Keys([][32]byte{h, hashOf("x")}); len(ks) != 2 || ks[0] != want || ks[1] == ks[0] {
 		t.Errorf("Keys = %v", ks)
 	}
 }
@@ -82,9 +81,9 @@ func backends() []backend {
 }
 
 func entry(text string) *Entry {
-	return &Entry{Text: text, CoveredMessages: 7, Kept: []int32{1, 4}, Model: "gpt-4o-mini", PromptVersion: "v1",
-		Summarizer: "mini", InputTokens: 1200, OutputTokens: 300, Created: time.Unix(1700000000, 0).UTC(),
-		Check: Check{RequestsTotal: 3, RequestsRetained: 2, RequestsAppended: 1, PathsTotal: 5, PathsRetained: 4, PathsAppended: 1, Trimmed: true}}
+	return &Entry{Output: summary.Output{Text: text, Model: "gpt-4o-mini", PromptVersion: "v1", InputTokens: 1200, OutputTokens: 300},
+		CoveredMessages: 7, Kept: []int32{1, 4}, Summarizer: "mini", Created: time.Unix(1700000000, 0).UTC(),
+		Check: summary.Check{RequestsTotal: 3, RequestsRetained: 2, RequestsAppended: 1, PathsTotal: 5, PathsRetained: 4, PathsAppended: 1, Trimmed: true}}
 }
 
 func TestCacheContract(t *testing.T) {
@@ -95,14 +94,14 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("get missing", func(t *testing.T) {
 				c, _ := be.new(t)
-				if _, err := c.Get(ctx, scope.Key(hashOf("missing"))); !errors.Is(err, ErrNotFound) {
+				if _, err := c.Get(ctx, scope.key(hashOf("missing"))); !errors.Is(err, ErrNotFound) {
 					t.Fatalf("Get = %v, want ErrNotFound", err)
 				}
 			})
 
 			t.Run("set then get from another replica", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("p1"))
+				k := scope.key(hashOf("p1"))
 				if err := a.Set(ctx, k, entry("summary one")); err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +122,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("zero created is stored as now", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("created"))
+				k := scope.key(hashOf("created"))
 				e := entry("s")
 				e.Created = time.Time{}
 				if err := a.Set(ctx, k, e); err != nil {
@@ -140,7 +139,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("longest prefix", func(t *testing.T) {
 				a, b := be.new(t)
-				hashes := make([]string, 6)
+				hashes := make([][32]byte, 6)
 				for i := range hashes {
 					hashes[i] = hashOf(fmt.Sprintf("h%d", i))
 				}
@@ -185,23 +184,23 @@ func TestCacheContract(t *testing.T) {
 				h := hashOf("shared prefix")
 				tenantA := Scope{Tenant: "tenant-a", Summarizer: scope.Summarizer}
 				tenantB := Scope{Tenant: "tenant-b", Summarizer: scope.Summarizer}
-				if err := a.Set(ctx, tenantA.Key(h), entry("secret of A")); err != nil {
+				if err := a.Set(ctx, tenantA.key(h), entry("secret of A")); err != nil {
 					t.Fatal(err)
 				}
-				if e, err := b.Get(ctx, tenantB.Key(h)); !errors.Is(err, ErrNotFound) {
+				if e, err := b.Get(ctx, tenantB.key(h)); !errors.Is(err, ErrNotFound) {
 					t.Errorf("tenant B Get = %+v, %v; want ErrNotFound", e, err)
 				}
-				if i, e, err := b.Longest(ctx, tenantB.Keys([]string{h})); !errors.Is(err, ErrNotFound) {
+				if i, e, err := b.Longest(ctx, tenantB.Keys([][32]byte{h})); !errors.Is(err, ErrNotFound) {
 					t.Errorf("tenant B Longest = %d, %+v, %v; want ErrNotFound", i, e, err)
 				}
-				if _, err := b.Get(ctx, tenantA.Key(h)); err != nil {
+				if _, err := b.Get(ctx, tenantA.key(h)); err != nil {
 					t.Errorf("tenant A cannot read its own entry: %v", err)
 				}
 			})
 
 			t.Run("lock exclusive between replicas", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("locked"))
+				k := scope.key(hashOf("locked"))
 				la, err := a.Lock(ctx, k, time.Minute)
 				if err != nil {
 					t.Fatal(err)
@@ -212,7 +211,7 @@ func TestCacheContract(t *testing.T) {
 				if _, err := a.Lock(ctx, k, time.Minute); !errors.Is(err, ErrLocked) {
 					t.Fatalf("Lock by the same replica = %v, want ErrLocked", err)
 				}
-				if _, err := b.Lock(ctx, scope.Key(hashOf("other")), time.Minute); err != nil {
+				if _, err := b.Lock(ctx, scope.key(hashOf("other")), time.Minute); err != nil {
 					t.Fatalf("Lock on another key = %v", err)
 				}
 				if err := la.Unlock(ctx); err != nil {
@@ -236,7 +235,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("lock expiry survives a dead holder", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("dead holder"))
+				k := scope.key(hashOf("dead holder"))
 				if _, err := a.Lock(ctx, k, 50*time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
@@ -264,7 +263,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("fill computes once across callers", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("fill"))
+				k := scope.key(hashOf("fill"))
 				var computed atomic.Int32
 				release := make(chan struct{})
 				compute := func(context.Context) (*Entry, error) {
@@ -317,7 +316,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("fill takes over from a dead holder", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("fill dead holder"))
+				k := scope.key(hashOf("fill dead holder"))
 				if _, err := a.Lock(ctx, k, 50*time.Millisecond); err != nil {
 					t.Fatal(err)
 				}
@@ -335,7 +334,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("fill returns compute errors and releases the lock", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("fill error"))
+				k := scope.key(hashOf("fill error"))
 				boom := errors.New("boom")
 				_, _, err := Fill(ctx, a, k, FillOptions{}, func(context.Context) (*Entry, error) { return nil, boom })
 				if !errors.Is(err, boom) {
@@ -353,7 +352,7 @@ func TestCacheContract(t *testing.T) {
 
 			t.Run("fill gives up when the context ends", func(t *testing.T) {
 				a, b := be.new(t)
-				k := scope.Key(hashOf("fill deadline"))
+				k := scope.key(hashOf("fill deadline"))
 				l, err := a.Lock(ctx, k, time.Minute)
 				if err != nil {
 					t.Fatal(err)
@@ -376,10 +375,10 @@ func TestMemoryEvictsLeastRecentlyUsedBeyondMaxBytes(t *testing.T) {
 	ctx := context.Background()
 	scope := Scope{Tenant: "t"}
 	text := strings.Repeat("x", 1000)
-	k0 := scope.Key(hashOf("0"))
+	k0 := scope.key(hashOf("0"))
 	one := entry(text).size(k0)
 	m := NewMemory(MemoryOptions{MaxBytes: 3 * one})
-	keys := scope.Keys([]string{hashOf("0"), hashOf("1"), hashOf("2"), hashOf("3")})
+	keys := scope.Keys([][32]byte{hashOf("0"), hashOf("1"), hashOf("2"), hashOf("3")})
 	for _, k := range keys[:3] {
 		if err := m.Set(ctx, k, entry(text)); err != nil {
 			t.Fatal(err)
@@ -401,7 +400,7 @@ func TestMemoryEvictsLeastRecentlyUsedBeyondMaxBytes(t *testing.T) {
 		t.Errorf("holds %d bytes in %d entries, bound %d", m.Bytes(), m.Len(), 3*one)
 	}
 	// An entry bigger than the whole cache is not stored and evicts nothing.
-	if err := m.Set(ctx, scope.Key(hashOf("huge")), entry(strings.Repeat("y", int(4*one)))); err != nil {
+	if err := m.Set(ctx, scope.key(hashOf("huge")), entry(strings.Repeat("y", int(4*one)))); err != nil {
 		t.Fatal(err)
 	}
 	if m.Len() != 3 {
@@ -413,7 +412,7 @@ func TestMemoryTTL(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1700000000, 0)
 	m := NewMemory(MemoryOptions{TTL: time.Hour, Now: func() time.Time { return now }})
-	k := Scope{}.Key(hashOf("ttl"))
+	k := Scope{}.key(hashOf("ttl"))
 	if err := m.Set(ctx, k, entry("s")); err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +436,7 @@ func TestMemoryLockExpiresByClock(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1700000000, 0)
 	m := NewMemory(MemoryOptions{Now: func() time.Time { return now }})
-	k := Scope{}.Key(hashOf("lock"))
+	k := Scope{}.key(hashOf("lock"))
 	if _, err := m.Lock(ctx, k, time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +461,7 @@ func (f failingCache) Lock(context.Context, Key, time.Duration) (Lease, error) {
 
 func TestFillComputesWithoutCacheWhenUnavailable(t *testing.T) {
 	c := failingCache{err: fmt.Errorf("%w: connection refused", ErrUnavailable)}
-	e, st, err := Fill(context.Background(), c, Scope{}.Key(hashOf("x")), FillOptions{},
+	e, st, err := Fill(context.Background(), c, Scope{}.key(hashOf("x")), FillOptions{},
 		func(context.Context) (*Entry, error) { return entry("computed"), nil })
 	if err != nil || st != StatusUnavailable || e.Text != "computed" {
 		t.Fatalf("Fill = %+v, %v, %v; want computed, unavailable", e, st, err)
@@ -473,7 +472,7 @@ func TestMemoryFillWakesWaitersAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m := NewMemory(MemoryOptions{})
-	k := Scope{}.Key(hashOf("wake"))
+	k := Scope{}.key(hashOf("wake"))
 	started, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
 	go func() {
@@ -509,7 +508,7 @@ func TestMemoryFillWakesWaitersAtOnce(t *testing.T) {
 // (package hold): waiting is not engine work.
 func TestFillWaiterGivesItsSlotBack(t *testing.T) {
 	m := NewMemory(MemoryOptions{})
-	k := Scope{}.Key(hashOf("slot"))
+	k := Scope{}.key(hashOf("slot"))
 	lease, err := m.Lock(context.Background(), k, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -537,17 +536,32 @@ func TestFillWaiterGivesItsSlotBack(t *testing.T) {
 	}
 }
 
-func TestScopeKeysOfMatchesKey(t *testing.T) {
-	s := Scope{Tenant: "acme", Summarizer: `"llm","gpt","v1"`, Instructions: "keep the API"}
-	hashes := [][32]byte{sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b")), sha256.Sum256([]byte("c"))}
-	keys := s.KeysOf(hashes)
-	for i, h := range hashes {
-		want := s.Key(hex.EncodeToString(h[:]))
-		if keys[i] != want || s.KeyOf(h) != want {
-			t.Errorf("hash %d: KeysOf %q, KeyOf %q, want Key %q", i, keys[i], s.KeyOf(h), want)
-		}
+// TestEntryDecodesEarlierVersions: entries stay in Redis for days (--cache-ttl) across
+// upgrades, under the same keys, so an entry as an earlier version stored it (testdata)
+// decodes whole, and what this version stores is the same JSON object, which the earlier
+// version reads back (a rolling upgrade runs both).
+func TestEntryDecodesEarlierVersions(t *testing.T) {
+	raw, err := os.ReadFile("testdata/entry-v1.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if keys[0] == keys[1] {
-		t.Error("different prefixes share a key")
+	want := entry("The user asked to port src/parse.py to Rust.")
+	got, ok := decode(string(raw))
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode(%s) = %+v, %v; want %+v", raw, got, ok, want)
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old, now map[string]any
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &now); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(old, now) {
+		t.Errorf("this version stores\n%s\nthe earlier one\n%s", b, raw)
 	}
 }

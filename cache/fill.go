@@ -10,20 +10,31 @@ import (
 	"github.com/compactord/compactord/internal/hold"
 )
 
-// Status says where the entry returned by Fill came from.
+// Status is how the cache served a summary: the one cache outcome, which Compact reports as
+// the API's CacheStatus and the metrics count by its String. Fill returns StatusHit,
+// StatusMiss or StatusUnavailable; StatusBypass is its callers', for a summary they serve
+// without storing it.
 type Status int
 
 const (
 	// StatusMiss: not cached; this caller computed it and stored it.
 	StatusMiss Status = iota + 1
-	// StatusHit: found in the cache, possibly after waiting for another holder to compute it.
+	// StatusHit: found in the cache, possibly after waiting for another holder to compute
+	// it.
 	StatusHit
 	// StatusUnavailable: the backend failed, so the entry was computed without the cache
 	// (and may not be stored).
 	StatusUnavailable
+	// StatusBypass: computed, served and deliberately not stored, although the cache
+	// answered: a fallback summarizer's summary, or one rewritten from a stored entry that
+	// does not serve this caller (the stored one stays).
+	StatusBypass
 )
 
-// String returns "miss", "hit" or "unavailable".
+// Statuses returns every Status.
+func Statuses() []Status { return []Status{StatusHit, StatusMiss, StatusUnavailable, StatusBypass} }
+
+// String returns "hit", "miss", "unavailable" or "bypass": the metric label of the outcome.
 func (s Status) String() string {
 	switch s {
 	case StatusMiss:
@@ -32,6 +43,8 @@ func (s Status) String() string {
 		return "hit"
 	case StatusUnavailable:
 		return "unavailable"
+	case StatusBypass:
+		return "bypass"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -72,38 +85,49 @@ func Fill(ctx context.Context, c Cache, key Key, opt FillOptions, compute func(c
 		lease, err := c.Lock(ctx, key, opt.LockTTL)
 		switch {
 		case err == nil:
-			return fillLocked(ctx, c, key, lease, compute)
+			defer unlock(ctx, lease) // the holder returns in this iteration
 		case errors.Is(err, ErrLocked):
+			// Waiting on another holder's work is not this call's work: its slot among the
+			// calls in flight goes back (package hold).
+			hold.Yield(ctx)
+			if err := wait(ctx, changed, opt.PollInterval); err != nil {
+				return nil, 0, fmt.Errorf("cache: waiting for the lock holder: %w", err)
+			}
 		case ctx.Err() != nil:
 			return nil, 0, fmt.Errorf("cache: lock: %w", ctx.Err())
 		default: // unavailable
 			return computeUncached(ctx, compute)
 		}
-		// Waiting on another holder's work is not this call's work: its slot among the
-		// calls in flight goes back (package hold).
-		hold.Yield(ctx)
-		wait := opt.PollInterval + rand.N(opt.PollInterval/4+1)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, 0, fmt.Errorf("cache: waiting for the lock holder: %w", ctx.Err())
-		case <-t.C:
-		case <-changed:
-			t.Stop()
-		}
+		// The holder's result; or, holding the lock, one stored since the caller's lookup.
 		e, err := c.Get(ctx, key)
 		switch {
 		case err == nil:
 			return e, StatusHit, nil
+		case errors.Is(err, ErrNotFound) && lease != nil:
+			return computeStored(ctx, c, key, compute)
 		case errors.Is(err, ErrNotFound):
 			// Still being computed, or the holder gave up: try the lock again.
 		case ctx.Err() != nil:
-			return nil, 0, fmt.Errorf("cache: waiting for the lock holder: %w", ctx.Err())
+			return nil, 0, fmt.Errorf("cache: get: %w", ctx.Err())
 		default:
 			return computeUncached(ctx, compute)
 		}
 	}
+}
+
+// wait waits for changed (the key was stored or its lock released) or, without a
+// notification, for the poll interval with up to 25% jitter; it returns ctx's error if ctx
+// ends first.
+func wait(ctx context.Context, changed <-chan struct{}, poll time.Duration) error {
+	t := time.NewTimer(poll + rand.N(poll/4+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	case <-changed:
+	}
+	return nil
 }
 
 // notifier is implemented by caches that can wake waiters at once: changed returns a channel
@@ -112,28 +136,20 @@ type notifier interface {
 	changed(key Key) <-chan struct{}
 }
 
-func fillLocked(ctx context.Context, c Cache, key Key, lease Lease, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_ = lease.Unlock(uctx) // an unreleased lock expires by itself
-	}()
-	// Someone may have stored it between the caller's lookup and our lock.
-	e, err := c.Get(ctx, key)
-	switch {
-	case err == nil:
-		return e, StatusHit, nil
-	case errors.Is(err, ErrNotFound):
-	case ctx.Err() != nil:
-		return nil, 0, fmt.Errorf("cache: get: %w", ctx.Err())
-	default:
-		return computeUncached(ctx, compute)
-	}
-	e, err = compute(ctx)
+// unlock releases a held lock even when ctx has ended; an unreleased lock expires by itself.
+func unlock(ctx context.Context, lease Lease) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = lease.Unlock(uctx)
+}
+
+// computeStored computes the entry of key and stores it, even if the caller stops waiting:
+// the summary cost an LLM call.
+func computeStored(ctx context.Context, c Cache, key Key, compute func(context.Context) (*Entry, error)) (*Entry, Status, error) {
+	e, err := compute(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	// Store even if the caller stops waiting: the summary cost an LLM call.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if err := c.Set(sctx, key, e); err != nil {

@@ -21,7 +21,7 @@ func TestRedisWaitersWakeOnWrite(t *testing.T) {
 	var lat []time.Duration
 	slow := 0
 	for i := range n {
-		key := Scope{Tenant: "t"}.Key(hashOf("wake-" + string(rune('a'+i%26)) + time.Now().String()))
+		key := Scope{Tenant: "t"}.key(hashOf("wake-" + string(rune('a'+i%26)) + time.Now().String()))
 		lease, err := holder.Lock(ctx, key, time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +65,7 @@ func TestRedisWaitersWakeOnRelease(t *testing.T) {
 	p := testPrefix(t)
 	holder, waiter := newTestRedis(t, p, time.Minute), newTestRedis(t, p, time.Minute)
 	ctx := context.Background()
-	key := Scope{Tenant: "t"}.Key(hashOf("release"))
+	key := Scope{Tenant: "t"}.key(hashOf("release"))
 	lease, err := holder.Lock(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)

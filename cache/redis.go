@@ -187,14 +187,6 @@ var errBreakerOpen = fmt.Errorf("%w: circuit breaker open", ErrUnavailable)
 // Client returns the Redis client, for other users of the same Redis (per-tenant limits).
 func (r *Redis) Client() redis.UniversalClient { return r.rdb }
 
-// Ping checks that Redis answers; a failure wraps ErrUnavailable.
-func (r *Redis) Ping(ctx context.Context) error {
-	if err := r.rdb.Ping(ctx).Err(); err != nil {
-		return unavailable(ctx, "ping", err)
-	}
-	return nil
-}
-
 // Close ends the notification subscription and releases the client's connections.
 func (r *Redis) Close() error {
 	r.notes.close()
@@ -324,19 +316,6 @@ func (r *Redis) Set(ctx context.Context, key Key, e *Entry) (err error) {
 	}
 	r.publish(ctx, key)
 	return nil
-}
-
-// TTL returns the remaining time to live of the entry under key (for tests and tooling):
-// negative when the entry has no expiry, ErrNotFound when absent.
-func (r *Redis) TTL(ctx context.Context, key Key) (time.Duration, error) {
-	d, err := r.rdb.PTTL(ctx, r.entryKey(key)).Result()
-	if err != nil {
-		return 0, unavailable(ctx, "pttl", err)
-	}
-	if d == -2 { // go-redis passes PTTL's -2 (no such key) through unscaled
-		return 0, ErrNotFound
-	}
-	return d, nil
 }
 
 // Lock implements Cache with SET key token NX PX ttl and a random 128-bit token.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/redistest"
+	"github.com/compactord/compactord/summary"
 )
 
 // TestRedisStalledGivesUpWithinBudget: behind a partition, every cache command gives up
@@ -24,8 +25,8 @@ func TestRedisStalledGivesUpWithinBudget(t *testing.T) {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	key := Scope{Tenant: "t", Summarizer: "s"}.Key("00ff")
-	if err := r.Set(ctx, key, &Entry{Text: "summary"}); err != nil {
+	key := Scope{Tenant: "t", Summarizer: "s"}.key(hashOf("00ff"))
+	if err := r.Set(ctx, key, &Entry{Output: summary.Output{Text: "summary"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -77,7 +78,7 @@ func TestLockWithLostReplyIsTakenBack(t *testing.T) {
 	}
 	defer direct.Close()
 	ctx := context.Background()
-	key := Scope{Tenant: "t", Summarizer: "s"}.Key("lost")
+	key := Scope{Tenant: "t", Summarizer: "s"}.key(hashOf("lost"))
 	lockKey := slow.lockKey(key)
 
 	// Watch the lock key from the side, to know the SET was applied.
@@ -118,7 +119,7 @@ func TestPublishWithinBudgetAndBreaker(t *testing.T) {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	key := Scope{Tenant: "t", Summarizer: "s"}.Key("pub")
+	key := Scope{Tenant: "t", Summarizer: "s"}.key(hashOf("pub"))
 	r.publish(ctx, key) // connected
 	proxy.Stall(true)
 	for i := range 5 {

@@ -31,7 +31,7 @@ func TestTieredServesRepeatHitsFromMemory(t *testing.T) {
 	writer := NewTiered(NewMemory(MemoryOptions{}), shared) // the replica that computed it
 	reader := NewTiered(NewMemory(MemoryOptions{}), shared) // another replica
 	s := Scope{Tenant: "acme", Summarizer: "x"}
-	keys := s.Keys([]string{hashOf("p1"), hashOf("p2"), hashOf("p3")})
+	keys := s.Keys([][32]byte{hashOf("p1"), hashOf("p2"), hashOf("p3")})
 	if err := writer.Set(ctx, keys[2], entry("summary of p3")); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestTieredServesRepeatHitsFromMemory(t *testing.T) {
 		t.Errorf("anchor not kept locally: %v, %v, %d Redis gets", e, err, shared.get.Load())
 	}
 	// Other tenants do not see it.
-	if _, _, err := reader.Longest(ctx, Scope{Tenant: "other", Summarizer: "x"}.Keys([]string{hashOf("p3")})); !errors.Is(err, ErrNotFound) {
+	if _, _, err := reader.Longest(ctx, Scope{Tenant: "other", Summarizer: "x"}.Keys([][32]byte{hashOf("p3")})); !errors.Is(err, ErrNotFound) {
 		t.Errorf("another tenant's lookup: %v, want ErrNotFound", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestTieredKeepsServingLocalHitsWhenTheSharedCacheIsDown(t *testing.T) {
 	defer shared.Close()
 	local := NewMemory(MemoryOptions{})
 	s := Scope{Tenant: "acme"}
-	held, missing := s.Key(hashOf("held")), s.Key(hashOf("missing"))
+	held, missing := s.key(hashOf("held")), s.key(hashOf("missing"))
 	if err := local.Set(ctx, held, entry("kept")); err != nil {
 		t.Fatal(err)
 	}

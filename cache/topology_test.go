@@ -72,7 +72,7 @@ func TestRedisClusterAcrossReplicasAndSlotMove(t *testing.T) {
 	a, b := replicasOn(t, Topology{Mode: ModeCluster, Addrs: []string{nodes[0].Addr}})
 	scope := Scope{Tenant: "acme", Summarizer: "fake"}
 
-	k1 := scope.Key(hashOf("cluster-1"))
+	k1 := scope.key(hashOf("cluster-1"))
 	if n := fillOnBoth(t, a, b, k1, "one"); n != 1 {
 		t.Fatalf("two replicas computed one prefix %d times, want 1", n)
 	}
@@ -100,7 +100,7 @@ func TestRedisClusterAcrossReplicasAndSlotMove(t *testing.T) {
 
 	hitOn(t, a, k1, "one")
 	hitOn(t, b, k1, "one")
-	k2 := scope.Key(hashOf("cluster-2"))
+	k2 := scope.key(hashOf("cluster-2"))
 	if n := fillOnBoth(t, a, b, k2, "two"); n != 1 {
 		t.Fatalf("after the slot move, two replicas computed one prefix %d times, want 1", n)
 	}
@@ -120,7 +120,7 @@ func TestRedisSentinelAcrossReplicasAndFailover(t *testing.T) {
 	a, b := replicasOn(t, Topology{Mode: ModeSentinel, Addrs: addrs, MasterName: "mymaster"})
 	scope := Scope{Tenant: "acme", Summarizer: "fake"}
 
-	k1 := scope.Key(hashOf("sentinel-1"))
+	k1 := scope.key(hashOf("sentinel-1"))
 	if n := fillOnBoth(t, a, b, k1, "one"); n != 1 {
 		t.Fatalf("two replicas computed one prefix %d times, want 1", n)
 	}
@@ -138,15 +138,15 @@ func TestRedisSentinelAcrossReplicasAndFailover(t *testing.T) {
 
 	hitOn(t, a, k1, "one")
 	hitOn(t, b, k1, "one")
-	k2 := scope.Key(hashOf("sentinel-2"))
+	k2 := scope.key(hashOf("sentinel-2"))
 	var n int32
 	redistest.WaitFor(t, 20*time.Second, "both replicas writing to the new master", func() bool {
 		// The clients follow the switch on Sentinel's notice; until then a write may fail
 		// over to computing without the cache, which Fill reports but which must not last.
-		if err := a.Set(context.Background(), scope.Key(hashOf("probe")), entry("p")); err != nil {
+		if err := a.Set(context.Background(), scope.key(hashOf("probe")), entry("p")); err != nil {
 			return false
 		}
-		return b.Set(context.Background(), scope.Key(hashOf("probe")), entry("p")) == nil
+		return b.Set(context.Background(), scope.key(hashOf("probe")), entry("p")) == nil
 	})
 	if n = fillOnBoth(t, a, b, k2, "two"); n != 1 {
 		t.Fatalf("after the failover, two replicas computed one prefix %d times, want 1", n)

@@ -6,6 +6,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summary"
 )
 
 // CheckedHeading opens the section Check appends to a summary that dropped requests or
@@ -15,24 +16,6 @@ const CheckedHeading = "## Kept verbatim by the summary check"
 // FilesNamedPrefix starts the line of the check's appendix that lists the paths the summary
 // dropped.
 const FilesNamedPrefix = "Files the summarized part named: "
-
-// Report is what a check found.
-type Report struct {
-	// RequestsTotal is the number of requests in the range; RequestsRetained of them were
-	// wholly in the summary or the kept messages; RequestsAppended were appended (whole or
-	// their missing lines). RequestsTotal - RequestsRetained - RequestsAppended did not fit.
-	RequestsTotal, RequestsRetained, RequestsAppended int
-	// PathsTotal, PathsRetained and PathsAppended count the range's agent-named paths the
-	// same way.
-	PathsTotal, PathsRetained, PathsAppended int
-	// Trimmed is set when the summary was cut to make room for what was appended.
-	Trimmed bool
-}
-
-// Missing returns how many requests and paths are neither retained nor appended.
-func (r Report) Missing() int {
-	return r.RequestsTotal - r.RequestsRetained - r.RequestsAppended + r.PathsTotal - r.PathsRetained - r.PathsAppended
-}
 
 // Haystack is the text a compacted conversation shows a model, whitespace-normalised, for
 // verbatim look-ups.
@@ -90,7 +73,7 @@ type CheckInput struct {
 // in the middle to make room (the requests matter more), and a summary over the budget is cut
 // the same way.
 // The same input always gives the same output.
-func Check(in CheckInput) (string, Report) {
+func Check(in CheckInput) (string, summary.Check) {
 	// A cut summary may have lost lines it retained: check the cut summary again (the
 	// appendix only grows, so this settles in a few passes).
 	trimmed := false
@@ -112,7 +95,7 @@ func Check(in CheckInput) (string, Report) {
 }
 
 // checkOnce checks in.Summary and returns it (cut to the budget) and the appendix.
-func checkOnce(in CheckInput) (body, appendix string, rep Report) {
+func checkOnce(in CheckInput) (body, appendix string, rep summary.Check) {
 	count := in.Count
 	if count == nil {
 		count = func(s string) int { return (len(s) + 3) / 4 }
@@ -204,13 +187,13 @@ func checkOnce(in CheckInput) (body, appendix string, rep Report) {
 		blocks = append(blocks, FilesNamedPrefix+strings.Join(files, ", "))
 	}
 	body = strings.TrimSpace(in.Summary)
-	max := in.Budget
+	bodyBudget := in.Budget
 	if len(blocks) > 0 {
 		appendix = CheckedHeading + "\n\n" + strings.Join(blocks, "\n\n")
-		max -= count(appendix) + 2
+		bodyBudget -= count(appendix) + 2
 	}
 	if in.Budget > 0 {
-		body, rep.Trimmed = fitTokens(body, max, count)
+		body, rep.Trimmed = fitTokens(body, bodyBudget, count)
 	}
 	return body, appendix, rep
 }
@@ -226,19 +209,19 @@ func requestBlock(i int, text string, partial bool) string {
 	return head + ":\n" + strings.TrimSpace(text)
 }
 
-// fitTokens cuts the middle of s until it counts at most max tokens; it reports whether it
-// cut.
-func fitTokens(s string, max int, count func(string) int) (string, bool) {
-	if count(s) <= max {
+// fitTokens cuts the middle of s until it counts at most limit tokens; it reports whether
+// it cut.
+func fitTokens(s string, limit int, count func(string) int) (string, bool) {
+	if count(s) <= limit {
 		return s, false
 	}
-	if max <= 8 {
+	if limit <= 8 {
 		return "", true
 	}
 	n := len(s)
 	for n > 0 {
 		n = n * 9 / 10
-		if t := cut(s, n); count(t) <= max {
+		if t := cut(s, n); count(t) <= limit {
 			return t, true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/summary"
 )
 
 func lift(t *testing.T, name string) []*compactorv1.Message {
@@ -21,6 +22,11 @@ func lift(t *testing.T, name string) []*compactorv1.Message {
 		t.Fatal(err)
 	}
 	return l.GetMessages()
+}
+
+// missing is how many requests and paths a check neither found retained nor appended.
+func missing(c summary.Check) int {
+	return c.RequestsTotal - c.RequestsRetained - c.RequestsAppended + c.PathsTotal - c.PathsRetained - c.PathsAppended
 }
 
 func text(role compactorv1.Role, s string) *compactorv1.Message {
@@ -74,7 +80,7 @@ func TestCheckAppendsWhatASummaryDropped(t *testing.T) {
 	head, rng := msgs[:1], msgs[1:]
 	count := func(s string) int { return (len(s) + 3) / 4 }
 	out, rep := fidelity.Check(fidelity.CheckInput{Summary: "The agent fixed a bug.", Range: rng, Kept: head, Budget: 1500, Count: count})
-	if rep.RequestsTotal != 1 || rep.RequestsAppended != 1 || rep.PathsAppended == 0 || rep.Missing() != 0 {
+	if rep.RequestsTotal != 1 || rep.RequestsAppended != 1 || rep.PathsAppended == 0 || missing(rep) != 0 {
 		t.Errorf("report %+v, want the task and every path appended", rep)
 	}
 	if n := count(out); n > 1500 {
@@ -123,10 +129,10 @@ func FuzzCheck(f *testing.F) {
 		if budget > 0 && count(out) > budget {
 			t.Fatalf("checked summary %d tokens > budget %d", count(out), budget)
 		}
-		if rep.Missing() < 0 || rep.RequestsRetained+rep.RequestsAppended > rep.RequestsTotal || rep.PathsRetained+rep.PathsAppended > rep.PathsTotal {
+		if missing(rep) < 0 || rep.RequestsRetained+rep.RequestsAppended > rep.RequestsTotal || rep.PathsRetained+rep.PathsAppended > rep.PathsTotal {
 			t.Fatalf("report does not add up: %+v", rep)
 		}
-		if rep.Missing() == 0 && !rep.Trimmed {
+		if missing(rep) == 0 && !rep.Trimmed {
 			if m := fidelity.Measure(rng, []*compactorv1.Message{text(compactorv1.Role_ROLE_USER, out)}); m.Requests != 1 || m.Paths != 1 {
 				t.Fatalf("check reports nothing missing but the measure finds %+v in %q", m, out)
 			}

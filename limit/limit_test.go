@@ -54,7 +54,7 @@ func refusedBy(t *testing.T, err error, limit string) {
 }
 
 // replicas returns two Enforcers sharing one real Redis, as two replicas would.
-func replicas(t *testing.T, cfg Config, m *metrics.Metrics) (a, b *Enforcer, rdb *redis.Client) {
+func replicas(t *testing.T, cfg Config, m *metrics.Recorder) (a, b *Enforcer, rdb *redis.Client) {
 	t.Helper()
 	redistest.Need(t)
 	node := redistest.Start(t, false)

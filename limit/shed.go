@@ -30,7 +30,7 @@ type ShedOptions struct {
 	// work it detached end.
 	MemoryBytes int64
 	// Metrics counts refusals and what is in flight; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *metrics.Recorder
 }
 
 // Shedder bounds the work in flight on one server: CompactorService calls doing engine work
@@ -44,7 +44,7 @@ type Shedder struct {
 	cpu, llm chan struct{} // semaphores; nil is unbounded
 	memory   int64         // the memory budget; 0 is unbounded
 	inUse    atomic.Int64  // bytes of the budget reserved
-	metrics  *metrics.Metrics
+	metrics  *metrics.Recorder
 }
 
 // NewShedder returns a Shedder with the bounds of o.

@@ -33,7 +33,7 @@ type Options struct {
 	// Timeout bounds each Redis decision; zero means DefaultRedisTimeout.
 	Timeout time.Duration
 	// Metrics counts refusals and local fallbacks; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *metrics.Recorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -46,7 +46,7 @@ type Enforcer struct {
 	rdb     redis.UniversalClient
 	gcra    *redis_rate.Limiter
 	timeout time.Duration
-	metrics *metrics.Metrics
+	metrics *metrics.Recorder
 	now     func() time.Time
 	seq     atomic.Uint64
 	id      string // this process, in lease members

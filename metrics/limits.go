@@ -67,7 +67,7 @@ func (l *limits) collectors() []prometheus.Collector {
 
 // SetTenantLabels names the tenants that get a label of their own (the tenants the limits
 // configuration names); every other tenant is counted as OtherTenant.
-func (m *Metrics) SetTenantLabels(tenants ...string) {
+func (m *Recorder) SetTenantLabels(tenants ...string) {
 	if m == nil {
 		return
 	}
@@ -81,7 +81,7 @@ func (m *Metrics) SetTenantLabels(tenants ...string) {
 }
 
 // TenantLabel is the label value tenant is counted under.
-func (m *Metrics) TenantLabel(tenant string) string {
+func (m *Recorder) TenantLabel(tenant string) string {
 	if m == nil {
 		return OtherTenant
 	}
@@ -94,7 +94,7 @@ func (m *Metrics) TenantLabel(tenant string) string {
 }
 
 // LimitRefused counts a call refused by the per-tenant limit named limit.
-func (m *Metrics) LimitRefused(limit, tenant string) {
+func (m *Recorder) LimitRefused(limit, tenant string) {
 	if m == nil {
 		return
 	}
@@ -102,7 +102,7 @@ func (m *Metrics) LimitRefused(limit, tenant string) {
 }
 
 // LimitFallback counts a decision on limit taken locally because Redis failed.
-func (m *Metrics) LimitFallback(limit string) {
+func (m *Recorder) LimitFallback(limit string) {
 	if m == nil {
 		return
 	}
@@ -110,7 +110,7 @@ func (m *Metrics) LimitFallback(limit string) {
 }
 
 // Shed counts a call refused at the in-flight bound of kind.
-func (m *Metrics) Shed(kind string) {
+func (m *Recorder) Shed(kind string) {
 	if m == nil {
 		return
 	}
@@ -118,7 +118,7 @@ func (m *Metrics) Shed(kind string) {
 }
 
 // AddInflight moves the in-flight gauge of kind by delta.
-func (m *Metrics) AddInflight(kind string, delta int) {
+func (m *Recorder) AddInflight(kind string, delta int) {
 	if m == nil {
 		return
 	}
@@ -126,7 +126,7 @@ func (m *Metrics) AddInflight(kind string, delta int) {
 }
 
 // SetMemoryBudget records the memory budget of requests (0: unbounded).
-func (m *Metrics) SetMemoryBudget(n int64) {
+func (m *Recorder) SetMemoryBudget(n int64) {
 	if m == nil {
 		return
 	}
@@ -134,7 +134,7 @@ func (m *Metrics) SetMemoryBudget(n int64) {
 }
 
 // AddRequestBytes moves the memory budget in use by delta bytes.
-func (m *Metrics) AddRequestBytes(delta int64) {
+func (m *Recorder) AddRequestBytes(delta int64) {
 	if m == nil {
 		return
 	}

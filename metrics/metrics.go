@@ -1,31 +1,43 @@
 // Package metrics holds compactord's Prometheus instrumentation: the gRPC server metrics of
-// go-grpc-middleware's prometheus provider, plus the cache, summarizer and token metrics the
-// service records itself. It is a thin layer: callers record facts through a few methods and
-// serve Handler on the metrics port (--metrics-listen, :9090 by default).
+// go-grpc-middleware's prometheus provider, plus the cache, summarizer, token, limit and
+// memory metrics the service records itself. It is a thin layer: callers record facts
+// through the methods of a Recorder and serve its Handler on the metrics port
+// (--metrics-listen, :9090 by default).
 //
-// Exposed series (all counters end in _total, durations are in seconds):
+// Every series New registers (counters end in _total, durations are in seconds, sizes in
+// bytes); TestDocNamesEverySeries keeps this list whole:
 //
 //	grpc_server_started_total, grpc_server_handled_total{grpc_code},
-//	grpc_server_handling_seconds            per grpc_type, grpc_service, grpc_method
-//	compactord_cache_lookups_total{result}   result = hit | miss | unavailable
+//	grpc_server_msg_received_total, grpc_server_msg_sent_total,
+//	grpc_server_handling_seconds             per grpc_type, grpc_service, grpc_method
+//	compactord_cache_lookups_total{result}   summaries Compact served, by the response's
+//	                                         cache_status: hit | miss | unavailable | bypass
 //	compactord_summarizer_calls_total{summarizer, outcome}
 //	                                         outcome = ok | error | timeout | canceled;
 //	                                         summarizer errors are the outcome != "ok" series
 //	compactord_summarizer_duration_seconds{summarizer}
+//	compactord_summary_check_items_total{kind, result}
+//	                                         what the summary check found in new summaries:
+//	                                         kind = request | path,
+//	                                         result = retained | appended | missing
+//	compactord_summary_unpaid_total          summaries not made: no summary could pay
 //	compactord_compaction_tokens{stage}      histogram per compaction, stage = before | after
 //	compactord_pruned_tokens_total           tokens removed by pruning (not summarized)
-//
-// plus the Go runtime (go_*) and process (process_*) collectors.
-//
+//	compactord_store_entries{store}, compactord_store_bytes{store},
+//	compactord_store_max_bytes{store}        the bounded in-memory stores (stores.go)
+//	compactord_heap_live_bytes, compactord_heap_goal_bytes
+//	                                         the live heap and the next GC's goal (heap.go)
 //	compactord_limit_refusals_total{limit, tenant}, compactord_limit_fallback_total{limit},
 //	compactord_shed_total{kind}, compactord_inflight{kind},
 //	compactord_request_bytes, compactord_request_budget_bytes   (limits.go)
+//
+// plus the Go runtime (go_*) and process (process_*) collectors.
 //
 // Label values are bounded: summarizer names come from the configuration, never from
 // request data; a tenant label is a tenant the limits configuration names, else "other";
 // no label ever carries conversation content.
 //
-// A nil *Metrics is valid and records nothing, so callers can run with metrics disabled
+// A nil *Recorder is valid and records nothing, so callers can run with metrics disabled
 // without nil checks.
 package metrics
 
@@ -35,26 +47,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/summary"
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
-)
-
-// CacheResult is the outcome of one summary cache lookup.
-type CacheResult string
-
-// The cache lookup results recorded by CacheLookup.
-const (
-	// CacheHit: a stored summary was found and used.
-	CacheHit CacheResult = "hit"
-	// CacheMiss: the cache answered and held no usable summary.
-	CacheMiss CacheResult = "miss"
-	// CacheUnavailable: the cache failed (Redis down, timeout) and the request went on
-	// without it.
-	CacheUnavailable CacheResult = "unavailable"
 )
 
 // Summarizer call outcomes, derived from the error passed to ObserveSummarizer.
@@ -75,9 +75,9 @@ var (
 	tokenBuckets = prometheus.ExponentialBuckets(256, 2, 13)
 )
 
-// Metrics records compactord's metrics into the registry given to New. Its methods are safe
-// for concurrent use.
-type Metrics struct {
+// Recorder records compactord's metrics into the registry given to New and serves them. Its
+// methods are safe for concurrent use.
+type Recorder struct {
 	gatherer prometheus.Gatherer
 	grpc     *grpcprom.ServerMetrics
 
@@ -100,7 +100,7 @@ type Metrics struct {
 //
 // Handler serves reg when it is also a prometheus.Gatherer (a *prometheus.Registry is), and
 // prometheus.DefaultGatherer otherwise.
-func New(reg prometheus.Registerer) *Metrics {
+func New(reg prometheus.Registerer) *Recorder {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
@@ -108,14 +108,14 @@ func New(reg prometheus.Registerer) *Metrics {
 	if !ok {
 		gatherer = prometheus.DefaultGatherer
 	}
-	m := &Metrics{
+	m := &Recorder{
 		gatherer: gatherer,
 		grpc: grpcprom.NewServerMetrics(
 			grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(rpcBuckets)),
 		),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "compactord_cache_lookups_total",
-			Help: "Summary cache lookups by result: hit, miss, or unavailable (the cache failed and was skipped).",
+			Help: "Summaries Compact served, by how the summary cache served them (the response's cache_status): hit, miss (written and stored), unavailable (the cache failed and was skipped), bypass (written and not stored).",
 		}, []string{"result"}),
 		summarizerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "compactord_summarizer_calls_total",
@@ -155,8 +155,8 @@ func New(reg prometheus.Registerer) *Metrics {
 
 	// Every cache series exists from the start, so rate() and ratios work before the first
 	// miss.
-	for _, r := range []CacheResult{CacheHit, CacheMiss, CacheUnavailable} {
-		m.cacheLookups.WithLabelValues(string(r))
+	for _, s := range cache.Statuses() {
+		m.cacheLookups.WithLabelValues(s.String())
 	}
 	for _, k := range []string{CheckRequest, CheckPath} {
 		for _, r := range []string{CheckRetained, CheckAppended, CheckMissing} {
@@ -182,8 +182,8 @@ func New(reg prometheus.Registerer) *Metrics {
 
 // Handler serves the registry in the Prometheus text format, or OpenMetrics (which carries
 // the trace-ID exemplars) when the scraper asks for it. Mount it at /metrics on the metrics
-// listener. On a nil *Metrics it answers 404.
-func (m *Metrics) Handler() http.Handler {
+// listener. On a nil *Recorder it answers 404.
+func (m *Recorder) Handler() http.Handler {
 	if m == nil {
 		return http.NotFoundHandler()
 	}
@@ -191,8 +191,8 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // UnaryServerInterceptor counts and times unary RPCs (grpc_server_*). Sampled requests
-// attach their trace ID as an exemplar. On a nil *Metrics it only calls the handler.
-func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+// attach their trace ID as an exemplar. On a nil *Recorder it only calls the handler.
+func (m *Recorder) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 	if m == nil {
 		return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			return h(ctx, req)
@@ -203,7 +203,7 @@ func (m *Metrics) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 
 // StreamServerInterceptor is UnaryServerInterceptor for streaming RPCs (health Watch,
 // reflection).
-func (m *Metrics) StreamServerInterceptor() grpc.StreamServerInterceptor {
+func (m *Recorder) StreamServerInterceptor() grpc.StreamServerInterceptor {
 	if m == nil {
 		return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			return h(srv, ss)
@@ -220,7 +220,7 @@ type ServiceInfoProvider interface {
 // InitializeServer creates zero-valued grpc_server_* series for every method registered on
 // srv, so dashboards and alerts see them before the first call. Call it after registering
 // the services and before Serve.
-func (m *Metrics) InitializeServer(srv ServiceInfoProvider) {
+func (m *Recorder) InitializeServer(srv ServiceInfoProvider) {
 	if m == nil {
 		return
 	}
@@ -230,7 +230,7 @@ func (m *Metrics) InitializeServer(srv ServiceInfoProvider) {
 // InitializeSummarizers creates zero-valued series for the named summarizers (every
 // outcome), so their error ratio is defined before the first call. Pass the configured
 // names.
-func (m *Metrics) InitializeSummarizers(names ...string) {
+func (m *Recorder) InitializeSummarizers(names ...string) {
 	if m == nil {
 		return
 	}
@@ -242,19 +242,19 @@ func (m *Metrics) InitializeSummarizers(names ...string) {
 	}
 }
 
-// CacheLookup counts one summary cache lookup. r should be one of CacheHit, CacheMiss and
-// CacheUnavailable.
-func (m *Metrics) CacheLookup(r CacheResult) {
+// CacheLookup counts one summary Compact served, by how the cache served it (labelled with
+// s.String()).
+func (m *Recorder) CacheLookup(s cache.Status) {
 	if m == nil {
 		return
 	}
-	m.cacheLookups.WithLabelValues(string(r)).Inc()
+	m.cacheLookups.WithLabelValues(s.String()).Inc()
 }
 
 // ObserveSummarizer records one call of the configured summarizer name that took d and
 // returned err: a call counted under Outcome(err) and its duration. ctx supplies the trace
 // ID exemplar when the request is sampled.
-func (m *Metrics) ObserveSummarizer(ctx context.Context, name string, d time.Duration, err error) {
+func (m *Recorder) ObserveSummarizer(ctx context.Context, name string, d time.Duration, err error) {
 	if m == nil {
 		return
 	}
@@ -265,7 +265,7 @@ func (m *Metrics) ObserveSummarizer(ctx context.Context, name string, d time.Dur
 
 // ObserveTokens records the size of one compacted conversation before and after compaction,
 // in tokens. Negative counts are ignored.
-func (m *Metrics) ObserveTokens(before, after int) {
+func (m *Recorder) ObserveTokens(before, after int) {
 	if m == nil {
 		return
 	}
@@ -278,7 +278,7 @@ func (m *Metrics) ObserveTokens(before, after int) {
 }
 
 // AddPrunedTokens adds n tokens removed by pruning. Non-positive n is ignored.
-func (m *Metrics) AddPrunedTokens(n int) {
+func (m *Recorder) AddPrunedTokens(n int) {
 	if m == nil || n <= 0 {
 		return
 	}
@@ -320,13 +320,18 @@ const (
 	CheckMissing  = "missing"
 )
 
-// ObserveCheck records one summary check: for kind (CheckRequest or CheckPath), total items,
-// of which retained were in the summary or kept messages and appended were appended; the
-// rest are counted missing. Counts are never content.
-func (m *Metrics) ObserveCheck(kind string, total, retained, appended int) {
+// ObserveCheck records what one summary check found: per kind (CheckRequest, CheckPath), the
+// items it found retained and those it appended; the rest of the kind's total are counted
+// missing. Counts are never content.
+func (m *Recorder) ObserveCheck(c summary.Check) {
 	if m == nil {
 		return
 	}
+	m.observeCheckKind(CheckRequest, c.RequestsTotal, c.RequestsRetained, c.RequestsAppended)
+	m.observeCheckKind(CheckPath, c.PathsTotal, c.PathsRetained, c.PathsAppended)
+}
+
+func (m *Recorder) observeCheckKind(kind string, total, retained, appended int) {
 	m.checkItems.WithLabelValues(kind, CheckRetained).Add(float64(retained))
 	m.checkItems.WithLabelValues(kind, CheckAppended).Add(float64(appended))
 	if missing := total - retained - appended; missing > 0 {
@@ -335,7 +340,7 @@ func (m *Metrics) ObserveCheck(kind string, total, retained, appended int) {
 }
 
 // AddUnpaid counts one summary not made because no summary could pay for itself.
-func (m *Metrics) AddUnpaid() {
+func (m *Recorder) AddUnpaid() {
 	if m == nil {
 		return
 	}

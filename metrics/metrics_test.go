@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/summary"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -23,7 +25,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
-func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
+func newTest(t *testing.T) (*Recorder, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	return New(reg), reg
@@ -31,14 +33,14 @@ func newTest(t *testing.T) (*Metrics, *prometheus.Registry) {
 
 func TestCacheLookupCountsByResult(t *testing.T) {
 	m, _ := newTest(t)
-	for _, r := range []CacheResult{CacheHit, CacheHit, CacheMiss, CacheHit, CacheUnavailable} {
+	for _, r := range []cache.Status{cache.StatusHit, cache.StatusHit, cache.StatusMiss, cache.StatusHit, cache.StatusUnavailable} {
 		m.CacheLookup(r)
 	}
 	for _, tt := range []struct {
-		result CacheResult
+		result cache.Status
 		want   float64
-	}{{CacheHit, 3}, {CacheMiss, 1}, {CacheUnavailable, 1}} {
-		if got := testutil.ToFloat64(m.cacheLookups.WithLabelValues(string(tt.result))); got != tt.want {
+	}{{cache.StatusHit, 3}, {cache.StatusMiss, 1}, {cache.StatusUnavailable, 1}} {
+		if got := testutil.ToFloat64(m.cacheLookups.WithLabelValues(tt.result.String())); got != tt.want {
 			t.Errorf("cache lookups{result=%q} = %v, want %v", tt.result, got, tt.want)
 		}
 	}
@@ -47,14 +49,32 @@ func TestCacheLookupCountsByResult(t *testing.T) {
 func TestCacheSeriesExistBeforeFirstLookup(t *testing.T) {
 	_, reg := newTest(t)
 	want := `
-# HELP compactord_cache_lookups_total Summary cache lookups by result: hit, miss, or unavailable (the cache failed and was skipped).
+# HELP compactord_cache_lookups_total Summaries Compact served, by how the summary cache served them (the response's cache_status): hit, miss (written and stored), unavailable (the cache failed and was skipped), bypass (written and not stored).
 # TYPE compactord_cache_lookups_total counter
+compactord_cache_lookups_total{result="bypass"} 0
 compactord_cache_lookups_total{result="hit"} 0
 compactord_cache_lookups_total{result="miss"} 0
 compactord_cache_lookups_total{result="unavailable"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "compactord_cache_lookups_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestObserveCheckCountsEveryItem(t *testing.T) {
+	m, _ := newTest(t)
+	m.ObserveCheck(summary.Check{RequestsTotal: 5, RequestsRetained: 2, RequestsAppended: 2, PathsTotal: 3, PathsRetained: 3, Trimmed: true})
+	m.ObserveCheck(summary.Check{RequestsTotal: 1, RequestsAppended: 1, PathsTotal: 4, PathsAppended: 1})
+	for _, tt := range []struct {
+		kind, result string
+		want         float64
+	}{
+		{CheckRequest, CheckRetained, 2}, {CheckRequest, CheckAppended, 3}, {CheckRequest, CheckMissing, 1},
+		{CheckPath, CheckRetained, 3}, {CheckPath, CheckAppended, 1}, {CheckPath, CheckMissing, 3},
+	} {
+		if got := testutil.ToFloat64(m.checkItems.WithLabelValues(tt.kind, tt.result)); got != tt.want {
+			t.Errorf("check items{kind=%q,result=%q} = %v, want %v", tt.kind, tt.result, got, tt.want)
+		}
 	}
 }
 
@@ -359,8 +379,8 @@ func grep(s, substr string) string {
 }
 
 func TestNilMetricsRecordsNothingAndPassesCallsThrough(t *testing.T) {
-	var m *Metrics
-	m.CacheLookup(CacheHit)
+	var m *Recorder
+	m.CacheLookup(cache.StatusHit)
 	m.ObserveSummarizer(context.Background(), "mini", time.Second, nil)
 	m.ObserveTokens(1, 1)
 	m.AddPrunedTokens(1)

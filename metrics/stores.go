@@ -54,8 +54,8 @@ func (s *stores) Collect(ch chan<- prometheus.Metric) {
 // TrackStore exports the size of the bounded in-memory store name, read from stats at every
 // scrape, as compactord_store_entries and compactord_store_bytes, and its bound maxBytes as
 // compactord_store_max_bytes, all labelled store=name. stats must be safe for concurrent
-// use. Track each name once. On a nil *Metrics it does nothing.
-func (m *Metrics) TrackStore(name string, maxBytes int64, stats StoreStats) {
+// use. Track each name once. On a nil *Recorder it does nothing.
+func (m *Recorder) TrackStore(name string, maxBytes int64, stats StoreStats) {
 	if m == nil {
 		return
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/hold"
-	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/summarize"
+	"github.com/compactord/compactord/summary"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
@@ -53,17 +53,8 @@ var errUnpaid = errors.New("no summary can pay for itself")
 // too short to summarize.
 const minSummaryTokens = 32
 
-// Span attributes of the summary check (counts only, never content).
-const (
-	attrCheckRequestsTotal    = attribute.Key("compactor.check.requests.total")
-	attrCheckRequestsRetained = attribute.Key("compactor.check.requests.retained")
-	attrCheckRequestsAppended = attribute.Key("compactor.check.requests.appended")
-	attrCheckPathsTotal       = attribute.Key("compactor.check.paths.total")
-	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
-	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
-	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
-	attrFallbackFrom          = attribute.Key("compactor.summary.fallback_from")
-)
+// attrFallbackFrom names, on the server span, the summarizer whose fallback wrote the summary.
+const attrFallbackFrom = attribute.Key("compactor.summary.fallback_from")
 
 // tenant returns the tenant the call acts for (see auth.Tenant), or "" (the anonymous tenant).
 func tenant(ctx context.Context) string { return auth.Tenant(ctx) }
@@ -108,13 +99,13 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	c.kept = c.keptPositions()
-	entry, cacheStatus, err := c.summary(ctx)
+	entry, outcome, err := c.summary(ctx)
 	fallbackFrom := ""
 	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && transient(ctx, err) {
 		fallbackFrom = sum.Fingerprint().Name
 		span.SetAttributes(attrFallbackFrom.String(fallbackFrom))
 		entry, err = c.fallback(ctx, fb)
-		cacheStatus = compactorv1.CacheStatus_CACHE_STATUS_MISS
+		outcome = cache.StatusBypass
 	}
 	if errors.Is(err, errUnpaid) {
 		s.metrics.AddUnpaid()
@@ -125,9 +116,10 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp.CacheStatus = cacheStatus
-	span.SetAttributes(cache.AttrHit.Bool(cacheStatus == compactorv1.CacheStatus_CACHE_STATUS_HIT),
-		attrCacheStatus.String(cacheStatus.String()), attrPrefixHash.String(plan.GetPrefixHash()))
+	resp.CacheStatus = cacheStatusProto(outcome)
+	s.metrics.CacheLookup(outcome)
+	span.SetAttributes(cache.AttrHit.Bool(outcome == cache.StatusHit),
+		attrCacheStatus.String(resp.CacheStatus.String()), attrPrefixHash.String(plan.GetPrefixHash()))
 
 	out := make([]*compactorv1.Message, 0, len(msgs)-c.cut+8)
 	for i := range c.cut {
@@ -154,24 +146,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	s.metrics.ObserveTokens(int(plan.GetTokensBefore()), int(plan.GetTokensAfter()))
 	resp.Compacted = true
 	resp.Messages = out
-	resp.Summary = &compactorv1.Summary{
-		Text:                 entry.Text,
-		Summarizer:           entry.Summarizer,
-		Model:                entry.Model,
-		PromptVersion:        entry.PromptVersion,
-		InputTokens:          entry.InputTokens,
-		OutputTokens:         entry.OutputTokens,
-		CoveredMessages:      entry.CoveredMessages,
-		RequestsTotal:        entry.Check.RequestsTotal,
-		RequestsRetained:     entry.Check.RequestsRetained,
-		RequestsAppended:     entry.Check.RequestsAppended,
-		PathsTotal:           entry.Check.PathsTotal,
-		PathsRetained:        entry.Check.PathsRetained,
-		PathsAppended:        entry.Check.PathsAppended,
-		CheckTrimmed:         entry.Check.Trimmed,
-		RequestsKeptVerbatim: int32(len(kept)),
-		FallbackFrom:         fallbackFrom,
-	}
+	resp.Summary = summaryProto(entry, len(kept), fallbackFrom)
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return resp, nil
 }
@@ -202,35 +177,35 @@ type base struct {
 
 // summary returns the summary of msgs[0:cut] and how the cache served it: the exact prefix
 // from the cache, or a new summary built on the longest cached earlier prefix (or on the
-// conversation's latest summary), computed once across replicas and stored.
-func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.CacheStatus, error) {
+// conversation's latest summary), computed once across replicas and stored. A cached summary
+// of this very prefix that does not serve this compaction (see usable) is rewritten for it
+// and served uncached (cache.StatusBypass): the stored one stays.
+//
+// A caller that joins a computation another call of this process started gets its result:
+// its summary (a hit, unless the leader's was not stored: then the leader's outcome) or its
+// error, as if it were its own; only a computation that ran out of its starter's time is
+// started again.
+func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, error) {
 	scope := cache.Scope{Tenant: tenant(ctx), Summarizer: c.sum.Fingerprint().String(), Instructions: c.req.GetInstructions()}
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
 	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
-	keys := scope.KeysOf(c.chain[lo : c.cut+1])
+	keys := scope.Keys(c.chain[lo : c.cut+1])
 	key := keys[len(keys)-1]
 
-	b := c.start()
+	b, stale := c.start(), (*cache.Entry)(nil)
 	idx, found, err := c.s.cache.Longest(ctx, keys)
 	switch {
 	case err == nil && idx == len(keys)-1 && c.usable(found):
-		c.s.metrics.CacheLookup(metrics.CacheHit)
-		return found, compactorv1.CacheStatus_CACHE_STATUS_HIT, nil
-	case err == nil && idx == len(keys)-1 && !c.fits(found.Text):
-		// Written for a larger summary room (another policy): write one that fits.
-		c.s.metrics.CacheLookup(metrics.CacheMiss)
+		return found, cache.StatusHit, nil
+	case err == nil && idx == len(keys)-1:
+		stale = found
 	case err == nil:
-		// Build on the longest cached prefix: an earlier one, or this one written when other
-		// requests stayed verbatim beside it.
-		b = c.on(lo+idx, found)
-		c.s.metrics.CacheLookup(metrics.CacheMiss)
+		b = c.on(lo+idx, found) // build on the longest cached earlier prefix
 	case errors.Is(err, cache.ErrNotFound):
-		c.s.metrics.CacheLookup(metrics.CacheMiss)
 	default:
-		c.s.metrics.CacheLookup(metrics.CacheUnavailable)
 		e, err := c.summarize(ctx, b)
-		return e, compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE, err
+		return e, cache.StatusUnavailable, err
 	}
 
 	// One computation per key in this process (flights), and one across replicas
@@ -238,12 +213,16 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 	// detached from the caller that started it, to that caller's deadline, holding what the
 	// caller's call holds (its slot, its tenant's concurrent-Compacts lease, its request's
 	// memory: package hold); a caller that joined a computation which ran out of its
-	// starter's time starts a new one.
-	flight := key.String() + "/" + c.keptKey()
+	// starter's time starts a new one. Compactions that share a flight serve each other:
+	// they keep the same requests and have the same summary room.
+	flight := key.String() + "/" + c.servesKey()
 	for {
 		fl, lead := c.s.flights.join(flight)
 		if lead {
-			c.detach(ctx, key, flight, fl, b)
+			b, stale := b, stale // the computation's copies: the hit path moves nothing to the heap
+			c.detach(ctx, flight, fl, func(ctx context.Context) (*cache.Entry, cache.Status, error) {
+				return c.compute(ctx, key, b, stale)
+			})
 		} else {
 			hold.Yield(ctx) // waiting on another call's work is not engine work
 		}
@@ -258,28 +237,16 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, compactorv1.Cac
 			}
 			return nil, 0, fl.err
 		}
-		if !c.holds(fl.entry) {
-			// Another replica stored this prefix's summary for a compaction that kept other
-			// requests while we waited on its lock: write ours on it, uncached (the stored
-			// one stays).
-			e, err := c.summarize(ctx, c.on(c.cut, fl.entry))
-			return e, compactorv1.CacheStatus_CACHE_STATUS_MISS, err
+		if !lead && fl.status == cache.StatusMiss {
+			return fl.entry, cache.StatusHit, nil // stored by the call it joined
 		}
-		st := compactorv1.CacheStatus_CACHE_STATUS_MISS
-		switch {
-		case fl.status == cache.StatusHit || !lead:
-			st = compactorv1.CacheStatus_CACHE_STATUS_HIT
-		case fl.status == cache.StatusUnavailable:
-			st = compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE
-		}
-		return fl.entry, st, nil
+		return fl.entry, fl.status, nil
 	}
 }
 
-// detach computes the summary of key (cache.Fill) for fl in a goroutine of its own, which
-// keeps what the call of ctx holds until it ends and runs to ctx's deadline whether or not
-// the caller waits for it.
-func (c *compaction) detach(ctx context.Context, key cache.Key, flight string, fl *flight, b base) {
+// detach runs compute for fl in a goroutine of its own, which keeps what the call of ctx
+// holds until it ends and runs to ctx's deadline whether or not the caller waits for it.
+func (c *compaction) detach(ctx context.Context, flight string, fl *flight, compute func(context.Context) (*cache.Entry, cache.Status, error)) {
 	detached := hold.Detach(ctx)
 	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
@@ -288,23 +255,34 @@ func (c *compaction) detach(ctx context.Context, key cache.Key, flight string, f
 	go func() {
 		defer detached()
 		defer cancel()
-		e, st, err := c.fill(fctx, key, b)
+		e, st, err := compute(fctx)
 		c.s.flights.finish(flight, fl, e, st, err)
 	}()
 }
 
-// fill is cache.Fill of key with a summary built on b. A panic (a bug) is an error: no
-// caller is left to recover it.
-func (c *compaction) fill(ctx context.Context, key cache.Key, b base) (e *cache.Entry, st cache.Status, err error) {
+// compute is the computation of this compaction's summary: with stale (this prefix's cached
+// summary, which does not serve it), a summary rewritten from it, not stored; else
+// cache.Fill of key with a summary built on b, unless another compaction's summary of this
+// prefix was stored while this one waited on its lock and does not serve this one: then it is
+// rewritten from that. A panic (a bug) is an error: no caller is left to recover it.
+func (c *compaction) compute(ctx context.Context, key cache.Key, b base, stale *cache.Entry) (e *cache.Entry, st cache.Status, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.logger.ErrorContext(ctx, "panic while summarizing", "panic", p, "stack", string(debug.Stack()))
 			err = errors.New("compact: internal error while summarizing")
 		}
 	}()
-	return cache.Fill(ctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
-		return c.summarize(ctx, b)
-	})
+	if stale == nil {
+		e, st, err = cache.Fill(ctx, c.s.cache, key, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
+			return c.summarize(ctx, b)
+		})
+		if err != nil || st != cache.StatusHit || c.usable(e) {
+			return e, st, err
+		}
+		stale = e
+	}
+	e, err = c.summarize(ctx, c.rewrite(stale))
+	return e, cache.StatusBypass, err
 }
 
 // transient reports whether err is a summarizer failure a fallback summarizer may stand in
@@ -345,6 +323,17 @@ func (c *compaction) on(from int, e *cache.Entry) base {
 // usable reports whether e, a cached summary of msgs[0:cut], serves this compaction as it
 // is: it fits the summary room and holds every request this compaction does not keep.
 func (c *compaction) usable(e *cache.Entry) bool { return c.holds(e) && c.fits(e.Text) }
+
+// rewrite is the base of this compaction's own summary of msgs[0:cut] when e, the cached
+// one, does not serve it: built on e, folding in the requests e left out that this
+// compaction does not keep; or from the start when e is longer than the summary room (it
+// was written for a larger one).
+func (c *compaction) rewrite(e *cache.Entry) base {
+	if !c.fits(e.Text) {
+		return c.start()
+	}
+	return c.on(c.cut, e)
+}
 
 // holds reports whether e, a summary of msgs[0:cut], holds every request this compaction
 // does not keep: it left out only requests this compaction keeps verbatim beside it.
@@ -426,24 +415,15 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 		return nil, fmt.Errorf("compact: %w: the checked summary has %d tokens, more than %.2f × the %d tokens it replaces",
 			errUnpaid, out, c.s.maxSummaryRatio, inTokens)
 	}
-	c.s.metrics.ObserveCheck(metrics.CheckRequest, rep.RequestsTotal, rep.RequestsRetained, rep.RequestsAppended)
-	c.s.metrics.ObserveCheck(metrics.CheckPath, rep.PathsTotal, rep.PathsRetained, rep.PathsAppended)
+	c.s.metrics.ObserveCheck(rep)
+	res.Text = text // the checked summary is the one stored and served
 	return &cache.Entry{
-		Text:            text,
+		Output:          res.Output,
+		Summarizer:      name,
 		CoveredMessages: int32(c.cut),
 		Kept:            c.kept,
-		Model:           res.Model,
-		PromptVersion:   res.PromptVersion,
-		Summarizer:      name,
-		InputTokens:     res.InputTokens,
-		OutputTokens:    res.OutputTokens,
 		Created:         time.Now().UTC(),
-		Check: cache.Check{
-			RequestsTotal: int32(rep.RequestsTotal), RequestsRetained: int32(rep.RequestsRetained),
-			RequestsAppended: int32(rep.RequestsAppended), PathsTotal: int32(rep.PathsTotal),
-			PathsRetained: int32(rep.PathsRetained), PathsAppended: int32(rep.PathsAppended),
-			Trimmed: rep.Trimmed,
-		},
+		Check:           rep,
 	}, nil
 }
 
@@ -493,9 +473,9 @@ func (c *compaction) summarized(i int) bool {
 // latest summary (whatever cached prefix the summary was built on), against the summary and
 // the head messages kept before the cut (the tail is left out: the entry is cached for every
 // conversation sharing the prefix).
-func (c *compaction) check(summary string, budget int, count func(string) int) (string, fidelity.Report) {
+func (c *compaction) check(text string, budget int, count func(string) int) (string, summary.Check) {
 	rng, kept := c.split()
-	return fidelity.Check(fidelity.CheckInput{Summary: summary, Range: rng, Kept: kept, Budget: budget, Count: count})
+	return fidelity.Check(fidelity.CheckInput{Summary: text, Range: rng, Kept: kept, Budget: budget, Count: count})
 }
 
 // keptPositions returns the positions of the requests before the cut the plan keeps
@@ -510,13 +490,15 @@ func (c *compaction) keptPositions() []int32 {
 	return out
 }
 
-// keptKey names the kept requests, for the computations of one prefix's summary in this
-// process (flights): summaries of one prefix that leave out different requests differ.
-func (c *compaction) keptKey() string {
+// servesKey names what decides whether a summary of msgs[0:cut] serves this compaction (see
+// usable): the requests it keeps and its summary room. Compactions of one prefix share a
+// computation in this process (flights) only when these are the same.
+func (c *compaction) servesKey() string {
 	var b strings.Builder
 	for _, k := range c.kept {
 		fmt.Fprintf(&b, "%d,", k)
 	}
+	fmt.Fprintf(&b, "/%d", c.textBudget())
 	return b.String()
 }
 
@@ -565,16 +547,6 @@ func (c *compaction) summaryMessage(text string, covered int) *compactorv1.Messa
 			return m
 		}
 		m = engine.SummaryMessage(engine.Truncate(text, n), covered)
-	}
-}
-
-// checkAttributes are the span attributes of a summary check.
-func checkAttributes(ch cache.Check) []attribute.KeyValue {
-	return []attribute.KeyValue{
-		attrCheckRequestsTotal.Int(int(ch.RequestsTotal)), attrCheckRequestsRetained.Int(int(ch.RequestsRetained)),
-		attrCheckRequestsAppended.Int(int(ch.RequestsAppended)), attrCheckPathsTotal.Int(int(ch.PathsTotal)),
-		attrCheckPathsRetained.Int(int(ch.PathsRetained)), attrCheckPathsAppended.Int(int(ch.PathsAppended)),
-		attrCheckTrimmed.Bool(ch.Trimmed),
 	}
 }
 

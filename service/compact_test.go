@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/metrics"
 	"github.com/compactord/compactord/service"
 	"github.com/compactord/compactord/summarize"
 	"go.opentelemetry.io/otel/attribute"
@@ -51,6 +52,7 @@ type replicaConfig struct {
 	fallback string                        // the llm summarizer's fallback
 	model    string                        // the llm summarizer's model; "gpt-test" by default
 	calls    service.Admitter              // admits calls and their requests' memory
+	metrics  *metrics.Recorder             // records the cache outcomes and the rest
 	unary    []grpc.UnaryServerInterceptor // e.g. the per-tenant limits
 }
 
@@ -78,7 +80,8 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 	if cfg.fill == (cache.FillOptions{}) {
 		cfg.fill = cache.FillOptions{PollInterval: 20 * time.Millisecond}
 	}
-	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio, Admit: cfg.admit})
+	srv := service.New(service.Options{Summarizers: reg, Cache: cfg.cache, Fill: cfg.fill, MaxSummaryRatio: cfg.maxRatio, Admit: cfg.admit,
+		Metrics: cfg.metrics})
 	_, conn := serveTCP(t, srv, service.GRPCOptions{TracerProvider: cfg.tp, Admit: cfg.calls, UnaryInterceptors: cfg.unary})
 	return compactorv1.NewCompactorServiceClient(conn)
 }

@@ -37,7 +37,7 @@ type GRPCOptions struct {
 	MaxMessageBytes int
 	// Metrics counts and times every call (grpc_server_*, first after call logging) and gets
 	// a zero series for every registered method; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *metrics.Recorder
 	// UnaryInterceptors and StreamInterceptors run in order after panic recovery, call
 	// logging and metrics, so they are logged and counted (a panic among them included).
 	// They may refuse a call. For a CompactorService call they run before its request is

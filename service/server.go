@@ -35,7 +35,7 @@ type Options struct {
 	// summary answers compacted=false. Zero means 0.5.
 	MaxSummaryRatio float64
 	// Metrics records cache, summarizer and token metrics; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *metrics.Recorder
 	// Admit admits every summarizer call to a model (not the extractive summarizer's); nil
 	// admits all.
 	Admit SummaryAdmitter
@@ -63,7 +63,7 @@ type Server struct {
 	cache           cache.Cache
 	fill            cache.FillOptions
 	maxSummaryRatio float64
-	metrics         *metrics.Metrics
+	metrics         *metrics.Recorder
 	admit           SummaryAdmitter
 	logger          *slog.Logger
 	flights         flights

@@ -74,7 +74,7 @@ func (b *breaker) allow() (done func(verdict error), ok bool) {
 	return done, err == nil
 }
 
-// isOpen reports whether the breaker currently rejects calls (for tests and health).
+// isOpen reports whether the breaker currently rejects calls.
 func (b *breaker) isOpen() bool {
 	return b.cb != nil && b.cb.State() == gobreaker.StateOpen
 }

@@ -291,13 +291,13 @@ func (x *extractor) callLine(c *call, excerptMax int) string {
 // fields as key=value, those holding the highest weighted names first; for text, the lines
 // holding them (or, with instructions, the lines holding their terms), in order; within
 // excerptBytes.
-func (x *extractor) excerpt(output string, max int) string {
+func (x *extractor) excerpt(output string, limit int) string {
 	output = strings.TrimSpace(output)
 	if output == "" {
 		return ""
 	}
 	if fields := jsonFields(output); fields != nil {
-		return x.pick(fields, ", ", max)
+		return x.pick(fields, ", ", limit)
 	}
 	var lines []string
 	for _, l := range strings.Split(output, "\n") {
@@ -305,7 +305,7 @@ func (x *extractor) excerpt(output string, max int) string {
 			lines = append(lines, l)
 		}
 	}
-	return x.pick(lines, " / ", max)
+	return x.pick(lines, " / ", limit)
 }
 
 // agentPrompt reports whether an output line is an agent harness's prompt state rather than
@@ -317,7 +317,7 @@ func agentPrompt(l string) bool {
 // pick chooses among parts (lines, or key=value fields) those worth the most (the weights
 // of their names, the instructions' terms), keeps them in their order and joins them
 // within excerptBytes.
-func (x *extractor) pick(parts []string, sep string, max int) string {
+func (x *extractor) pick(parts []string, sep string, limit int) string {
 	if len(parts) == 0 {
 		return ""
 	}
@@ -345,13 +345,13 @@ func (x *extractor) pick(parts []string, sep string, max int) string {
 	used := 0
 	for _, s := range ss {
 		p := truncateBytes(parts[s.i], excerptLineBytes)
-		if used+len(p) > max && len(chosen) > 0 {
+		if used+len(p) > limit && len(chosen) > 0 {
 			continue
 		}
 		picked[s.i] = p
 		used += len(p) + len(sep)
 		chosen = append(chosen, s.i)
-		if used >= max {
+		if used >= limit {
 			break
 		}
 	}

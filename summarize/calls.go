@@ -290,13 +290,13 @@ func errorLine(output string) string {
 // shellReads reports whether every simple command of a command line only reads, searches
 // or lists (its output is content, not an outcome).
 func shellReads(cmdline string) bool {
-	any := false
+	some := false
 	for _, simple := range splitShell(cmdline) {
 		words := strings.Fields(simple)
 		if len(words) == 0 || words[0] == "cd" {
 			continue
 		}
-		any = true
+		some = true
 		switch shellAction(words) {
 		case actRead, actSearch:
 		default:
@@ -307,7 +307,7 @@ func shellReads(cmdline string) bool {
 			}
 		}
 	}
-	return any
+	return some
 }
 
 // shellEdits returns the text shell commands write into files: a here-document redirected

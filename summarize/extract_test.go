@@ -415,14 +415,14 @@ func TestFitSummaryPrompt(t *testing.T) {
 		t.Error("engine.FitSummaryPrompt shrank a prompt that fits")
 	}
 	first := sumPrefix(sumFirstUserText(msgs), 40)
-	for _, max := range []int{len(full) / 2, 60000, 20000, 5000} {
-		got := engine.FitSummaryPrompt(in, max)
-		if len(got) > max {
-			t.Errorf("max %d: prompt is %d bytes", max, len(got))
+	for _, limit := range []int{len(full) / 2, 60000, 20000, 5000} {
+		got := engine.FitSummaryPrompt(in, limit)
+		if len(got) > limit {
+			t.Errorf("max %d: prompt is %d bytes", limit, len(got))
 		}
 		for _, want := range []string{"ANCHOR TEXT", "INSTRUCTIONS TEXT", "<transcript>", "Next step", first} {
 			if !strings.Contains(got, want) {
-				t.Errorf("max %d: prompt lacks %q", max, want)
+				t.Errorf("max %d: prompt lacks %q", limit, want)
 			}
 		}
 	}

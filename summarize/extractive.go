@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summary"
 )
 
 // ExtractiveModel is the model name the extractive summarizer reports.
@@ -61,7 +62,7 @@ func (e *Extractive) Summarize(ctx context.Context, req Request) (res Result, er
 	text := strings.TrimSpace(ExtractiveSummary(
 		req.SummaryInput,
 		ExtractiveOptions{MaxTokens: maxTokens, Count: count}))
-	res = Result{Model: ExtractiveModel, PromptVersion: engine.PromptVersion, FinishReasons: []string{"stop"}}
+	res = Result{Output: summary.Output{Model: ExtractiveModel, PromptVersion: engine.PromptVersion}, FinishReasons: []string{"stop"}}
 	for _, m := range req.Messages {
 		res.InputTokens += int64(proto.Size(m)+3) / 4
 	}

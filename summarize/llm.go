@@ -202,12 +202,6 @@ func (l *LLM) Fingerprint() Fingerprint {
 	return Fingerprint{Name: l.name, Model: l.model, PromptVersion: engine.PromptVersion}
 }
 
-// Name returns the configured name.
-func (l *LLM) Name() string { return l.name }
-
-// BreakerOpen reports whether the circuit breaker currently rejects calls.
-func (l *LLM) BreakerOpen() bool { return l.breaker.isOpen() }
-
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()

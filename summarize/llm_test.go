@@ -28,6 +28,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summary"
 )
 
 // secret appears in the test conversation; it must never reach a span.
@@ -217,8 +218,8 @@ func TestLLMSuccess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Result{Text: "## User requests\n- fix it", Model: p.respModel, PromptVersion: engine.PromptVersion,
-				InputTokens: 321, OutputTokens: 45, FinishReasons: []string{p.finishReason}, Attempts: 1}
+			want := Result{Output: summary.Output{Text: "## User requests\n- fix it", Model: p.respModel, PromptVersion: engine.PromptVersion,
+				InputTokens: 321, OutputTokens: 45}, FinishReasons: []string{p.finishReason}, Attempts: 1}
 			if fmt.Sprint(res) != fmt.Sprint(want) {
 				t.Errorf("Result = %+v\nwant     %+v", res, want)
 			}
@@ -448,7 +449,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 			if got := fx.f.hits.Load(); got != 3 {
 				t.Fatalf("%d requests, want 3 before the breaker opened", got)
 			}
-			if !fx.s.BreakerOpen() {
+			if !fx.s.breaker.isOpen() {
 				t.Fatal("breaker not open")
 			}
 
@@ -478,7 +479,7 @@ func TestLLMCircuitBreaker(t *testing.T) {
 			if err != nil || res.Text != "recovered" {
 				t.Fatalf("probe after recovery: %+v, %v", res, err)
 			}
-			if fx.s.BreakerOpen() {
+			if fx.s.breaker.isOpen() {
 				t.Error("breaker still open after a successful probe")
 			}
 			if _, err := fx.s.Summarize(ctx, req); err != nil {
@@ -499,8 +500,8 @@ func TestLLMRateLimitsDoNotTripTheBreaker(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("err = %v, want ErrUnavailable without the breaker", err)
 	}
-	if got := fx.f.hits.Load(); got != 4 || fx.s.BreakerOpen() {
-		t.Errorf("%d requests (want 4), breaker open %v", got, fx.s.BreakerOpen())
+	if got := fx.f.hits.Load(); got != 4 || fx.s.breaker.isOpen() {
+		t.Errorf("%d requests (want 4), breaker open %v", got, fx.s.breaker.isOpen())
 	}
 }
 
@@ -592,7 +593,7 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 	for range 2 {
 		_, _ = fx.s.Summarize(ctx, req)
 	}
-	if !fx.s.BreakerOpen() {
+	if !fx.s.breaker.isOpen() {
 		t.Fatal("breaker not open after 2 failures")
 	}
 	time.Sleep(breakerCooldown)
@@ -600,7 +601,7 @@ func TestLLMBreakerClosesWhenTheProviderAnswers(t *testing.T) {
 	if _, err := fx.s.Summarize(ctx, req); !errors.Is(err, ErrRejected) || errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("probe: %v", err)
 	}
-	if fx.s.BreakerOpen() {
+	if fx.s.breaker.isOpen() {
 		t.Error("a provider that answers 400 is up: the breaker should close")
 	}
 	if got := fx.f.hits.Load(); got != 3 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/summary"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -94,19 +95,11 @@ type Request struct {
 	Attributes []attribute.KeyValue
 }
 
-// Result is a summary and what it cost.
+// Result is a summary, what it cost, and how the call that wrote it went.
 type Result struct {
-	// Text is the summary, trimmed; never empty.
-	Text string
-	// Model is the model that wrote it, as the provider reported it ("extractive" for the
-	// extractive summarizer).
-	Model string
-	// PromptVersion is engine.PromptVersion at the time of writing.
-	PromptVersion string
-	// InputTokens and OutputTokens are the provider-reported usage (estimates for the
-	// extractive summarizer).
-	InputTokens  int64
-	OutputTokens int64
+	// Output is the summary (Text, trimmed, never empty on success; Model, as the provider
+	// reported it, ExtractiveModel for the extractive summarizer) and its usage.
+	summary.Output
 	// FinishReasons are the provider's stop reasons ("stop", "length", "end_turn", …).
 	FinishReasons []string
 	// Attempts is how many provider calls were made (1 without retries; 0 for extractive).

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}()
 
-	var m *metrics.Metrics // nil records nothing
+	var m *metrics.Recorder // nil records nothing
 	if cfg.MetricsListen != "" {
 		m = metrics.New(prometheus.NewRegistry())
 	}

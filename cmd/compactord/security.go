@@ -30,7 +30,7 @@ type security struct {
 	admit         service.SummaryAdmitter
 }
 
-func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.UniversalClient, m *metrics.Metrics, logger *slog.Logger) (security, error) {
+func setupSecurity(ctx context.Context, cfg config, fc fileConfig, rdb redis.UniversalClient, m *metrics.Recorder, logger *slog.Logger) (security, error) {
 	sec := security{mode: authMode(cfg, fc), tls: "off"}
 	if cfg.TLSCert != "" {
 		files, err := tlsfiles.New(tlsfiles.Files{CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, ClientCAFile: cfg.TLSClientCA,

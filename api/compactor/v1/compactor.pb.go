@@ -216,14 +216,18 @@ type CacheStatus int32
 const (
 	// Not set: no summary was needed.
 	CacheStatus_CACHE_STATUS_UNSPECIFIED CacheStatus = 0
-	// The whole summary came from the cache; no summarizer call.
+	// The whole summary came from the cache, or from a call of the same replica that wrote and
+	// stored it while this one waited; no summarizer call for this one.
 	CacheStatus_CACHE_STATUS_HIT CacheStatus = 1
 	// The summary was produced by the summarizer (possibly on top of a cached anchor) and
 	// stored.
 	CacheStatus_CACHE_STATUS_MISS CacheStatus = 2
 	// The cache could not be reached; the summary was produced without it.
 	CacheStatus_CACHE_STATUS_UNAVAILABLE CacheStatus = 3
-	// The cache was not consulted.
+	// The summary was produced and deliberately not stored, although the cache answered: a
+	// fallback summarizer wrote it (Summary.fallback_from), or the cached summary of this
+	// prefix did not serve this call (it left out requests this call does not keep verbatim,
+	// or it is longer than this call's summary room) and stays cached as it is.
 	CacheStatus_CACHE_STATUS_BYPASS CacheStatus = 4
 )
 
@@ -1059,7 +1063,8 @@ type Summary struct {
 	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	// The summarizer's name.
 	Summarizer string `protobuf:"bytes,2,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
-	// The model that wrote it; empty for the extractive summarizer.
+	// The model that wrote it, as its provider reported it; "extractive" for the extractive
+	// summarizer (the model its cache key names).
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// The version of the summary prompt.
 	PromptVersion string `protobuf:"bytes,4,opt,name=prompt_version,json=promptVersion,proto3" json:"prompt_version,omitempty"`

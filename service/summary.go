@@ -1,0 +1,67 @@
+package service
+
+import (
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/summary"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Span attributes of the summary check (counts only, never content).
+const (
+	attrCheckRequestsTotal    = attribute.Key("compactor.check.requests.total")
+	attrCheckRequestsRetained = attribute.Key("compactor.check.requests.retained")
+	attrCheckRequestsAppended = attribute.Key("compactor.check.requests.appended")
+	attrCheckPathsTotal       = attribute.Key("compactor.check.paths.total")
+	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
+	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
+	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
+)
+
+// summaryProto is the API's Summary of e, served with keptVerbatim requests kept verbatim
+// after it; fallbackFrom names the summarizer whose fallback wrote it ("" for none).
+func summaryProto(e *cache.Entry, keptVerbatim int, fallbackFrom string) *compactorv1.Summary {
+	return &compactorv1.Summary{
+		Text:                 e.Text,
+		Summarizer:           e.Summarizer,
+		Model:                e.Model,
+		PromptVersion:        e.PromptVersion,
+		InputTokens:          e.InputTokens,
+		OutputTokens:         e.OutputTokens,
+		CoveredMessages:      e.CoveredMessages,
+		RequestsTotal:        int32(e.Check.RequestsTotal),
+		RequestsRetained:     int32(e.Check.RequestsRetained),
+		RequestsAppended:     int32(e.Check.RequestsAppended),
+		PathsTotal:           int32(e.Check.PathsTotal),
+		PathsRetained:        int32(e.Check.PathsRetained),
+		PathsAppended:        int32(e.Check.PathsAppended),
+		CheckTrimmed:         e.Check.Trimmed,
+		RequestsKeptVerbatim: int32(keptVerbatim),
+		FallbackFrom:         fallbackFrom,
+	}
+}
+
+// checkAttributes are the span attributes of a summary check.
+func checkAttributes(c summary.Check) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attrCheckRequestsTotal.Int(c.RequestsTotal), attrCheckRequestsRetained.Int(c.RequestsRetained),
+		attrCheckRequestsAppended.Int(c.RequestsAppended), attrCheckPathsTotal.Int(c.PathsTotal),
+		attrCheckPathsRetained.Int(c.PathsRetained), attrCheckPathsAppended.Int(c.PathsAppended),
+		attrCheckTrimmed.Bool(c.Trimmed),
+	}
+}
+
+// cacheStatusProto is the API's CacheStatus of a cache outcome.
+func cacheStatusProto(s cache.Status) compactorv1.CacheStatus {
+	switch s {
+	case cache.StatusHit:
+		return compactorv1.CacheStatus_CACHE_STATUS_HIT
+	case cache.StatusMiss:
+		return compactorv1.CacheStatus_CACHE_STATUS_MISS
+	case cache.StatusUnavailable:
+		return compactorv1.CacheStatus_CACHE_STATUS_UNAVAILABLE
+	case cache.StatusBypass:
+		return compactorv1.CacheStatus_CACHE_STATUS_BYPASS
+	}
+	return compactorv1.CacheStatus_CACHE_STATUS_UNSPECIFIED
+}
