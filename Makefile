@@ -84,9 +84,13 @@ check-generate: generate
 # yet). Only additions pass: a renamed, renumbered or retyped field fails. CI runs it.
 API_BASELINE := 957fe36b9f93f36e4fe56f2c9d8bcf3a2fcfeef7
 API_RELEASE   = $(or $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null),$(API_BASELINE))
+# The api module alone is compared (the workspace also holds third_party/googleapis, which the
+# baseline does not), read from the repository's git directory: in a git worktree, .git is a
+# file that buf cannot clone, and the common directory holds the same commits.
+API_GIT_DIR   = $(or $(shell git rev-parse --git-common-dir 2>/dev/null),.git)
 breaking: $(BIN)/buf
 	@echo "buf breaking against $(API_RELEASE)"
-	$(BIN)/buf breaking --against '.git#ref=$(API_RELEASE)'
+	$(BIN)/buf breaking api --against '$(API_GIT_DIR)#ref=$(API_RELEASE),subdir=api'
 
 # Renders every kustomize overlay and validates it offline (kubeconform -strict, kube-score).
 k8s-validate:

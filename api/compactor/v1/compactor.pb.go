@@ -7,6 +7,7 @@
 package compactorv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -586,7 +587,7 @@ type PlanRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation, oldest first. Required.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
-	// The policy; context_window or trigger_tokens is required.
+	// The policy. Required: its context_window or trigger_tokens must be set.
 	Policy        *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -850,7 +851,7 @@ type CompactRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation, oldest first. Required.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
-	// The policy; context_window or trigger_tokens is required.
+	// The policy. Required: its context_window or trigger_tokens must be set.
 	Policy *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Summarizer name; empty means the server's default.
 	Summarizer string `protobuf:"bytes,3,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
@@ -1611,7 +1612,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\"\xa0\x04\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\"\xa0\x04\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -1636,10 +1637,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x15clear_at_least_tokens\x18\x06 \x01(\x03R\x12clearAtLeastTokens\"O\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
-	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"n\n" +
-	"\vPlanRequest\x121\n" +
-	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\"\xb8\x05\n" +
+	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"x\n" +
+	"\vPlanRequest\x126\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\"\xb8\x05\n" +
 	"\fPlanResponse\x12,\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x14.compactor.v1.ActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12=\n" +
@@ -1663,10 +1664,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\vtail_tokens\x18\x11 \x01(\x03R\n" +
 	"tailTokens\x12\x1d\n" +
 	"\n" +
-	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\"\xbc\x02\n" +
-	"\x0eCompactRequest\x121\n" +
-	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\x12\x1e\n" +
+	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\"\xc6\x02\n" +
+	"\x0eCompactRequest\x126\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\x12\x1e\n" +
 	"\n" +
 	"summarizer\x18\x03 \x01(\tR\n" +
 	"summarizer\x12\"\n" +
@@ -1705,10 +1706,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
-	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xc8\x02\n" +
-	"\fLowerRequest\x121\n" +
-	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x122\n" +
-	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +
+	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xd2\x02\n" +
+	"\fLowerRequest\x126\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x127\n" +
+	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderB\x03\xe0A\x02R\bprovider\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n" +
 	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\x12/\n" +
 	"\asession\x18\x05 \x01(\v2\x15.compactor.v1.SessionR\asession\x12!\n" +
@@ -1718,9 +1719,9 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rLowerResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\tR\x04body\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\x12\x16\n" +
-	"\x06cursor\x18\x03 \x01(\x05R\x06cursor\"U\n" +
-	"\vLiftRequest\x12\x12\n" +
-	"\x04body\x18\x01 \x01(\tR\x04body\x122\n" +
+	"\x06cursor\x18\x03 \x01(\x05R\x06cursor\"Z\n" +
+	"\vLiftRequest\x12\x17\n" +
+	"\x04body\x18\x01 \x01(\tB\x03\xe0A\x02R\x04body\x122\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\"\xae\x01\n" +
 	"\fLiftResponse\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x122\n" +
