@@ -638,15 +638,24 @@ func (x *PlanRequest) GetPolicy() *Policy {
 }
 
 // PlanResponse is a compaction plan.
+//
+// dispositions and message_tokens are parallel to the request's messages: entry i of each is
+// about messages[i], and each holds exactly one entry per request message. cut_index and
+// summary_index are the plan's only sentinels: -1 where there is no such message (proto3 has no
+// presence for scalars, and 0 is a valid index). Fields added since (head_tokens and after) use
+// none: a value with no meaning in some plans is 0 there with the meaning its comment gives, and
+// a field that must tell "absent" from 0 is declared `optional`.
 type PlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What to do.
 	Action Action `protobuf:"varint,1,opt,name=action,proto3,enum=compactor.v1.Action" json:"action,omitempty"`
 	// Why, in words that quote the numbers that fired (window, reserve, trigger, total).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	// One per request message, in the same order.
+	// What the plan does with each request message: dispositions[i] is messages[i]'s.
 	Dispositions []Disposition `protobuf:"varint,3,rep,packed,name=dispositions,proto3,enum=compactor.v1.Disposition" json:"dispositions,omitempty"`
-	// Tokens of each request message, in the same order.
+	// The tokens of each request message, messages[i]'s at index i, dropped ones included: the
+	// caller's token_count when it is greater than zero, else compactord's count (scaled to
+	// Policy.reported_usage for the messages it covers).
 	MessageTokens []int64 `protobuf:"varint,4,rep,packed,name=message_tokens,json=messageTokens,proto3" json:"message_tokens,omitempty"`
 	// Tokens the model would see now (history covered by a summary excluded).
 	TokensBefore int64 `protobuf:"varint,5,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
@@ -656,13 +665,20 @@ type PlanResponse struct {
 	// trigger_at_tokens unless even the least it can keep (the head, the newest request and the
 	// newest turn, with its tool outputs cut) exceeds the trigger, which reason then says.
 	TokensAfter int64 `protobuf:"varint,6,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
-	// Index of the first message of the verbatim tail; -1 when not summarizing.
+	// For ACTION_SUMMARIZE, the index in the request's messages of the first message of the
+	// verbatim tail: the messages before it are summarized, dropped, or kept as head or as
+	// requests (their dispositions say which). -1 (a sentinel) for ACTION_NONE and ACTION_PRUNE,
+	// which cut nothing; never -1 for ACTION_SUMMARIZE.
 	CutIndex int32 `protobuf:"varint,7,opt,name=cut_index,json=cutIndex,proto3" json:"cut_index,omitempty"`
-	// Hex SHA-256 hash-chain value of messages[0:cut_index]; empty when not summarizing.
+	// Hex SHA-256 hash-chain value of messages[0:cut_index], the key of the summary cache; empty
+	// exactly when cut_index is -1.
 	PrefixHash string `protobuf:"bytes,8,opt,name=prefix_hash,json=prefixHash,proto3" json:"prefix_hash,omitempty"`
 	// Tokens removed by pruning.
 	PrunedTokens int64 `protobuf:"varint,9,opt,name=pruned_tokens,json=prunedTokens,proto3" json:"pruned_tokens,omitempty"`
-	// Index of the latest COMPACT_SUMMARY message, -1 when there is none.
+	// The index in the request's messages of the latest summary boundary: the last
+	// MESSAGE_KIND_COMPACT_SUMMARY message or message holding a provider compaction (a
+	// ProviderPart of type "compaction"), whichever comes later. -1 (a sentinel) when the
+	// conversation has neither. Set whatever the action.
 	SummaryIndex int32 `protobuf:"varint,10,opt,name=summary_index,json=summaryIndex,proto3" json:"summary_index,omitempty"`
 	// The usable window: context_window − reserve_output_tokens.
 	UsableTokens int64 `protobuf:"varint,11,opt,name=usable_tokens,json=usableTokens,proto3" json:"usable_tokens,omitempty"`
