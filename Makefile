@@ -9,6 +9,7 @@ BUF_VERSION                := v1.73.0
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.1
 STATICCHECK_VERSION        := v0.8.2
+DEADCODE_VERSION           := v0.52.0
 GRPCURL_VERSION            := v1.9.3
 # The vtprotobuf plugin must match the runtime helpers its code imports: the version go.mod
 # resolves (gRPC requires the module too).
@@ -17,7 +18,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build install docker test test-clients lint generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity recall clean
+.PHONY: all build install docker test test-clients lint deadcode generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity recall clean
 
 all: lint test build
 
@@ -66,6 +67,28 @@ lint: $(BIN)/staticcheck $(BIN)/buf
 	$(BIN)/staticcheck ./...
 	cd loadtest && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	$(BIN)/buf lint
+	$(MAKE) --no-print-directory deadcode
+
+# Fails on dead code (golang.org/x/tools/cmd/deadcode), in one throwaway go.work holding both
+# modules so that code only the load test runs counts as used. Code the commands link (every
+# main package: cmd/..., clients/protoset, internal/readme/run, k8s/schemagen, loadtest, ...)
+# is dead unless a command reaches it: without -test, code only tests call is dead too. The
+# packages that exist for tests (TEST_SUPPORT, under internal/), and any package no command
+# links, are dead code's other kind: there a function neither a command nor a test reaches
+# (-test) is dead.
+TEST_SUPPORT := certtest corpus cputime golden hostile irtest llmtest rawh2 redistest tcpproxy
+deadcode: $(BIN)/deadcode
+	@set -e; work=$$(mktemp -d); trap 'rm -rf "$$work"' EXIT; export GOWORK="$$work/go.work"; \
+	  $(GO) work init . ./loadtest; \
+	  $(GO) list ./... ./loadtest/... >"$$work/all"; \
+	  $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./... ./loadtest/... >"$$work/mains"; \
+	  $(GO) list -deps -f '{{with .Module}}{{if .Main}}{{$$.ImportPath}}{{end}}{{end}}' $$(cat "$$work/mains") >"$$work/linked"; \
+	  grep -vE '/internal/($(subst $() ,|,$(TEST_SUPPORT)))$$' "$$work/linked" >"$$work/prod"; \
+	  grep -vxF -f "$$work/prod" "$$work/all" >"$$work/rest" || [ $$? -eq 1 ]; \
+	  re() { sed 's/[.]/\\./g' "$$1" | paste -sd'|' - | sed 's/.*/^(&)$$/'; }; \
+	  $(BIN)/deadcode -filter "$$(re "$$work/prod")" $$(cat "$$work/mains") >"$$work/dead"; \
+	  [ ! -s "$$work/rest" ] || $(BIN)/deadcode -test -filter "$$(re "$$work/rest")" ./... ./loadtest/... >>"$$work/dead"; \
+	  if [ -s "$$work/dead" ]; then echo "deadcode: functions nothing reaches (remove them):"; cat "$$work/dead"; exit 1; fi
 
 # The Go code (buf, pinned plugins), then the Python and Node clients (clients/generate.sh;
 # versions in clients/VERSIONS and clients/node/package-lock.json).
@@ -84,9 +107,13 @@ check-generate: generate
 # yet). Only additions pass: a renamed, renumbered or retyped field fails. CI runs it.
 API_BASELINE := 957fe36b9f93f36e4fe56f2c9d8bcf3a2fcfeef7
 API_RELEASE   = $(or $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null),$(API_BASELINE))
+# The api module alone is compared (the workspace also holds third_party/googleapis, which the
+# baseline does not), read from the repository's git directory: in a git worktree, .git is a
+# file that buf cannot clone, and the common directory holds the same commits.
+API_GIT_DIR   = $(or $(shell git rev-parse --git-common-dir 2>/dev/null),.git)
 breaking: $(BIN)/buf
 	@echo "buf breaking against $(API_RELEASE)"
-	$(BIN)/buf breaking --against '.git#ref=$(API_RELEASE)'
+	$(BIN)/buf breaking api --against '$(API_GIT_DIR)#ref=$(API_RELEASE),subdir=api'
 
 # Renders every kustomize overlay and validates it offline (kubeconform -strict, kube-score).
 k8s-validate:
@@ -143,7 +170,7 @@ fuzz:
 bench:
 	$(GO) test ./engine/... ./service -run '^$$' -bench . -benchmem
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto $(BIN)/staticcheck $(BIN)/grpcurl
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-go-vtproto $(BIN)/staticcheck $(BIN)/deadcode $(BIN)/grpcurl
 
 # grpcurl alone, into .bin/ (the README's quick start uses it).
 grpcurl: $(BIN)/grpcurl
@@ -158,6 +185,8 @@ $(BIN)/protoc-gen-go-vtproto:
 	GOBIN=$(BIN) $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(VTPROTO_VERSION)
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+$(BIN)/deadcode:
+	GOBIN=$(BIN) $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
 $(BIN)/grpcurl:
 	GOBIN=$(BIN) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 

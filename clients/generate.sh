@@ -20,9 +20,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 desc="$work/descriptors.binpb"
 go run ./clients/protoset -o "$desc"
-files=(compactor/v1/compactor.proto compactor/v1/conversation.proto google/rpc/status.proto google/rpc/error_details.proto)
+files=(compactor/v1/compactor.proto compactor/v1/conversation.proto google/rpc/status.proto google/rpc/error_details.proto google/api/field_behavior.proto)
 # Python registers every generated file in one process-wide pool: its google.rpc copies are
-# renamed so they never clash with googleapis-common-protos (clients/protoset -private-rpc).
+# renamed so they never clash with googleapis-common-protos, and google/api/field_behavior.proto
+# (the fields' annotations, which googleapis-common-protos would provide) is left out, its
+# options kept as bytes (clients/protoset -private-rpc).
 pydesc="$work/descriptors-python.binpb"
 go run ./clients/protoset -o "$pydesc" -private-rpc
 pyfiles=(compactor/v1/compactor.proto compactor/v1/conversation.proto compactord/rpc/status.proto compactord/rpc/error_details.proto)

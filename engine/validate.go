@@ -308,16 +308,16 @@ func (v *validator) providerPart(at loc, p *compactorv1.ProviderPart) {
 	switch p.GetProvider() {
 	case ProviderAnthropic, ProviderOpenAI:
 	default:
-		v.addAt(at, "provider.provider", fmt.Sprintf("unknown provider %q: expected %q or %q", p.GetProvider(), ProviderAnthropic, ProviderOpenAI))
+		v.addAt(at, ".provider.provider", fmt.Sprintf("unknown provider %q: expected %q or %q", p.GetProvider(), ProviderAnthropic, ProviderOpenAI))
 	}
 	if p.GetType() == "" {
-		v.addAt(at, "provider.type", "required")
+		v.addAt(at, ".provider.type", "required")
 	}
 	if j := strings.TrimSpace(p.GetJson()); !strings.HasPrefix(j, "{") || !json.Valid([]byte(j)) {
-		v.addAt(at, "provider.json", "must be a JSON object")
+		v.addAt(at, ".provider.json", "must be a JSON object")
 	}
 	if p.GetTokenCount() < 0 {
-		v.addAt(at, "provider.token_count", "must not be negative")
+		v.addAt(at, ".provider.token_count", "must not be negative")
 	}
 }
 

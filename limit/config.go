@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// Limits are one tenant's limits. Zero takes the default's value; a negative value means
-// unlimited.
-type Limits struct {
+// Quota is one tenant's limits (what a QuotaFailure names when one is exceeded). Zero takes
+// the default's value; a negative value means unlimited.
+type Quota struct {
 	// CallsPerSecond bounds CompactorService calls; Burst is how many may come at once
 	// (default: the rate, at least 1).
 	CallsPerSecond float64 `yaml:"calls_per_second"`
@@ -33,8 +33,8 @@ type Limits struct {
 // Config is the limits section of the --config file.
 type Config struct {
 	// Default applies to every tenant; Tenants override it field by field.
-	Default Limits            `yaml:"default"`
-	Tenants map[string]Limits `yaml:"tenants"`
+	Default Quota            `yaml:"default"`
+	Tenants map[string]Quota `yaml:"tenants"`
 }
 
 // Names of the limits, as QuotaFailure details, errors and metrics name them.
@@ -47,7 +47,7 @@ const (
 // Validate reports values that cannot work.
 func (c Config) Validate() error {
 	var errs []error
-	check := func(who string, l Limits) {
+	check := func(who string, l Quota) {
 		if l.Burst < 0 {
 			errs = append(errs, fmt.Errorf("%s.burst: must not be negative", who))
 		}
@@ -67,11 +67,11 @@ func (c Config) Validate() error {
 
 // Enabled reports whether any limit is set.
 func (c Config) Enabled() bool {
-	if c.Default != (Limits{}) {
+	if c.Default != (Quota{}) {
 		return true
 	}
 	for _, l := range c.Tenants {
-		if l != (Limits{}) {
+		if l != (Quota{}) {
 			return true
 		}
 	}
@@ -79,7 +79,7 @@ func (c Config) Enabled() bool {
 }
 
 // For returns the limits of tenant: its own over the default.
-func (c Config) For(tenant string) Limits {
+func (c Config) For(tenant string) Quota {
 	l, d := c.Tenants[tenant], c.Default
 	if l.CallsPerSecond == 0 {
 		l.CallsPerSecond = d.CallsPerSecond

@@ -64,7 +64,7 @@ func replicas(t *testing.T, cfg Config, m *metrics.Recorder) (a, b *Enforcer, rd
 }
 
 func TestCallsPerSecondAcrossReplicas(t *testing.T) {
-	cfg := Config{Default: Limits{CallsPerSecond: 1, Burst: 3}, Tenants: map[string]Limits{"big": {CallsPerSecond: 100, Burst: 100}}}
+	cfg := Config{Default: Quota{CallsPerSecond: 1, Burst: 3}, Tenants: map[string]Quota{"big": {CallsPerSecond: 100, Burst: 100}}}
 	reg := prometheus.NewRegistry()
 	a, b, _ := replicas(t, cfg, metrics.New(reg))
 	ia, ib := a.UnaryServerInterceptor(), b.UnaryServerInterceptor()
@@ -93,7 +93,7 @@ func TestCallsPerSecondAcrossReplicas(t *testing.T) {
 }
 
 func TestConcurrentCompactsAcrossReplicas(t *testing.T) {
-	a, b, _ := replicas(t, Config{Default: Limits{ConcurrentCompacts: 1}}, nil)
+	a, b, _ := replicas(t, Config{Default: Quota{ConcurrentCompacts: 1}}, nil)
 	ctx := tenantCtx("acme")
 	holding, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -125,7 +125,7 @@ func TestConcurrentCompactsAcrossReplicas(t *testing.T) {
 }
 
 func TestSummarizerTokensAcrossReplicas(t *testing.T) {
-	a, b, _ := replicas(t, Config{Default: Limits{SummarizerTokens: 1000, TokenWindow: time.Hour}}, nil)
+	a, b, _ := replicas(t, Config{Default: Quota{SummarizerTokens: 1000, TokenWindow: time.Hour}}, nil)
 	ctx := tenantCtx("acme")
 	settle, err := a.ReserveTokens(ctx, "acme", 100)
 	if err != nil {
@@ -146,7 +146,7 @@ func TestSummarizerTokensAcrossReplicas(t *testing.T) {
 // TestTokenReservations: calls in flight count against the token budget before they
 // report, on every replica, and each is charged what it spent in place of its estimate.
 func TestTokenReservations(t *testing.T) {
-	cfg := Config{Default: Limits{SummarizerTokens: 1000, TokenWindow: time.Hour}}
+	cfg := Config{Default: Quota{SummarizerTokens: 1000, TokenWindow: time.Hour}}
 	for name, pair := range map[string]func(t *testing.T) (a, b *Enforcer){
 		"redis": func(t *testing.T) (a, b *Enforcer) { a, b, _ = replicas(t, cfg, nil); return a, b },
 		"local": func(*testing.T) (a, b *Enforcer) { e := New(cfg, Options{}); return e, e },
@@ -187,7 +187,7 @@ func TestRedisDownFallsBackToLocal(t *testing.T) {
 	m := metrics.New(reg)
 	dead := redis.NewClient(&redis.Options{Addr: closedAddr(t), DialTimeout: 20 * time.Millisecond, MaxRetries: -1})
 	defer dead.Close()
-	e := New(Config{Default: Limits{CallsPerSecond: 1, Burst: 2, ConcurrentCompacts: 1, SummarizerTokens: 10}},
+	e := New(Config{Default: Quota{CallsPerSecond: 1, Burst: 2, ConcurrentCompacts: 1, SummarizerTokens: 10}},
 		Options{Redis: dead, Metrics: m})
 	in := e.UnaryServerInterceptor()
 	ctx := tenantCtx("acme")
@@ -367,7 +367,7 @@ func closedAddr(t *testing.T) string {
 // finished Compact leaves no entry behind. (Past the bound, newcomers share one overflow
 // entry, so some of them are refused: TestSprayingCannotResetLimits.)
 func TestLocalStateBounded(t *testing.T) {
-	e := New(Config{Default: Limits{CallsPerSecond: 1, ConcurrentCompacts: 1, SummarizerTokens: 10}}, Options{})
+	e := New(Config{Default: Quota{CallsPerSecond: 1, ConcurrentCompacts: 1, SummarizerTokens: 10}}, Options{})
 	in := e.UnaryServerInterceptor()
 	for i := range maxLocalTenants + 10 {
 		ctx := tenantCtx("t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String())
@@ -391,7 +391,7 @@ func TestLocalStateBounded(t *testing.T) {
 // fallback remembers forgets nobody's limits: a tenant over its rate or its token budget
 // stays over it; the newcomers share what is left.
 func TestSprayingCannotResetLimits(t *testing.T) {
-	e := New(Config{Default: Limits{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{})
+	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{})
 	in := e.UnaryServerInterceptor()
 	acme := tenantCtx("acme")
 	if _, err := in(acme, nil, planInfo, ok); err != nil {
@@ -419,14 +419,14 @@ func TestSprayingCannotResetLimits(t *testing.T) {
 // whole calls per second or not: 2.5 calls per second is one call every 400 ms in both.
 func TestRedisAndLocalRatesAgree(t *testing.T) {
 	for _, cps := range []float64{2.5, 0.3, 7, 1000.5, 1, 1.0 / 60} {
-		l := Config{Default: Limits{CallsPerSecond: cps}}.For("t")
+		l := Config{Default: Quota{CallsPerSecond: cps}}.For("t")
 		g := gcraLimit(l)
 		interval := g.Period / time.Duration(g.Rate)
 		if want := time.Duration(float64(time.Second) / cps); interval < want-1 || interval > want+1 || g.Burst != l.Burst {
 			t.Errorf("%g calls per second: Redis allows one every %v (burst %d), the local limiter one every %v (burst %d)", cps, interval, g.Burst, want, l.Burst)
 		}
 	}
-	a, _, _ := replicas(t, Config{Default: Limits{CallsPerSecond: 2.5, Burst: 1}}, nil)
+	a, _, _ := replicas(t, Config{Default: Quota{CallsPerSecond: 2.5, Burst: 1}}, nil)
 	in := a.UnaryServerInterceptor()
 	if _, err := in(tenantCtx("acme"), nil, planInfo, ok); err != nil {
 		t.Fatal(err)
@@ -459,7 +459,7 @@ func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
 	if err := acquireScript.Load(ctx, slow).Err(); err != nil {
 		t.Fatal(err)
 	}
-	e := New(Config{Default: Limits{ConcurrentCompacts: 1}}, Options{Redis: slow})
+	e := New(Config{Default: Quota{ConcurrentCompacts: 1}}, Options{Redis: slow})
 	leases := key("acme", "compacts")
 	seen := redistest.Ever(t, func() bool {
 		n, _ := direct.ZCard(ctx, leases).Result()

@@ -53,7 +53,7 @@ func (lm *localMap[V]) key(tenant string, now time.Time, atRest func(V) bool) st
 }
 
 // localRate returns the local limiter of tenant for l. Callers hold e.mu.
-func (e *Enforcer) localRate(tenant string, l Limits, now time.Time) *rate.Limiter {
+func (e *Enforcer) localRate(tenant string, l Quota, now time.Time) *rate.Limiter {
 	k := e.rates.key(tenant, now, func(lim *rate.Limiter) bool { return lim.TokensAt(now) >= float64(lim.Burst()) })
 	lim := e.rates.m[k]
 	if lim == nil || lim.Limit() != rate.Limit(l.CallsPerSecond) || lim.Burst() != l.Burst {

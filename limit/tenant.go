@@ -114,7 +114,7 @@ func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 }
 
 // allowCall applies calls_per_second.
-func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Limits) error {
+func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Quota) error {
 	if l.CallsPerSecond <= 0 {
 		return nil
 	}
@@ -144,7 +144,7 @@ func (e *Enforcer) allowCall(ctx context.Context, tenant string, l Limits) error
 // gcraLimit is l's rate as redis_rate counts it: one call per emission interval of
 // 1/calls_per_second, exactly (to the nanosecond) the rate of the local fallback's
 // golang.org/x/time/rate limiter, with the same burst.
-func gcraLimit(l Limits) redis_rate.Limit {
+func gcraLimit(l Quota) redis_rate.Limit {
 	return redis_rate.Limit{Rate: 1, Burst: l.Burst, Period: time.Duration(math.Round(float64(time.Second) / l.CallsPerSecond))}
 }
 
@@ -163,7 +163,7 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 return 1`)
 
 // acquire applies concurrent_compacts: a lease held until release.
-func (e *Enforcer) acquire(ctx context.Context, tenant string, l Limits) (release func(), err error) {
+func (e *Enforcer) acquire(ctx context.Context, tenant string, l Quota) (release func(), err error) {
 	desc := fmt.Sprintf("%d Compact calls in flight", l.ConcurrentCompacts)
 	if e.rdb != nil {
 		k := key(tenant, "compacts")
@@ -287,7 +287,7 @@ func onceSettle(settle func(int64)) func(int64) {
 }
 
 // chargeRedis adds delta (negative: gives back) to the token count under k.
-func (e *Enforcer) chargeRedis(ctx context.Context, k string, delta int64, l Limits) {
+func (e *Enforcer) chargeRedis(ctx context.Context, k string, delta int64, l Quota) {
 	if e.rdb == nil || delta == 0 {
 		return
 	}
@@ -304,7 +304,7 @@ func (e *Enforcer) chargeRedis(ctx context.Context, k string, delta int64, l Lim
 }
 
 // window returns the index of the current token window and the time left in it.
-func (e *Enforcer) window(l Limits) (int64, time.Duration) {
+func (e *Enforcer) window(l Quota) (int64, time.Duration) {
 	now := e.now().UnixNano()
 	w := l.TokenWindow.Nanoseconds()
 	return now / w, time.Duration(w - now%w)

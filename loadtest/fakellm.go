@@ -24,7 +24,7 @@ type FakeLLM struct {
 	Latency time.Duration
 
 	calls  atomic.Int64
-	failed atomic.Int64
+	failed atomic.Int64 // requests rejected (wrong path or unreadable body); its test reads it
 	srv    *http.Server
 	lis    net.Listener
 	// faults, when set, are answered in turn instead of summaries (SetFaults).
@@ -119,9 +119,6 @@ func (f *FakeLLM) BaseURL() string { return "http://" + f.lis.Addr().String() + 
 
 // Calls is the number of chat-completion requests answered so far.
 func (f *FakeLLM) Calls() int64 { return f.calls.Load() }
-
-// Failed is the number of requests the fake rejected (wrong path or unreadable body).
-func (f *FakeLLM) Failed() int64 { return f.failed.Load() }
 
 // Close stops the server.
 func (f *FakeLLM) Close() error { return f.srv.Close() }

@@ -275,8 +275,8 @@ func TestFakeLLM(t *testing.T) {
 	if streamed.String() != fakeSummary {
 		t.Errorf("streamed %q", streamed.String())
 	}
-	if f.Calls() != 2 || f.Failed() != 0 {
-		t.Errorf("calls %d failed %d, want 2 and 0", f.Calls(), f.Failed())
+	if f.Calls() != 2 || f.failed.Load() != 0 {
+		t.Errorf("calls %d failed %d, want 2 and 0", f.Calls(), f.failed.Load())
 	}
 	if resp, _ := post("/v1/responses", `{}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/v1/responses: status %d", resp.StatusCode)
@@ -284,8 +284,8 @@ func TestFakeLLM(t *testing.T) {
 	if resp, _ := post("/v1/chat/completions", `not json`); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("bad body: status %d", resp.StatusCode)
 	}
-	if f.Calls() != 2 || f.Failed() != 2 {
-		t.Errorf("calls %d failed %d, want 2 and 2", f.Calls(), f.Failed())
+	if f.Calls() != 2 || f.failed.Load() != 2 {
+		t.Errorf("calls %d failed %d, want 2 and 2", f.Calls(), f.failed.Load())
 	}
 }
 

@@ -97,7 +97,7 @@ func TestCompactLeaseOutlivesCaller(t *testing.T) {
 	llm := llmtest.NewOpenAI(t)
 	arrived, release := llm.Hold()
 	defer release()
-	enf := limit.New(limit.Config{Default: limit.Limits{ConcurrentCompacts: 1}}, limit.Options{})
+	enf := limit.New(limit.Config{Default: limit.Quota{ConcurrentCompacts: 1}}, limit.Options{})
 	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{}),
 		unary: []grpc.UnaryServerInterceptor{enf.UnaryServerInterceptor()}})
 	tenant := metadata.AppendToOutgoingContext(t.Context(), "x-compactor-tenant", "acme")

@@ -23,7 +23,7 @@ import (
 // summarizer_tokens, while cache hits and the extractive summarizer (no tokens) still serve.
 func TestCompactSummarizerTokenBudget(t *testing.T) {
 	llm := llmtest.NewOpenAI(t)
-	enf := limit.New(limit.Config{Default: limit.Limits{SummarizerTokens: 100, TokenWindow: time.Hour}}, limit.Options{})
+	enf := limit.New(limit.Config{Default: limit.Quota{SummarizerTokens: 100, TokenWindow: time.Hour}}, limit.Options{})
 	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{}), admit: limit.Admission{Enforcer: enf}})
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "x-compactor-tenant", "acme")
 

@@ -4,10 +4,17 @@
 // Taking the google.rpc descriptors from the Go module that compactord itself links keeps
 // the clients' error types identical to the server's, with no .proto files to vendor.
 //
-// With -private-rpc, the google.rpc files become compactord/rpc/*.proto in package
-// compactord.rpc: for Python, whose generated modules register their files in one
-// process-wide pool, where a second google/rpc/status.proto (googleapis-common-protos is often
-// installed) would fail to import. The messages keep their fields, so their bytes are the same.
+// The API's files import google/api/field_behavior.proto for their fields' annotations; the
+// set holds it too (from the same Go module), so the Node client gets a copy of its own.
+//
+// With -private-rpc, the set is Python's, whose generated modules register their files in one
+// process-wide pool and import google.* modules from googleapis-common-protos, which Debian 12
+// does not package: the google.rpc files become compactord/rpc/*.proto in package
+// compactord.rpc (a second google/rpc/status.proto, when googleapis-common-protos is
+// installed, would fail to import; the messages keep their fields, so their bytes are the
+// same), and google/api/field_behavior.proto is left out. The annotations stay in the API's
+// field options as the same bytes, an extension Python reads once google.api.field_behavior_pb2
+// is imported, and an unknown field otherwise.
 //
 //	go run ./clients/protoset -o descriptors.binpb [-private-rpc]
 package main
@@ -16,19 +23,22 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/protoset"
+	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 func main() {
 	out := flag.String("o", "", "output file (required)")
-	private := flag.Bool("private-rpc", false, "rename the google.rpc files and package to compactord/rpc and compactord.rpc")
+	private := flag.Bool("private-rpc", false, "rename the google.rpc files and package to compactord/rpc and compactord.rpc, and leave out google/api/field_behavior.proto (Python)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "protoset: -o is required")
@@ -41,6 +51,7 @@ func main() {
 	)
 	if *private {
 		privatize(set)
+		leaveOut(set, annotations.File_google_api_field_behavior_proto)
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(set)
 	if err == nil {
@@ -76,4 +87,27 @@ func privatize(set *descriptorpb.FileDescriptorSet) {
 		}
 		rename(f.MessageType)
 	}
+}
+
+// leaveOut removes fd from the set, and the imports of it, then every file nothing left
+// imports that only fd did (descriptor.proto). Options that use its extensions keep their
+// bytes: a reader without fd's definitions keeps them as unknown fields.
+func leaveOut(set *descriptorpb.FileDescriptorSet, fd protoreflect.FileDescriptor) {
+	drop := map[string]bool{fd.Path(): true}
+	imports := fd.Imports()
+	for i := range imports.Len() {
+		drop[imports.Get(i).Path()] = true
+	}
+	for _, f := range set.File {
+		if drop[f.GetName()] {
+			continue
+		}
+		for _, dep := range f.GetDependency() {
+			if dep != fd.Path() {
+				delete(drop, dep) // still imported
+			}
+		}
+		f.Dependency = slices.DeleteFunc(f.Dependency, func(dep string) bool { return dep == fd.Path() })
+	}
+	set.File = slices.DeleteFunc(set.File, func(f *descriptorpb.FileDescriptorProto) bool { return drop[f.GetName()] })
 }

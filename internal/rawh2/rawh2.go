@@ -7,7 +7,6 @@ package rawh2
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -166,6 +165,3 @@ func (c *Conn) Close() error {
 	<-c.closed
 	return err
 }
-
-// String names the connection for test messages.
-func (c *Conn) String() string { return fmt.Sprintf("h2 %s→%s", c.c.LocalAddr(), c.c.RemoteAddr()) }

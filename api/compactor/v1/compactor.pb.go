@@ -7,6 +7,7 @@
 package compactorv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -590,7 +591,7 @@ type PlanRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation, oldest first. Required.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
-	// The policy; context_window or trigger_tokens is required.
+	// The policy. Required: its context_window or trigger_tokens must be set.
 	Policy        *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -641,15 +642,24 @@ func (x *PlanRequest) GetPolicy() *Policy {
 }
 
 // PlanResponse is a compaction plan.
+//
+// dispositions and message_tokens are parallel to the request's messages: entry i of each is
+// about messages[i], and each holds exactly one entry per request message. cut_index and
+// summary_index are the plan's only sentinels: -1 where there is no such message (proto3 has no
+// presence for scalars, and 0 is a valid index). Fields added since (head_tokens and after) use
+// none: a value with no meaning in some plans is 0 there with the meaning its comment gives, and
+// a field that must tell "absent" from 0 is declared `optional`.
 type PlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What to do.
 	Action Action `protobuf:"varint,1,opt,name=action,proto3,enum=compactor.v1.Action" json:"action,omitempty"`
 	// Why, in words that quote the numbers that fired (window, reserve, trigger, total).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	// One per request message, in the same order.
+	// What the plan does with each request message: dispositions[i] is messages[i]'s.
 	Dispositions []Disposition `protobuf:"varint,3,rep,packed,name=dispositions,proto3,enum=compactor.v1.Disposition" json:"dispositions,omitempty"`
-	// Tokens of each request message, in the same order.
+	// The tokens of each request message, messages[i]'s at index i, dropped ones included: the
+	// caller's token_count when it is greater than zero, else compactord's count (scaled to
+	// Policy.reported_usage for the messages it covers).
 	MessageTokens []int64 `protobuf:"varint,4,rep,packed,name=message_tokens,json=messageTokens,proto3" json:"message_tokens,omitempty"`
 	// Tokens the model would see now (history covered by a summary excluded).
 	TokensBefore int64 `protobuf:"varint,5,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
@@ -659,13 +669,20 @@ type PlanResponse struct {
 	// trigger_at_tokens unless even the least it can keep (the head, the newest request and the
 	// newest turn, with its tool outputs cut) exceeds the trigger, which reason then says.
 	TokensAfter int64 `protobuf:"varint,6,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
-	// Index of the first message of the verbatim tail; -1 when not summarizing.
+	// For ACTION_SUMMARIZE, the index in the request's messages of the first message of the
+	// verbatim tail: the messages before it are summarized, dropped, or kept as head or as
+	// requests (their dispositions say which). -1 (a sentinel) for ACTION_NONE and ACTION_PRUNE,
+	// which cut nothing; never -1 for ACTION_SUMMARIZE.
 	CutIndex int32 `protobuf:"varint,7,opt,name=cut_index,json=cutIndex,proto3" json:"cut_index,omitempty"`
-	// Hex SHA-256 hash-chain value of messages[0:cut_index]; empty when not summarizing.
+	// Hex SHA-256 hash-chain value of messages[0:cut_index], the key of the summary cache; empty
+	// exactly when cut_index is -1.
 	PrefixHash string `protobuf:"bytes,8,opt,name=prefix_hash,json=prefixHash,proto3" json:"prefix_hash,omitempty"`
 	// Tokens removed by pruning.
 	PrunedTokens int64 `protobuf:"varint,9,opt,name=pruned_tokens,json=prunedTokens,proto3" json:"pruned_tokens,omitempty"`
-	// Index of the latest COMPACT_SUMMARY message, -1 when there is none.
+	// The index in the request's messages of the latest summary boundary: the last
+	// MESSAGE_KIND_COMPACT_SUMMARY message or message holding a provider compaction (a
+	// ProviderPart of type "compaction"), whichever comes later. -1 (a sentinel) when the
+	// conversation has neither. Set whatever the action.
 	SummaryIndex int32 `protobuf:"varint,10,opt,name=summary_index,json=summaryIndex,proto3" json:"summary_index,omitempty"`
 	// The usable window: context_window − reserve_output_tokens.
 	UsableTokens int64 `protobuf:"varint,11,opt,name=usable_tokens,json=usableTokens,proto3" json:"usable_tokens,omitempty"`
@@ -854,7 +871,7 @@ type CompactRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The conversation, oldest first. Required.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
-	// The policy; context_window or trigger_tokens is required.
+	// The policy. Required: its context_window or trigger_tokens must be set.
 	Policy *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
 	// Summarizer name; empty means the server's default.
 	Summarizer string `protobuf:"bytes,3,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
@@ -1616,7 +1633,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\"\xa0\x04\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\"\xa0\x04\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -1641,10 +1658,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x15clear_at_least_tokens\x18\x06 \x01(\x03R\x12clearAtLeastTokens\"O\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
-	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"n\n" +
-	"\vPlanRequest\x121\n" +
-	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\"\xb8\x05\n" +
+	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"x\n" +
+	"\vPlanRequest\x126\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\"\xb8\x05\n" +
 	"\fPlanResponse\x12,\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x14.compactor.v1.ActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12=\n" +
@@ -1668,10 +1685,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\vtail_tokens\x18\x11 \x01(\x03R\n" +
 	"tailTokens\x12\x1d\n" +
 	"\n" +
-	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\"\xbc\x02\n" +
-	"\x0eCompactRequest\x121\n" +
-	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12,\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyR\x06policy\x12\x1e\n" +
+	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\"\xc6\x02\n" +
+	"\x0eCompactRequest\x126\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\x12\x1e\n" +
 	"\n" +
 	"summarizer\x18\x03 \x01(\tR\n" +
 	"summarizer\x12\"\n" +
@@ -1710,10 +1727,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
-	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xc8\x02\n" +
-	"\fLowerRequest\x121\n" +
-	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x122\n" +
-	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +
+	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xd2\x02\n" +
+	"\fLowerRequest\x126\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x127\n" +
+	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderB\x03\xe0A\x02R\bprovider\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n" +
 	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\x12/\n" +
 	"\asession\x18\x05 \x01(\v2\x15.compactor.v1.SessionR\asession\x12!\n" +
@@ -1723,9 +1740,9 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rLowerResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\tR\x04body\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\x12\x16\n" +
-	"\x06cursor\x18\x03 \x01(\x05R\x06cursor\"U\n" +
-	"\vLiftRequest\x12\x12\n" +
-	"\x04body\x18\x01 \x01(\tR\x04body\x122\n" +
+	"\x06cursor\x18\x03 \x01(\x05R\x06cursor\"Z\n" +
+	"\vLiftRequest\x12\x17\n" +
+	"\x04body\x18\x01 \x01(\tB\x03\xe0A\x02R\x04body\x122\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\"\xae\x01\n" +
 	"\fLiftResponse\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x122\n" +

@@ -11,6 +11,7 @@
 package compactorv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
@@ -1281,7 +1282,7 @@ type ToolApprovalRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The approval's id; the response names it. Required.
 	ApprovalId string `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
-	// The tool call awaiting approval; it must be in the same or an earlier message.
+	// The tool call awaiting approval. Required; it must be in the same or an earlier message.
 	ToolCallId    string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1399,11 +1400,11 @@ var File_compactor_v1_conversation_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_conversation_proto_rawDesc = "" +
 	"\n" +
-	"\x1fcompactor/v1/conversation.proto\x12\fcompactor.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xbe\x03\n" +
+	"\x1fcompactor/v1/conversation.proto\x12\fcompactor.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc8\x03\n" +
 	"\aMessage\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
-	"\x04role\x18\x02 \x01(\x0e2\x12.compactor.v1.RoleR\x04role\x12(\n" +
-	"\x05parts\x18\x03 \x03(\v2\x12.compactor.v1.PartR\x05parts\x12-\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12+\n" +
+	"\x04role\x18\x02 \x01(\x0e2\x12.compactor.v1.RoleB\x03\xe0A\x02R\x04role\x12-\n" +
+	"\x05parts\x18\x03 \x03(\v2\x12.compactor.v1.PartB\x03\xe0A\x02R\x05parts\x12-\n" +
 	"\x04kind\x18\x04 \x01(\x0e2\x19.compactor.v1.MessageKindR\x04kind\x125\n" +
 	"\tlifecycle\x18\x05 \x01(\x0e2\x17.compactor.v1.LifecycleR\tlifecycle\x12\x16\n" +
 	"\x06pinned\x18\x06 \x01(\bR\x06pinned\x12U\n" +
@@ -1436,30 +1437,30 @@ const file_compactor_v1_conversation_proto_rawDesc = "" +
 	"\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x03 \x01(\tR\tmediaTypeB\b\n" +
-	"\x06source\"y\n" +
+	"\x06source\"~\n" +
 	"\bFilePart\x12\x14\n" +
 	"\x04data\x18\x01 \x01(\fH\x00R\x04data\x12\x12\n" +
-	"\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\x1d\n" +
+	"\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\"\n" +
 	"\n" +
-	"media_type\x18\x03 \x01(\tR\tmediaType\x12\x1a\n" +
+	"media_type\x18\x03 \x01(\tB\x03\xe0A\x02R\tmediaType\x12\x1a\n" +
 	"\bfilename\x18\x04 \x01(\tR\bfilenameB\b\n" +
 	"\x06source\"f\n" +
 	"\rReasoningPart\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\tR\tsignature\x12#\n" +
-	"\rredacted_data\x18\x03 \x01(\tR\fredactedData\"\x99\x01\n" +
-	"\fToolCallPart\x12 \n" +
-	"\ftool_call_id\x18\x01 \x01(\tR\n" +
-	"toolCallId\x12\x1b\n" +
-	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12\x1d\n" +
+	"\rredacted_data\x18\x03 \x01(\tR\fredactedData\"\xa3\x01\n" +
+	"\fToolCallPart\x12%\n" +
+	"\ftool_call_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\x12 \n" +
+	"\ttool_name\x18\x02 \x01(\tB\x03\xe0A\x02R\btoolName\x12\x1d\n" +
 	"\n" +
 	"input_json\x18\x03 \x01(\tR\tinputJson\x12+\n" +
-	"\x11provider_executed\x18\x04 \x01(\bR\x10providerExecuted\"\x81\x01\n" +
-	"\x0eToolResultPart\x12 \n" +
-	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"\x11provider_executed\x18\x04 \x01(\bR\x10providerExecuted\"\x8b\x01\n" +
+	"\x0eToolResultPart\x12%\n" +
+	"\ftool_call_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
 	"toolCallId\x12\x1b\n" +
-	"\ttool_name\x18\x02 \x01(\tR\btoolName\x120\n" +
-	"\x06output\x18\x03 \x01(\v2\x18.compactor.v1.ToolOutputR\x06output\"\xd4\x01\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x125\n" +
+	"\x06output\x18\x03 \x01(\v2\x18.compactor.v1.ToolOutputB\x03\xe0A\x02R\x06output\"\xd4\x01\n" +
 	"\n" +
 	"ToolOutput\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x14\n" +
@@ -1472,21 +1473,21 @@ const file_compactor_v1_conversation_proto_rawDesc = "" +
 	"\x06denied\x18\x06 \x01(\tH\x00R\x06deniedB\a\n" +
 	"\x05value\"7\n" +
 	"\vToolContent\x12(\n" +
-	"\x05parts\x18\x01 \x03(\v2\x12.compactor.v1.PartR\x05parts\"\xa7\x01\n" +
-	"\fProviderPart\x12\x1a\n" +
-	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
-	"\x04json\x18\x03 \x01(\tR\x04json\x12\x1f\n" +
+	"\x05parts\x18\x01 \x03(\v2\x12.compactor.v1.PartR\x05parts\"\xb6\x01\n" +
+	"\fProviderPart\x12\x1f\n" +
+	"\bprovider\x18\x01 \x01(\tB\x03\xe0A\x02R\bprovider\x12\x17\n" +
+	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x02R\x04type\x12\x17\n" +
+	"\x04json\x18\x03 \x01(\tB\x03\xe0A\x02R\x04json\x12\x1f\n" +
 	"\vtoken_count\x18\x04 \x01(\x03R\n" +
 	"tokenCount\x122\n" +
-	"\x15token_count_estimated\x18\x05 \x01(\bR\x13tokenCountEstimated\"X\n" +
-	"\x13ToolApprovalRequest\x12\x1f\n" +
-	"\vapproval_id\x18\x01 \x01(\tR\n" +
-	"approvalId\x12 \n" +
-	"\ftool_call_id\x18\x02 \x01(\tR\n" +
-	"toolCallId\"k\n" +
-	"\x14ToolApprovalResponse\x12\x1f\n" +
-	"\vapproval_id\x18\x01 \x01(\tR\n" +
+	"\x15token_count_estimated\x18\x05 \x01(\bR\x13tokenCountEstimated\"b\n" +
+	"\x13ToolApprovalRequest\x12$\n" +
+	"\vapproval_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
+	"approvalId\x12%\n" +
+	"\ftool_call_id\x18\x02 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\"p\n" +
+	"\x14ToolApprovalResponse\x12$\n" +
+	"\vapproval_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
 	"approvalId\x12\x1a\n" +
 	"\bapproved\x18\x02 \x01(\bR\bapproved\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason*_\n" +

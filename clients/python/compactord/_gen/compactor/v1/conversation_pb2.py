@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63ompactor/v1/conversation.proto\x12\x0c\x63ompactor.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xbe\x03\n\x07Message\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12&\n\x04role\x18\x02 \x01(\x0e\x32\x12.compactor.v1.RoleR\x04role\x12(\n\x05parts\x18\x03 \x03(\x0b\x32\x12.compactor.v1.PartR\x05parts\x12-\n\x04kind\x18\x04 \x01(\x0e\x32\x19.compactor.v1.MessageKindR\x04kind\x12\x35\n\tlifecycle\x18\x05 \x01(\x0e\x32\x17.compactor.v1.LifecycleR\tlifecycle\x12\x16\n\x06pinned\x18\x06 \x01(\x08R\x06pinned\x12U\n\x10provider_options\x18\x07 \x03(\x0b\x32*.compactor.v1.Message.ProviderOptionsEntryR\x0fproviderOptions\x12\x1f\n\x0btoken_count\x18\x08 \x01(\x03R\ntokenCount\x1a[\n\x14ProviderOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x05value:\x02\x38\x01\"\xe5\x05\n\x04Part\x12,\n\x04text\x18\x01 \x01(\x0b\x32\x16.compactor.v1.TextPartH\x00R\x04text\x12/\n\x05image\x18\x02 \x01(\x0b\x32\x17.compactor.v1.ImagePartH\x00R\x05image\x12,\n\x04\x66ile\x18\x03 \x01(\x0b\x32\x16.compactor.v1.FilePartH\x00R\x04\x66ile\x12;\n\treasoning\x18\x04 \x01(\x0b\x32\x1b.compactor.v1.ReasoningPartH\x00R\treasoning\x12\x39\n\ttool_call\x18\x05 \x01(\x0b\x32\x1a.compactor.v1.ToolCallPartH\x00R\x08toolCall\x12?\n\x0btool_result\x18\x06 \x01(\x0b\x32\x1c.compactor.v1.ToolResultPartH\x00R\ntoolResult\x12N\n\x10\x61pproval_request\x18\x07 \x01(\x0b\x32!.compactor.v1.ToolApprovalRequestH\x00R\x0f\x61pprovalRequest\x12Q\n\x11\x61pproval_response\x18\x08 \x01(\x0b\x32\".compactor.v1.ToolApprovalResponseH\x00R\x10\x61pprovalResponse\x12\x38\n\x08provider\x18\t \x01(\x0b\x32\x1a.compactor.v1.ProviderPartH\x00R\x08provider\x12R\n\x10provider_options\x18\x0f \x03(\x0b\x32\'.compactor.v1.Part.ProviderOptionsEntryR\x0fproviderOptions\x1a[\n\x14ProviderOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x05value:\x02\x38\x01\x42\t\n\x07\x63ontent\"\x1e\n\x08TextPart\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"^\n\tImagePart\x12\x14\n\x04\x64\x61ta\x18\x01 \x01(\x0cH\x00R\x04\x64\x61ta\x12\x12\n\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\x1d\n\nmedia_type\x18\x03 \x01(\tR\tmediaTypeB\x08\n\x06source\"y\n\x08\x46ilePart\x12\x14\n\x04\x64\x61ta\x18\x01 \x01(\x0cH\x00R\x04\x64\x61ta\x12\x12\n\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\x1d\n\nmedia_type\x18\x03 \x01(\tR\tmediaType\x12\x1a\n\x08\x66ilename\x18\x04 \x01(\tR\x08\x66ilenameB\x08\n\x06source\"f\n\rReasoningPart\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\x12\x1c\n\tsignature\x18\x02 \x01(\tR\tsignature\x12#\n\rredacted_data\x18\x03 \x01(\tR\x0credactedData\"\x99\x01\n\x0cToolCallPart\x12 \n\x0ctool_call_id\x18\x01 \x01(\tR\ntoolCallId\x12\x1b\n\ttool_name\x18\x02 \x01(\tR\x08toolName\x12\x1d\n\ninput_json\x18\x03 \x01(\tR\tinputJson\x12+\n\x11provider_executed\x18\x04 \x01(\x08R\x10providerExecuted\"\x81\x01\n\x0eToolResultPart\x12 \n\x0ctool_call_id\x18\x01 \x01(\tR\ntoolCallId\x12\x1b\n\ttool_name\x18\x02 \x01(\tR\x08toolName\x12\x30\n\x06output\x18\x03 \x01(\x0b\x32\x18.compactor.v1.ToolOutputR\x06output\"\xd4\x01\n\nToolOutput\x12\x14\n\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x14\n\x04json\x18\x02 \x01(\tH\x00R\x04json\x12\x1f\n\nerror_text\x18\x03 \x01(\tH\x00R\terrorText\x12\x1f\n\nerror_json\x18\x04 \x01(\tH\x00R\terrorJson\x12\x35\n\x07\x63ontent\x18\x05 \x01(\x0b\x32\x19.compactor.v1.ToolContentH\x00R\x07\x63ontent\x12\x18\n\x06\x64\x65nied\x18\x06 \x01(\tH\x00R\x06\x64\x65niedB\x07\n\x05value\"7\n\x0bToolContent\x12(\n\x05parts\x18\x01 \x03(\x0b\x32\x12.compactor.v1.PartR\x05parts\"\xa7\x01\n\x0cProviderPart\x12\x1a\n\x08provider\x18\x01 \x01(\tR\x08provider\x12\x12\n\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n\x04json\x18\x03 \x01(\tR\x04json\x12\x1f\n\x0btoken_count\x18\x04 \x01(\x03R\ntokenCount\x12\x32\n\x15token_count_estimated\x18\x05 \x01(\x08R\x13tokenCountEstimated\"X\n\x13ToolApprovalRequest\x12\x1f\n\x0b\x61pproval_id\x18\x01 \x01(\tR\napprovalId\x12 \n\x0ctool_call_id\x18\x02 \x01(\tR\ntoolCallId\"k\n\x14ToolApprovalResponse\x12\x1f\n\x0b\x61pproval_id\x18\x01 \x01(\tR\napprovalId\x12\x1a\n\x08\x61pproved\x18\x02 \x01(\x08R\x08\x61pproved\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03\x12\r\n\tROLE_TOOL\x10\x04*\x90\x01\n\x0bMessageKind\x12\x1c\n\x18MESSAGE_KIND_UNSPECIFIED\x10\x00\x12 \n\x1cMESSAGE_KIND_SESSION_PREFACE\x10\x01\x12\x1f\n\x1bMESSAGE_KIND_COMPACT_PROMPT\x10\x02\x12 \n\x1cMESSAGE_KIND_COMPACT_SUMMARY\x10\x03*=\n\tLifecycle\x12\x19\n\x15LIFECYCLE_UNSPECIFIED\x10\x00\x12\x15\n\x11LIFECYCLE_DYNAMIC\x10\x01\x42?Z=github.com/compactord/compactord/api/compactor/v1;compactorv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63ompactor/v1/conversation.proto\x12\x0c\x63ompactor.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xc8\x03\n\x07Message\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12+\n\x04role\x18\x02 \x01(\x0e\x32\x12.compactor.v1.RoleB\x03\xe0\x41\x02R\x04role\x12-\n\x05parts\x18\x03 \x03(\x0b\x32\x12.compactor.v1.PartB\x03\xe0\x41\x02R\x05parts\x12-\n\x04kind\x18\x04 \x01(\x0e\x32\x19.compactor.v1.MessageKindR\x04kind\x12\x35\n\tlifecycle\x18\x05 \x01(\x0e\x32\x17.compactor.v1.LifecycleR\tlifecycle\x12\x16\n\x06pinned\x18\x06 \x01(\x08R\x06pinned\x12U\n\x10provider_options\x18\x07 \x03(\x0b\x32*.compactor.v1.Message.ProviderOptionsEntryR\x0fproviderOptions\x12\x1f\n\x0btoken_count\x18\x08 \x01(\x03R\ntokenCount\x1a[\n\x14ProviderOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x05value:\x02\x38\x01\"\xe5\x05\n\x04Part\x12,\n\x04text\x18\x01 \x01(\x0b\x32\x16.compactor.v1.TextPartH\x00R\x04text\x12/\n\x05image\x18\x02 \x01(\x0b\x32\x17.compactor.v1.ImagePartH\x00R\x05image\x12,\n\x04\x66ile\x18\x03 \x01(\x0b\x32\x16.compactor.v1.FilePartH\x00R\x04\x66ile\x12;\n\treasoning\x18\x04 \x01(\x0b\x32\x1b.compactor.v1.ReasoningPartH\x00R\treasoning\x12\x39\n\ttool_call\x18\x05 \x01(\x0b\x32\x1a.compactor.v1.ToolCallPartH\x00R\x08toolCall\x12?\n\x0btool_result\x18\x06 \x01(\x0b\x32\x1c.compactor.v1.ToolResultPartH\x00R\ntoolResult\x12N\n\x10\x61pproval_request\x18\x07 \x01(\x0b\x32!.compactor.v1.ToolApprovalRequestH\x00R\x0f\x61pprovalRequest\x12Q\n\x11\x61pproval_response\x18\x08 \x01(\x0b\x32\".compactor.v1.ToolApprovalResponseH\x00R\x10\x61pprovalResponse\x12\x38\n\x08provider\x18\t \x01(\x0b\x32\x1a.compactor.v1.ProviderPartH\x00R\x08provider\x12R\n\x10provider_options\x18\x0f \x03(\x0b\x32\'.compactor.v1.Part.ProviderOptionsEntryR\x0fproviderOptions\x1a[\n\x14ProviderOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x05value:\x02\x38\x01\x42\t\n\x07\x63ontent\"\x1e\n\x08TextPart\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"^\n\tImagePart\x12\x14\n\x04\x64\x61ta\x18\x01 \x01(\x0cH\x00R\x04\x64\x61ta\x12\x12\n\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\x1d\n\nmedia_type\x18\x03 \x01(\tR\tmediaTypeB\x08\n\x06source\"~\n\x08\x46ilePart\x12\x14\n\x04\x64\x61ta\x18\x01 \x01(\x0cH\x00R\x04\x64\x61ta\x12\x12\n\x03url\x18\x02 \x01(\tH\x00R\x03url\x12\"\n\nmedia_type\x18\x03 \x01(\tB\x03\xe0\x41\x02R\tmediaType\x12\x1a\n\x08\x66ilename\x18\x04 \x01(\tR\x08\x66ilenameB\x08\n\x06source\"f\n\rReasoningPart\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\x12\x1c\n\tsignature\x18\x02 \x01(\tR\tsignature\x12#\n\rredacted_data\x18\x03 \x01(\tR\x0credactedData\"\xa3\x01\n\x0cToolCallPart\x12%\n\x0ctool_call_id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\ntoolCallId\x12 \n\ttool_name\x18\x02 \x01(\tB\x03\xe0\x41\x02R\x08toolName\x12\x1d\n\ninput_json\x18\x03 \x01(\tR\tinputJson\x12+\n\x11provider_executed\x18\x04 \x01(\x08R\x10providerExecuted\"\x8b\x01\n\x0eToolResultPart\x12%\n\x0ctool_call_id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\ntoolCallId\x12\x1b\n\ttool_name\x18\x02 \x01(\tR\x08toolName\x12\x35\n\x06output\x18\x03 \x01(\x0b\x32\x18.compactor.v1.ToolOutputB\x03\xe0\x41\x02R\x06output\"\xd4\x01\n\nToolOutput\x12\x14\n\x04text\x18\x01 \x01(\tH\x00R\x04text\x12\x14\n\x04json\x18\x02 \x01(\tH\x00R\x04json\x12\x1f\n\nerror_text\x18\x03 \x01(\tH\x00R\terrorText\x12\x1f\n\nerror_json\x18\x04 \x01(\tH\x00R\terrorJson\x12\x35\n\x07\x63ontent\x18\x05 \x01(\x0b\x32\x19.compactor.v1.ToolContentH\x00R\x07\x63ontent\x12\x18\n\x06\x64\x65nied\x18\x06 \x01(\tH\x00R\x06\x64\x65niedB\x07\n\x05value\"7\n\x0bToolContent\x12(\n\x05parts\x18\x01 \x03(\x0b\x32\x12.compactor.v1.PartR\x05parts\"\xb6\x01\n\x0cProviderPart\x12\x1f\n\x08provider\x18\x01 \x01(\tB\x03\xe0\x41\x02R\x08provider\x12\x17\n\x04type\x18\x02 \x01(\tB\x03\xe0\x41\x02R\x04type\x12\x17\n\x04json\x18\x03 \x01(\tB\x03\xe0\x41\x02R\x04json\x12\x1f\n\x0btoken_count\x18\x04 \x01(\x03R\ntokenCount\x12\x32\n\x15token_count_estimated\x18\x05 \x01(\x08R\x13tokenCountEstimated\"b\n\x13ToolApprovalRequest\x12$\n\x0b\x61pproval_id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\napprovalId\x12%\n\x0ctool_call_id\x18\x02 \x01(\tB\x03\xe0\x41\x02R\ntoolCallId\"p\n\x14ToolApprovalResponse\x12$\n\x0b\x61pproval_id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\napprovalId\x12\x1a\n\x08\x61pproved\x18\x02 \x01(\x08R\x08\x61pproved\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason*_\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03\x12\r\n\tROLE_TOOL\x10\x04*\x90\x01\n\x0bMessageKind\x12\x1c\n\x18MESSAGE_KIND_UNSPECIFIED\x10\x00\x12 \n\x1cMESSAGE_KIND_SESSION_PREFACE\x10\x01\x12\x1f\n\x1bMESSAGE_KIND_COMPACT_PROMPT\x10\x02\x12 \n\x1cMESSAGE_KIND_COMPACT_SUMMARY\x10\x03*=\n\tLifecycle\x12\x19\n\x15LIFECYCLE_UNSPECIFIED\x10\x00\x12\x15\n\x11LIFECYCLE_DYNAMIC\x10\x01\x42?Z=github.com/compactord/compactord/api/compactor/v1;compactorv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'compactor.v1.conversation_pb2', globals())
@@ -24,42 +24,68 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._serialized_options = b'Z=github.com/compactord/compactord/api/compactor/v1;compactorv1'
   _MESSAGE_PROVIDEROPTIONSENTRY._options = None
   _MESSAGE_PROVIDEROPTIONSENTRY._serialized_options = b'8\001'
+  _MESSAGE.fields_by_name['role']._options = None
+  _MESSAGE.fields_by_name['role']._serialized_options = b'\340A\002'
+  _MESSAGE.fields_by_name['parts']._options = None
+  _MESSAGE.fields_by_name['parts']._serialized_options = b'\340A\002'
   _PART_PROVIDEROPTIONSENTRY._options = None
   _PART_PROVIDEROPTIONSENTRY._serialized_options = b'8\001'
-  _ROLE._serialized_start=2556
-  _ROLE._serialized_end=2651
-  _MESSAGEKIND._serialized_start=2654
-  _MESSAGEKIND._serialized_end=2798
-  _LIFECYCLE._serialized_start=2800
-  _LIFECYCLE._serialized_end=2861
+  _FILEPART.fields_by_name['media_type']._options = None
+  _FILEPART.fields_by_name['media_type']._serialized_options = b'\340A\002'
+  _TOOLCALLPART.fields_by_name['tool_call_id']._options = None
+  _TOOLCALLPART.fields_by_name['tool_call_id']._serialized_options = b'\340A\002'
+  _TOOLCALLPART.fields_by_name['tool_name']._options = None
+  _TOOLCALLPART.fields_by_name['tool_name']._serialized_options = b'\340A\002'
+  _TOOLRESULTPART.fields_by_name['tool_call_id']._options = None
+  _TOOLRESULTPART.fields_by_name['tool_call_id']._serialized_options = b'\340A\002'
+  _TOOLRESULTPART.fields_by_name['output']._options = None
+  _TOOLRESULTPART.fields_by_name['output']._serialized_options = b'\340A\002'
+  _PROVIDERPART.fields_by_name['provider']._options = None
+  _PROVIDERPART.fields_by_name['provider']._serialized_options = b'\340A\002'
+  _PROVIDERPART.fields_by_name['type']._options = None
+  _PROVIDERPART.fields_by_name['type']._serialized_options = b'\340A\002'
+  _PROVIDERPART.fields_by_name['json']._options = None
+  _PROVIDERPART.fields_by_name['json']._serialized_options = b'\340A\002'
+  _TOOLAPPROVALREQUEST.fields_by_name['approval_id']._options = None
+  _TOOLAPPROVALREQUEST.fields_by_name['approval_id']._serialized_options = b'\340A\002'
+  _TOOLAPPROVALREQUEST.fields_by_name['tool_call_id']._options = None
+  _TOOLAPPROVALREQUEST.fields_by_name['tool_call_id']._serialized_options = b'\340A\002'
+  _TOOLAPPROVALRESPONSE.fields_by_name['approval_id']._options = None
+  _TOOLAPPROVALRESPONSE.fields_by_name['approval_id']._serialized_options = b'\340A\002'
+  _ROLE._serialized_start=2621
+  _ROLE._serialized_end=2716
+  _MESSAGEKIND._serialized_start=2719
+  _MESSAGEKIND._serialized_end=2863
+  _LIFECYCLE._serialized_start=2865
+  _LIFECYCLE._serialized_end=2926
   _MESSAGE._serialized_start=80
-  _MESSAGE._serialized_end=526
-  _MESSAGE_PROVIDEROPTIONSENTRY._serialized_start=435
-  _MESSAGE_PROVIDEROPTIONSENTRY._serialized_end=526
-  _PART._serialized_start=529
-  _PART._serialized_end=1270
-  _PART_PROVIDEROPTIONSENTRY._serialized_start=435
-  _PART_PROVIDEROPTIONSENTRY._serialized_end=526
-  _TEXTPART._serialized_start=1272
-  _TEXTPART._serialized_end=1302
-  _IMAGEPART._serialized_start=1304
-  _IMAGEPART._serialized_end=1398
-  _FILEPART._serialized_start=1400
-  _FILEPART._serialized_end=1521
-  _REASONINGPART._serialized_start=1523
-  _REASONINGPART._serialized_end=1625
-  _TOOLCALLPART._serialized_start=1628
-  _TOOLCALLPART._serialized_end=1781
-  _TOOLRESULTPART._serialized_start=1784
-  _TOOLRESULTPART._serialized_end=1913
-  _TOOLOUTPUT._serialized_start=1916
-  _TOOLOUTPUT._serialized_end=2128
-  _TOOLCONTENT._serialized_start=2130
-  _TOOLCONTENT._serialized_end=2185
-  _PROVIDERPART._serialized_start=2188
-  _PROVIDERPART._serialized_end=2355
-  _TOOLAPPROVALREQUEST._serialized_start=2357
-  _TOOLAPPROVALREQUEST._serialized_end=2445
-  _TOOLAPPROVALRESPONSE._serialized_start=2447
-  _TOOLAPPROVALRESPONSE._serialized_end=2554
+  _MESSAGE._serialized_end=536
+  _MESSAGE_PROVIDEROPTIONSENTRY._serialized_start=445
+  _MESSAGE_PROVIDEROPTIONSENTRY._serialized_end=536
+  _PART._serialized_start=539
+  _PART._serialized_end=1280
+  _PART_PROVIDEROPTIONSENTRY._serialized_start=445
+  _PART_PROVIDEROPTIONSENTRY._serialized_end=536
+  _TEXTPART._serialized_start=1282
+  _TEXTPART._serialized_end=1312
+  _IMAGEPART._serialized_start=1314
+  _IMAGEPART._serialized_end=1408
+  _FILEPART._serialized_start=1410
+  _FILEPART._serialized_end=1536
+  _REASONINGPART._serialized_start=1538
+  _REASONINGPART._serialized_end=1640
+  _TOOLCALLPART._serialized_start=1643
+  _TOOLCALLPART._serialized_end=1806
+  _TOOLRESULTPART._serialized_start=1809
+  _TOOLRESULTPART._serialized_end=1948
+  _TOOLOUTPUT._serialized_start=1951
+  _TOOLOUTPUT._serialized_end=2163
+  _TOOLCONTENT._serialized_start=2165
+  _TOOLCONTENT._serialized_end=2220
+  _PROVIDERPART._serialized_start=2223
+  _PROVIDERPART._serialized_end=2405
+  _TOOLAPPROVALREQUEST._serialized_start=2407
+  _TOOLAPPROVALREQUEST._serialized_end=2505
+  _TOOLAPPROVALRESPONSE._serialized_start=2507
+  _TOOLAPPROVALRESPONSE._serialized_end=2619
 # @@protoc_insertion_point(module_scope)
