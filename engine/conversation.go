@@ -12,7 +12,7 @@ import (
 // content key and token count of each message and the layout (regions, turns, tool links).
 // The Counter memoizes conversations by content, so that planning a conversation seen before
 // costs one content hash of its messages and one lookup. A conversation is immutable once
-// stored: everything that uses it (Decide, selectPrune, the prefix chain) only reads it.
+// stored: everything that uses it (Decide, selectPruneParts, the prefix chain) only reads it.
 type conversation struct {
 	key convKey
 	// keys holds every message's content key (all valid).

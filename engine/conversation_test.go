@@ -87,7 +87,7 @@ func TestConversationMemoMatchesPlansWithout(t *testing.T) {
 			}
 			p := genPolicy(r, total)
 			p.Tokenizer = ""
-			if ValidatePolicy(p) != nil {
+			if resolvePolicyInto(p, new(policy)) != nil {
 				continue
 			}
 			opt := Options{Force: r.IntN(8) == 0}
@@ -176,7 +176,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 			if cv == nil || cv == first || cv.key == first.key {
 				t.Fatalf("the conversation is not memoized on its own")
 			}
-			want, _, err := NewCounter(1<<20).countAll(msgs, tokenizer.O200k, true)
+			want, _, err := countAll(NewCounter(1<<20), msgs, tokenizer.O200k, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +201,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 func TestConversationMemoTokenCounts(t *testing.T) {
 	c := NewCounter(8 << 20)
 	base := conversation200()[:60]
-	cold, _, err := NewCounter(1<<20).countAll(base, tokenizer.O200k, true)
+	cold, _, err := countAll(NewCounter(1<<20), base, tokenizer.O200k, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,21 +29,15 @@ func cutNote(cut int64) string {
 	return "\n[… " + strconv.FormatInt(cut, 10) + " tokens cut from the middle of this output by compaction; the full output is gone …]\n"
 }
 
-// CutText returns text cut to about keep tokens: its head (two thirds) and tail (one third),
-// at line boundaries where that costs little, around cutNote. Text of at most keep tokens is
-// returned as it is. The same input always gives the same output.
-func CutText(text string, keep int64, tc tokenizer.Text) string {
-	cut, _ := cutText(text, tc.Count(text), keep, tc)
-	return cut
-}
-
 // cutJoinMargin bounds the tokens joining the head, the note and the tail can add to their
 // separate counts.
 const cutJoinMargin = 4
 
-// cutText is CutText of a text of total tokens; it also returns a bound on the tokens of
-// what it returns (the counts of the head, the note and the tail, and cutJoinMargin), so
-// that a plan need not count the cut text again.
+// cutText returns text, of total tokens, cut to about keep tokens: its head (two thirds) and
+// tail (one third), at line boundaries where that costs little, around cutNote. Text of at
+// most keep tokens is returned as it is. The same input always gives the same output. It also
+// returns a bound on the tokens of what it returns (the counts of the head, the note and the
+// tail, and cutJoinMargin), so that a plan need not count the cut text again.
 func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) {
 	if total <= keep {
 		return text, total
@@ -97,7 +91,7 @@ type cutCandidate struct {
 // observation message, whose text parts become one cut text.
 type CutPart struct {
 	Message, Part int
-	// Keep is the tokens the cut output keeps of its head and tail (CutText's keep); Tokens
+	// Keep is the tokens the cut output keeps of its head and tail (cutText's keep); Tokens
 	// is its size before the cut.
 	Keep, Tokens int64
 	// Saved is the tokens cutting removes, note included, at least (see cutText's bound).

@@ -101,32 +101,6 @@ func chainStep(h hash.Hash, buf *[]byte, prev [32]byte, m *compactorv1.Message) 
 	return next
 }
 
-// HashChain returns the prefix-hash chain of msgs: n+1 values where h[0] is PrefixSeed and
-// h[i+1] = SHA-256(h[i] ‖ Canon(msgs[i])). h[k] identifies the prefix msgs[0:k]: equal
-// prefixes (ids and token counts aside) give equal values in any process. It is pure and not
-// memoized; Counter.HashChain gives the same values faster for conversations seen before.
-func HashChain(msgs []*compactorv1.Message) [][32]byte {
-	out := make([][32]byte, len(msgs)+1)
-	out[0] = PrefixSeed
-	h := sha256.New()
-	var buf []byte
-	for i, m := range msgs {
-		out[i+1] = chainStep(h, &buf, out[i], m)
-	}
-	return out
-}
-
-// HashChain returns the same values as the package function HashChain, memoizing each step
-// by (previous value, content hash of the message) so that a conversation seen before only
-// hashes its new messages.
-func (c *Counter) HashChain(msgs []*compactorv1.Message) [][32]byte {
-	keys := make([]contentKey, len(msgs))
-	for i, m := range msgs {
-		keys[i] = c.key(m)
-	}
-	return c.chainUpTo(msgs, keys, len(msgs))
-}
-
 // chainUpTo returns h[0..k], using the content keys already computed and filling in the
 // others.
 func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {

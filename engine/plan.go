@@ -25,7 +25,7 @@ type Decision struct {
 	Cuts []CutPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
-	// tokenizer is the policy's, which CutText cuts with.
+	// tokenizer is the policy's, which ApplyPrune cuts with.
 	tokenizer tokenizer.ID
 
 	// For PrefixChain (SUMMARIZE only): the counter, the conversation and the content keys
@@ -35,10 +35,11 @@ type Decision struct {
 	keys    []contentKey
 }
 
-// PrefixChain returns the hash chain values h[0..cut] of a SUMMARIZE decision (the values
-// HashChain would return for msgs[:cut], with h[cut] = Response.prefix_hash), from the
-// Counter's memo and the content hashes Decide already computed. It returns nil for other
-// actions.
+// PrefixChain returns the hash chain values h[0..cut] of a SUMMARIZE decision: h[0] is
+// PrefixSeed and h[i+1] = SHA-256(h[i] ‖ Canon(msgs[i])), so h[k] identifies the prefix
+// msgs[:k] (ids and token counts aside) in any process, and h[cut] = Response.prefix_hash.
+// The values come from the Counter's memo and the content hashes Decide already computed. It
+// returns nil for other actions.
 func (d *Decision) PrefixChain() [][32]byte {
 	if d.keys == nil {
 		return nil

@@ -47,7 +47,7 @@ func texts(msgs []*compactorv1.Message) ([]string, int64) {
 
 func largest(b *testing.B) []*compactorv1.Message {
 	msgs := readCorpusFile(b, corpus.Largest(b))
-	if err := Validate(msgs); err != nil {
+	if err := DefaultLimits().Validate(msgs); err != nil {
 		b.Fatal(err)
 	}
 	return msgs

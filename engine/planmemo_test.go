@@ -186,7 +186,7 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 	if n := reflect.TypeOf(policy{}).NumField(); n != 20 {
 		t.Errorf("policy has %d fields: update policy.equal, policyHash and this test", n)
 	}
-	base, err := resolvePolicy(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
+	base, err := resolved(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,20 +128,15 @@ func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer
 	return n
 }
 
-// selectPrune picks the parts to prune among the tool results of active messages (into sc's
-// memory: the result is valid until sc is reused): outputs of
-// at least min_output_tokens outside the keep_recent newest results, and outputs superseded by
-// a newer identical call (same tool, same input) whatever their size and age; never outputs of
+// selectPruneParts picks the parts to prune among the tool results of active messages (into
+// sc's memory: the result is valid until sc is reused): outputs of at least
+// min_output_tokens outside the keep_recent newest results, and outputs superseded by a newer
+// identical call (same tool, same input) whatever their size and age; never outputs of
 // excluded tools, and only where the marker is smaller than what it replaces. With
 // clear_inputs, the inputs of the calls whose outputs are pruned go too. The result is in
-// message and part order.
-func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc tokenizer.Text, sc *scratch) []PrunedPart {
-	return selectPruneParts(msgs, lay, counts, pol, c, tc, sc, true)
-}
-
-// selectPruneParts is selectPrune; unless withTool, the parts' Tool may be left empty (a plan
-// that returns no pruned parts needs only their savings), which spares reading the messages
-// when the memoized counts hold the marker's size.
+// message and part order. Unless withTool, the parts' Tool may be left empty (a plan that
+// returns no pruned parts needs only their savings), which spares reading the messages when
+// the memoized counts hold the marker's size.
 func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc tokenizer.Text, sc *scratch, withTool bool) []PrunedPart {
 	if pol.pruneOff || len(lay.results) == 0 {
 		return nil

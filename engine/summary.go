@@ -39,7 +39,8 @@ type SummaryInput struct {
 	Kept []*compactorv1.Message
 }
 
-// summarySystemPrompt is the system prompt of PromptVersion "v1".
+// summarySystemPrompt is the text SummarySystemPrompt returns; a change to its wording bumps
+// PromptVersion.
 const summarySystemPrompt = `You write the summary that replaces the earlier part of a conversation between a user and an AI assistant (often a coding or tool-using agent) when that conversation no longer fits the assistant's context window. After compaction the assistant sees only your summary and the most recent messages, so anything you leave out is lost.
 
 Rules:

@@ -35,22 +35,6 @@ func Preload(name string) error {
 	return tokenizer.Preload(id)
 }
 
-// Encode returns the token ids of text under the named tokenizer ("o200k_base",
-// "cl100k_base"; "" means o200k_base). Special-token text such as "<|endoftext|>" is encoded
-// as ordinary text, as provider APIs do with message content. It exists for tests and tools;
-// the planner only counts.
-func Encode(text, name string) ([]int, error) {
-	id, ok := tokenizer.Parse(name)
-	if !ok || id == tokenizer.Approx {
-		return nil, Invalid("policy.tokenizer", fmt.Sprintf("no token ids for tokenizer %q", name))
-	}
-	enc, err := tokenizer.Load(id)
-	if err != nil {
-		return nil, err
-	}
-	return enc.Encode(text), nil
-}
-
 // DefaultMemoBytes is the memo budget NewCounter uses when given zero or less.
 const DefaultMemoBytes = 64 << 20
 
@@ -288,18 +272,6 @@ func (c *Counter) putScratch(sc *scratch) {
 	clear(sc.approvals[:cap(sc.approvals)])
 	clear(sc.pruned[:cap(sc.pruned)])
 	c.pool.Put(sc)
-}
-
-// countAll returns the estimate of every message (ignoring token_count) and the content
-// keys it computed (a zero key was not computed). Unless all is set, messages with a caller
-// token count are left uncounted (zero); fillCounts counts them later if needed.
-func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizer.ID, all bool) ([]msgCount, []contentKey, error) {
-	counts := make([]msgCount, len(msgs))
-	keys := make([]contentKey, len(msgs))
-	err := c.fillCounts(msgs, id, counts, keys, nil, func(_ int, m *compactorv1.Message) bool {
-		return all || m.GetTokenCount() <= 0
-	})
-	return counts, keys, err
 }
 
 // fillCounts counts the messages need(i, msgs[i]) selects, memoized, into counts (and their
