@@ -2,8 +2,10 @@ package engine
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"hash"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -101,19 +103,44 @@ func chainStep(h hash.Hash, buf *[]byte, prev [32]byte, m *compactorv1.Message) 
 	return next
 }
 
-// chainUpTo returns h[0..k], using the content keys already computed and filling in the
-// others.
-func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {
+// prefixChain is the Counter's memo of the prefix hash chain: each step by the previous value
+// and the message's content key, and whole values h[k] by the prefix's key, so that a
+// conversation seen before only hashes its new messages.
+type prefixChain struct {
+	steps  *memo[chainKey, [32]byte]
+	values *memo[prefixKey, [32]byte]
+}
+
+func newPrefixChain(stepBytes, valueBytes int64) prefixChain {
+	return prefixChain{steps: newMemo[chainKey, [32]byte](stepBytes), values: newMemo[prefixKey, [32]byte](valueBytes)}
+}
+
+type chainKey struct {
+	prev [32]byte
+	contentKey
+}
+
+func (k chainKey) shard() int { return int(k.h >> 59) }
+
+func (k chainKey) fp() uint64 {
+	return k.h ^ bits.RotateLeft64(k.n, 23) ^ binary.LittleEndian.Uint64(k.prev[:8])
+}
+
+const chainEntryBytes = 160
+
+// upTo returns h[0..k] of msgs, from the memoized steps where it can. keys holds the content
+// keys computed so far; missing ones are filled in by kr.
+func (pc *prefixChain) upTo(kr *keyer, msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {
 	out := make([][32]byte, k+1)
 	out[0] = PrefixSeed
 	var h hash.Hash
 	var buf []byte
 	for i := 0; i < k; i++ {
 		if !keys[i].valid() {
-			keys[i] = c.key(msgs[i])
+			keys[i] = kr.key(msgs[i])
 		}
 		ck := chainKey{prev: out[i], contentKey: keys[i]}
-		if v, ok := c.chain.get(ck.shard(), ck); ok {
+		if v, ok := pc.steps.get(ck.shard(), ck); ok {
 			out[i+1] = v
 			continue
 		}
@@ -121,7 +148,7 @@ func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k in
 			h = sha256.New()
 		}
 		out[i+1] = chainStep(h, &buf, out[i], msgs[i])
-		c.chain.put(ck.shard(), ck, out[i+1], chainEntryBytes)
+		pc.steps.put(ck.shard(), ck, out[i+1], chainEntryBytes)
 	}
 	return out
 }
@@ -140,14 +167,15 @@ func (k prefixKey) shard() int { return int(k.a >> 59) }
 
 func (k prefixKey) fp() uint64 { return k.a ^ k.b<<1 ^ uint64(k.k) }
 
-// chainAt returns h[k] of msgs: from the prefix memo when this prefix was seen before,
-// otherwise by walking the step memo (and remembering the result). keys holds the content
-// keys computed so far; missing ones are filled in.
-func (c *Counter) chainAt(msgs []*compactorv1.Message, keys []contentKey, k int) [32]byte {
-	a, b := c.init, ^c.init
+// at returns h[k] of msgs: the memoized value when this prefix (its key folded from its
+// messages' content keys) was seen before, otherwise by walking the memoized steps (and
+// remembering the result). keys holds the content keys
+// computed so far; missing ones are filled in by kr.
+func (pc *prefixChain) at(kr *keyer, msgs []*compactorv1.Message, keys []contentKey, k int) [32]byte {
+	a, b := kr.init, ^kr.init
 	for i := 0; i < k; i++ {
 		if !keys[i].valid() {
-			keys[i] = c.key(msgs[i])
+			keys[i] = kr.key(msgs[i])
 		}
 		a = (a ^ keys[i].h) * 0x9E3779B97F4A7C15
 		a ^= a >> 29
@@ -156,10 +184,10 @@ func (c *Counter) chainAt(msgs []*compactorv1.Message, keys []contentKey, k int)
 		b += keys[i].h
 	}
 	pk := prefixKey{a, b, k}
-	if v, ok := c.prefixes.get(pk.shard(), pk); ok {
+	if v, ok := pc.values.get(pk.shard(), pk); ok {
 		return v
 	}
-	v := c.chainUpTo(msgs, keys, k)[k]
-	c.prefixes.put(pk.shard(), pk, v, chainEntryBytes)
+	v := pc.upTo(kr, msgs, keys, k)[k]
+	pc.values.put(pk.shard(), pk, v, chainEntryBytes)
 	return v
 }

@@ -42,7 +42,7 @@ func hashChain(msgs []*compactorv1.Message) [][32]byte {
 // memoChain is the prefix-hash chain of msgs as c computes it, memoizing each step by the
 // previous value and the message's content key.
 func memoChain(c *Counter, msgs []*compactorv1.Message) [][32]byte {
-	return c.chainUpTo(msgs, make([]contentKey, len(msgs)), len(msgs))
+	return c.chain.upTo(&c.keys, msgs, make([]contentKey, len(msgs)), len(msgs))
 }
 
 func TestHashChainDefinition(t *testing.T) {
@@ -123,7 +123,7 @@ func TestCounterHashChainMatchesPure(t *testing.T) {
 }
 
 // TestCanonCoversEveryMessageField fails when a field is added to Message without deciding
-// whether the prefix hash (Canon), the content key (Counter.key) and ApplyPrune's copy carry it.
+// whether the prefix hash (Canon), the content key (keyer.key) and ApplyPrune's copy carry it.
 func TestCanonCoversEveryMessageField(t *testing.T) {
 	handled := map[protoreflect.Name]bool{
 		"id": true, "role": true, "parts": true, "kind": true, "lifecycle": true,
@@ -132,12 +132,12 @@ func TestCanonCoversEveryMessageField(t *testing.T) {
 	fields := (&compactorv1.Message{}).ProtoReflect().Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		if name := fields.Get(i).Name(); !handled[name] {
-			t.Errorf("Message.%s is not handled by Canon, Counter.key and ApplyPrune", name)
+			t.Errorf("Message.%s is not handled by Canon, keyer.key and ApplyPrune", name)
 		}
 	}
 	parts := (&compactorv1.Part{}).ProtoReflect().Descriptor().Fields()
 	if parts.Len() != 10 {
-		t.Errorf("Part has %d fields; update Canon, Counter.keyParts and keyRarePart, and tokenizer.Text.part", parts.Len())
+		t.Errorf("Part has %d fields; update Canon, keyer.keyParts and keyRarePart, and tokenizer.Text.part", parts.Len())
 	}
 }
 

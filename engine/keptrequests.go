@@ -5,18 +5,6 @@ package engine
 // never cut), then the task (the first request), then the others newest first, within
 // Policy.keep_user_messages_tokens. Requests left out go into the summary.
 
-// activeRequests returns the indexes of the active requests (kinds[i] is UserRequest),
-// oldest first, into buf.
-func activeRequests(kinds []UserKind, buf []int32) []int32 {
-	out := buf[:0]
-	for i, k := range kinds {
-		if k == UserRequest {
-			out = append(out, int32(i))
-		}
-	}
-	return out
-}
-
 // keptRequests selects, among reqs (the active requests, oldest first), those before message
 // cut that the compaction keeps verbatim: the newest request of the conversation when it is
 // before the cut, then, when optional, the task and the others newest first while their

@@ -292,7 +292,7 @@ func BenchmarkPlanGrow200(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			seed := NewCounter(1 << 20).seed
+			seed := NewCounter(1 << 20).counts.seed
 			last := lasts(b, short)
 			cputime.LoopN(b, func(i int) { _ = countMessage(tc, last[i], seed) })
 		})

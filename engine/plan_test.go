@@ -165,7 +165,7 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 	}
 	lay := analyze(msgs, nil)
 	counts, _, _ := countAll(c, msgs, tokenizer.Approx, true)
-	got := selectPruneParts(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil, true)
+	got := selectPruneParts(msgs, &lay, counts, pol, &c.counts, tokenizer.Text{}, nil, true)
 	if len(got) != 1 || got[0].Message != 2 || !got[0].Duplicate || got[0].Tool != "read_file" {
 		t.Fatalf("selectPruneParts = %+v, want only the older a.go output as a duplicate", got)
 	}
@@ -175,7 +175,7 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 
 	// exclude_tools protects even duplicates; clear_inputs replaces the call input with JSON.
 	pol.excludeTools = []string{"read_file"}
-	if got := selectPruneParts(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil, true); len(got) != 0 {
+	if got := selectPruneParts(msgs, &lay, counts, pol, &c.counts, tokenizer.Text{}, nil, true); len(got) != 0 {
 		t.Errorf("excluded tool pruned: %+v", got)
 	}
 	pol.excludeTools = nil
@@ -184,7 +184,7 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 	pol.clearInputs = true
 	msgs[1].Parts[0].GetToolCall().InputJson = `{"path":"a.go","content":"` + strings.Repeat("z", 2000) + `"}`
 	counts, _, _ = countAll(c, msgs, tokenizer.Approx, true)
-	got = selectPruneParts(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil, true)
+	got = selectPruneParts(msgs, &lay, counts, pol, &c.counts, tokenizer.Text{}, nil, true)
 	var inputs int
 	for _, p := range got {
 		if p.Input {

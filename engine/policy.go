@@ -240,16 +240,6 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 	return nil
 }
 
-// excluded reports whether outputs of the named tool are never pruned.
-func (r *policy) excluded(tool string) bool {
-	for _, x := range r.excludeTools {
-		if x == tool {
-			return true
-		}
-	}
-	return false
-}
-
 // floorRatio returns ⌊ratio × n⌋, tolerating the binary representation of decimal ratios
 // (0.6 × 115200 is 69120, not 69119).
 func floorRatio(ratio float64, n int64) int64 {

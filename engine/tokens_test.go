@@ -18,7 +18,7 @@ import (
 func countAll(c *Counter, msgs []*compactorv1.Message, id tokenizer.ID, all bool) ([]msgCount, []contentKey, error) {
 	counts := make([]msgCount, len(msgs))
 	keys := make([]contentKey, len(msgs))
-	err := c.fillCounts(msgs, id, counts, keys, nil, func(_ int, m *compactorv1.Message) bool {
+	err := c.counts.fill(&c.keys, msgs, id, counts, keys, nil, func(_ int, m *compactorv1.Message) bool {
 		return all || m.GetTokenCount() <= 0
 	})
 	return counts, keys, err
@@ -78,7 +78,7 @@ func TestCounterMemoizesByContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n1, _ := c.counts.stats()
+	n1, _ := c.counts.memo.stats()
 	if n1 != 3 {
 		t.Fatalf("memo holds %d entries after 3 messages, want 3", n1)
 	}
@@ -92,7 +92,7 @@ func TestCounterMemoizesByContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n2, _ := c.counts.stats(); n2 != 4 {
+	if n2, _ := c.counts.memo.stats(); n2 != 4 {
 		t.Errorf("memo holds %d entries after growing by one message, want 4", n2)
 	}
 	for i := range counts1 {
@@ -104,16 +104,16 @@ func TestCounterMemoizesByContent(t *testing.T) {
 	if _, _, err := countAll(c, conv[:1], tokenizer.Cl100k, true); err != nil {
 		t.Fatal(err)
 	}
-	if n3, _ := c.counts.stats(); n3 != 5 {
+	if n3, _ := c.counts.memo.stats(); n3 != 5 {
 		t.Errorf("memo holds %d entries after a cl100k count, want 5", n3)
 	}
 	// Changing any content changes the key.
-	k1 := c.key(plUserMsg("a"))
+	k1 := c.keys.key(plUserMsg("a"))
 	withOpts := plUserMsg("a")
 	opts, _ := structpb.NewStruct(map[string]any{"cacheControl": map[string]any{"type": "ephemeral"}})
 	withOpts.Parts[0].ProviderOptions = map[string]*structpb.Struct{"anthropic": opts}
 	for _, m := range []*compactorv1.Message{plUserMsg("b"), plAsstMsg(plText("a")), plPinned(plUserMsg("a")), plSummaryMsg("a"), withOpts} {
-		if c.key(m) == k1 {
+		if c.keys.key(m) == k1 {
 			t.Errorf("key(%v) equals key of a different message", m)
 		}
 	}
