@@ -92,20 +92,3 @@ func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message
 	}
 	return withParts(m, parts)
 }
-
-// withParts returns a new message like m (token_count cleared) with parts.
-func withParts(m *compactorv1.Message, parts []*compactorv1.Part) *compactorv1.Message {
-	nm := &compactorv1.Message{
-		Id:              m.GetId(),
-		Role:            m.GetRole(),
-		Parts:           parts,
-		Kind:            m.GetKind(),
-		Lifecycle:       m.GetLifecycle(),
-		Pinned:          m.GetPinned(),
-		ProviderOptions: m.GetProviderOptions(),
-	}
-	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
-		nm.ProtoReflect().SetUnknown(u)
-	}
-	return nm
-}

@@ -23,17 +23,8 @@ var PrefixSeed = sha256.Sum256([]byte("compactord/prefix-hash/v1"))
 // encoding of m with id and token_count cleared (all other fields, unknown fields included,
 // encoded as they are). m is not modified.
 func Canon(b []byte, m *compactorv1.Message) []byte {
-	c := &compactorv1.Message{
-		Role:            m.GetRole(),
-		Parts:           m.GetParts(),
-		Kind:            m.GetKind(),
-		Lifecycle:       m.GetLifecycle(),
-		Pinned:          m.GetPinned(),
-		ProviderOptions: m.GetProviderOptions(),
-	}
-	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
-		c.ProtoReflect().SetUnknown(u)
-	}
+	c := withParts(m, m.GetParts())
+	c.Id = ""
 	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, c)
 	if err != nil {
 		// Marshal fails only on invalid UTF-8 in a string field, which gRPC never delivers
@@ -44,6 +35,25 @@ func Canon(b []byte, m *compactorv1.Message) []byte {
 		out, _ = proto.MarshalOptions{Deterministic: true}.MarshalAppend(b[:len(b):len(b)], s)
 	}
 	return out
+}
+
+// withParts returns a new message like m with parts: every field of m but token_count (and
+// parts), unknown fields included. It is the one copy of a message's fields, which Canon and
+// ApplyPrune share.
+func withParts(m *compactorv1.Message, parts []*compactorv1.Part) *compactorv1.Message {
+	nm := &compactorv1.Message{
+		Id:              m.GetId(),
+		Role:            m.GetRole(),
+		Parts:           parts,
+		Kind:            m.GetKind(),
+		Lifecycle:       m.GetLifecycle(),
+		Pinned:          m.GetPinned(),
+		ProviderOptions: m.GetProviderOptions(),
+	}
+	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+		nm.ProtoReflect().SetUnknown(u)
+	}
+	return nm
 }
 
 // sanitizeUTF8 replaces invalid UTF-8 in every string field of m, recursively.
