@@ -116,6 +116,15 @@ func applyUsage(tokens []int64, class []msgClass, reported int64) {
 	}
 }
 
+// scaleSaving converts a saving estimated with the tokenizer to the message's actual token
+// count (caller-supplied or provider-reported): saving × actual / estimate.
+func scaleSaving(saving, actual, estimate int64) int64 {
+	if estimate <= 0 || actual == estimate || saving <= 0 {
+		return max(saving, 0)
+	}
+	return mulDiv(saving, actual, estimate)
+}
+
 // mulDiv returns a×b/c rounded to nearest for non-negative a, b and positive c, exactly.
 func mulDiv(a, b, c int64) int64 {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))

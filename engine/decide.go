@@ -5,7 +5,7 @@ import (
 )
 
 // The decision of Plan and Decide, in the order the spec gives it, from the measured
-// conversation (measure.go) and the policy alone:
+// conversation and its costs (measure.go, costs.go) and the policy alone:
 //
 //  1. under the trigger: nothing (unless forced);
 //  2. pruning old tool outputs reaches the target: prune;
@@ -19,7 +19,8 @@ import (
 //
 // What cannot get under the trigger even so is compacted as far as it goes when that fits the
 // usable window (the reason says the next turn will compact again), and is irreducible
-// otherwise. The response is written by response.go.
+// otherwise. The requests kept verbatim are chosen here (keptRequests), the tool outputs cut
+// in cutoutput.go; the response is written by response.go.
 
 // deciding is one decision in progress: the measured conversation and the policy. None of
 // its methods counts a message the measurement counted.
@@ -226,6 +227,51 @@ func (dc *deciding) neverCut() shape {
 	}
 	floor := dc.sz.head + newest
 	return shape{after: floor, reqs: newest, irreducible: floor > dc.pol.usable, neverCut: true}
+}
+
+// The user's requests a compaction keeps verbatim after its summary (DISPOSITION_KEEP_REQUEST)
+// rather than folding them into it: the newest request always (the user's own newest text is
+// never cut), then the task (the first request), then the others newest first, within
+// Policy.keep_user_messages_tokens. Requests left out go into the summary.
+
+// keptRequests selects, among reqs (the active requests, oldest first), those before message
+// cut that the compaction keeps verbatim: the newest request of the conversation when it is
+// before the cut, then, when optional, the task and the others newest first while their
+// tokens stay within budget (budget < 0: none of them). It calls keep for each (in no
+// particular order) and returns their tokens.
+func keptRequests(reqs []int32, cut int, tokens []int64, budget int64, optional bool, keep func(i int)) int64 {
+	m := 0
+	for m < len(reqs) && int(reqs[m]) < cut {
+		m++
+	}
+	if m == 0 {
+		return 0
+	}
+	var used int64
+	add := func(i int) {
+		used += tokens[i]
+		if keep != nil {
+			keep(i)
+		}
+	}
+	newest := -1
+	if m == len(reqs) { // the newest request of the conversation is before the cut
+		newest = m - 1
+		add(int(reqs[newest]))
+	}
+	if !optional || budget < 0 {
+		return used
+	}
+	try := func(k int) {
+		if k != newest && used+tokens[reqs[k]] <= budget {
+			add(int(reqs[k]))
+		}
+	}
+	try(0)
+	for k := m - 1; k >= 1; k-- {
+		try(k)
+	}
+	return used
 }
 
 // tailSizes sets tail[k] to the tokens of the active messages from turn start k on, after

@@ -323,12 +323,3 @@ func (r *policy) excluded(tool string) bool {
 	}
 	return false
 }
-
-// scaleSaving converts a saving estimated with the tokenizer to the message's actual token
-// count (caller-supplied or provider-reported): saving × actual / estimate.
-func scaleSaving(saving, actual, estimate int64) int64 {
-	if estimate <= 0 || actual == estimate || saving <= 0 {
-		return max(saving, 0)
-	}
-	return mulDiv(saving, actual, estimate)
-}
