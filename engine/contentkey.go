@@ -9,15 +9,36 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
+
+// keyer computes content keys: keyed hashes of message content, and the keys of
+// conversations folded from them. Its secrets are random per Counter, so keys
+// differ from one process to the next.
+type keyer struct {
+	seed   maphash.Seed
+	init   uint64    // initial hash state
+	secret [4]uint64 // content-key secrets
+}
+
+func newKeyer(seed maphash.Seed) keyer {
+	return keyer{
+		seed: seed,
+		init: maphash.String(seed, "compactord"),
+		secret: [4]uint64{
+			maphash.String(seed, "compactord/content-key/0"),
+			maphash.String(seed, "compactord/content-key/1"),
+			maphash.String(seed, "compactord/content-key/2"),
+			maphash.String(seed, "compactord/content-key/3"),
+		},
+	}
+}
 
 // contentKey identifies a message's content (everything the prefix hash covers: all fields
 // but id and token_count) by a keyed 64-bit hash and its length.
 type contentKey struct {
 	h, n uint64
 }
-
-func (k contentKey) shard() int { return int(k.h >> 59) } // top 5 bits: 32 shards
 
 // valid reports whether the key was computed (n carries a marker bit).
 func (k contentKey) valid() bool { return k.n != 0 }
@@ -34,27 +55,45 @@ func (k contentKey) valid() bool { return k.n != 0 }
 // strWord). Optional fields (provider options, unknown fields, inline data, tool content
 // parts) add groups after their part's, as its tag announces. Groups are folded into two
 // lanes, two words per 64×64→128-bit multiplication, the way wyhash (hash/maphash's portable
-// implementation) folds its input; the secrets and initial lanes are random per Counter, so
+// implementation) folds its input; the secrets and initial lanes are random per keyer, so
 // keys differ from one process to the next.
-func (c *Counter) key(m *compactorv1.Message) contentKey {
-	k := &c.keySecret
+func (kr *keyer) key(m *compactorv1.Message) contentKey {
+	k := &kr.secret
 	parts := m.GetParts()
 	opts := m.GetProviderOptions()
 	unknown := m.UnknownFields()
-	x := keyHasher{a: c.init, b: k[2]}
+	x := keyHasher{a: kr.init, b: k[2]}
 	x.group(k,
 		uint64(uint32(m.GetRole()))|uint64(uint32(m.GetKind()))<<32,
 		uint64(uint32(m.GetLifecycle()))|b2u(m.GetPinned())<<32|b2u(len(opts) > 0)<<33|b2u(len(unknown) > 0)<<34,
 		uint64(len(parts)), 0x5bd1e9955bd1e995)
 	if len(opts) > 0 {
-		x = c.keyOptions(x, opts)
+		x = kr.keyOptions(x, opts)
 	}
 	if len(unknown) > 0 {
-		x = c.keyBytes(x, unknown, 0)
+		x = kr.keyBytes(x, unknown, 0)
 	}
-	x = c.keyParts(x, parts)
+	x = kr.keyParts(x, parts)
 	hi, lo := bits.Mul64(x.a^x.n^k[3], x.b^k[0])
 	return contentKey{hi ^ lo, x.n | 1<<63}
+}
+
+// conversation computes the content key of every message of msgs into keys (which must have
+// len(msgs) elements; keys already valid are kept) and folds them into the conversation's
+// key under tokenizer id.
+func (kr *keyer) conversation(msgs []*compactorv1.Message, keys []contentKey, id tokenizer.ID) convKey {
+	k := &kr.secret
+	a, b := kr.init, k[1]
+	for i, m := range msgs {
+		if !keys[i].valid() {
+			keys[i] = kr.key(m)
+		}
+		hi, lo := bits.Mul64(keys[i].h^k[0], keys[i].n^a)
+		a = hi ^ lo
+		hi, lo = bits.Mul64(keys[i].h^k[2], b^k[3])
+		b = hi ^ lo
+	}
+	return convKey{a: a, b: b, n: len(msgs), tk: id}
 }
 
 func b2u(b bool) uint64 {
@@ -114,8 +153,8 @@ const (
 
 // keyParts absorbs the groups of parts. It is the hot loop of key: one group per part, the
 // strings hashed in line.
-func (c *Counter) keyParts(x keyHasher, parts []*compactorv1.Part) keyHasher {
-	k := &c.keySecret
+func (kr *keyer) keyParts(x keyHasher, parts []*compactorv1.Part) keyHasher {
+	k := &kr.secret
 	for _, p := range parts {
 		tag := b2u(len(p.GetProviderOptions()) > 0)*tagHasOptions | b2u(len(p.UnknownFields()) > 0)*tagHasUnknown
 		switch ct := p.GetContent().(type) {
@@ -124,14 +163,14 @@ func (c *Counter) keyParts(x keyHasher, parts []*compactorv1.Part) keyHasher {
 			s := t.GetText()
 			tag |= 1 | b2u(len(t.UnknownFields()) > 0)*tagHasContentUnknown | lenField(s, 0)
 			x.n += uint64(len(s))
-			x.group(k, tag, c.strWord(s), 0, 0)
+			x.group(k, tag, kr.strWord(s), 0, 0)
 		case *compactorv1.Part_ToolCall:
 			tc := ct.ToolCall
 			id, name, in := tc.GetToolCallId(), tc.GetToolName(), tc.GetInputJson()
 			tag |= 5 | b2u(tc.GetProviderExecuted())*tagFlag | b2u(len(tc.UnknownFields()) > 0)*tagHasContentUnknown |
 				lenField(id, 0) | lenField(name, 1) | lenField(in, 2)
 			x.n += uint64(len(id) + len(name) + len(in))
-			x.group(k, tag, c.strWord(id), c.strWord(name), c.strWord(in))
+			x.group(k, tag, kr.strWord(id), kr.strWord(name), kr.strWord(in))
 		case *compactorv1.Part_ToolResult:
 			tr := ct.ToolResult
 			out := tr.GetOutput()
@@ -144,13 +183,13 @@ func (c *Counter) keyParts(x keyHasher, parts []*compactorv1.Part) keyHasher {
 				tag |= tagHasParts | b2u(len(out.GetContent().UnknownFields()) > 0)*tagHasPartsUnknown
 			}
 			x.n += uint64(len(id) + len(name) + len(text))
-			x.group(k, tag, c.strWord(id), c.strWord(name), c.strWord(text))
+			x.group(k, tag, kr.strWord(id), kr.strWord(name), kr.strWord(text))
 		default:
-			x = c.keyRarePart(x, p, tag)
+			x = kr.keyRarePart(x, p, tag)
 			continue
 		}
 		if tag&tagOptional != 0 {
-			x = c.keyPartOptional(x, p, tag)
+			x = kr.keyPartOptional(x, p, tag)
 		}
 	}
 	return x
@@ -158,7 +197,7 @@ func (c *Counter) keyParts(x keyHasher, parts []*compactorv1.Part) keyHasher {
 
 // keyRarePart absorbs the groups of a part that is not text, a tool call or a tool result;
 // tag holds its provider options and unknown fields bits.
-func (c *Counter) keyRarePart(x keyHasher, p *compactorv1.Part, tag uint64) keyHasher {
+func (kr *keyer) keyRarePart(x keyHasher, p *compactorv1.Part, tag uint64) keyHasher {
 	var s0, s1, s2 string // the part's strings, in order
 	switch ct := p.GetContent().(type) {
 	case *compactorv1.Part_Reasoning:
@@ -202,12 +241,12 @@ func (c *Counter) keyRarePart(x keyHasher, p *compactorv1.Part, tag uint64) keyH
 	}
 	tag |= lenField(s0, 0) | lenField(s1, 1) | lenField(s2, 2)
 	x.n += uint64(len(s0) + len(s1) + len(s2))
-	x.group(&c.keySecret, tag, c.strWord(s0), c.strWord(s1), c.strWord(s2))
+	x.group(&kr.secret, tag, kr.strWord(s0), kr.strWord(s1), kr.strWord(s2))
 	if pp := p.GetProvider(); pp != nil {
-		x.group(&c.keySecret, uint64(pp.GetTokenCount()), 9, 0, 0)
+		x.group(&kr.secret, uint64(pp.GetTokenCount()), 9, 0, 0)
 	}
 	if tag&tagOptional != 0 {
-		x = c.keyPartOptional(x, p, tag)
+		x = kr.keyPartOptional(x, p, tag)
 	}
 	return x
 }
@@ -218,11 +257,11 @@ func lenField(s string, i int) uint64 { return uint64(min(len(s), 17)) << (tagLe
 // strWord is the word of a string in a part's group: 0 when empty; its bytes when up to 8
 // long (a tag word holds the length); a keyed multiply fold of them up to 16; beyond, its
 // wyhash (final version 3, as hash/maphash computes it where the runtime has no AES hash),
-// keyed by the Counter's secrets and initial state, about 1.6 times as fast as maphash.String
+// keyed by the keyer's secrets and initial state, about 1.6 times as fast as maphash.String
 // here. It is one function, not a dispatch to two, because it runs for every string of every
 // planned conversation: the call saved is worth ~1 µs per 200 messages.
-func (c *Counter) strWord(s string) uint64 {
-	k := &c.keySecret
+func (kr *keyer) strWord(s string) uint64 {
+	k := &kr.secret
 	n := len(s)
 	switch {
 	case n > 16:
@@ -235,7 +274,7 @@ func (c *Counter) strWord(s string) uint64 {
 	default:
 		return 0
 	}
-	seed := c.init ^ k[0]
+	seed := kr.init ^ k[0]
 	p := s
 	if len(p) > 48 {
 		seed1, seed2 := seed, seed
@@ -273,12 +312,12 @@ func le32(s string) uint32 {
 
 // keyPartOptional absorbs the groups that follow a part's when its tag announces them, in
 // the order of the tag bits.
-func (c *Counter) keyPartOptional(x keyHasher, p *compactorv1.Part, tag uint64) keyHasher {
+func (kr *keyer) keyPartOptional(x keyHasher, p *compactorv1.Part, tag uint64) keyHasher {
 	if tag&tagHasOptions != 0 {
-		x = c.keyOptions(x, p.GetProviderOptions())
+		x = kr.keyOptions(x, p.GetProviderOptions())
 	}
 	if tag&tagHasUnknown != 0 {
-		x = c.keyBytes(x, p.UnknownFields(), tagHasUnknown)
+		x = kr.keyBytes(x, p.UnknownFields(), tagHasUnknown)
 	}
 	var inner, data []byte
 	var out *compactorv1.ToolOutput
@@ -303,45 +342,45 @@ func (c *Counter) keyPartOptional(x keyHasher, p *compactorv1.Part, tag uint64) 
 		inner = ct.Provider.UnknownFields()
 	}
 	if tag&tagHasContentUnknown != 0 {
-		x = c.keyBytes(x, inner, tagHasContentUnknown)
+		x = kr.keyBytes(x, inner, tagHasContentUnknown)
 	}
 	if tag&tagHasOutputUnknown != 0 {
-		x = c.keyBytes(x, out.UnknownFields(), tagHasOutputUnknown)
+		x = kr.keyBytes(x, out.UnknownFields(), tagHasOutputUnknown)
 	}
 	if tag&tagHasPartsUnknown != 0 {
-		x = c.keyBytes(x, out.GetContent().UnknownFields(), tagHasPartsUnknown)
+		x = kr.keyBytes(x, out.GetContent().UnknownFields(), tagHasPartsUnknown)
 	}
 	if tag&tagHasData != 0 {
-		x = c.keyBytes(x, data, tagHasData)
+		x = kr.keyBytes(x, data, tagHasData)
 	}
 	if tag&tagHasParts != 0 {
 		ps := out.GetContent().GetParts()
-		x.group(&c.keySecret, uint64(len(ps)), 0, 0, 0x589965cc75374cc3)
-		x = c.keyParts(x, ps)
+		x.group(&kr.secret, uint64(len(ps)), 0, 0, 0x589965cc75374cc3)
+		x = kr.keyParts(x, ps)
 	}
 	return x
 }
 
 // keyBytes absorbs a group with b's length, its keyed maphash and what, which names the
 // field.
-func (c *Counter) keyBytes(x keyHasher, b []byte, what uint64) keyHasher {
+func (kr *keyer) keyBytes(x keyHasher, b []byte, what uint64) keyHasher {
 	x.n += uint64(len(b))
-	x.group(&c.keySecret, uint64(len(b)), maphash.Bytes(c.seed, b), what, 0xa0761d6478bd642f)
+	x.group(&kr.secret, uint64(len(b)), maphash.Bytes(kr.seed, b), what, 0xa0761d6478bd642f)
 	return x
 }
 
 // keyOptions absorbs provider options by their deterministic encoding, in key order.
-func (c *Counter) keyOptions(x keyHasher, o map[string]*structpb.Struct) keyHasher {
+func (kr *keyer) keyOptions(x keyHasher, o map[string]*structpb.Struct) keyHasher {
 	keys := make([]string, 0, len(o))
 	for k := range o {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	x.group(&c.keySecret, uint64(len(o)), 0, 0, 0xe7037ed1a0b428db)
+	x.group(&kr.secret, uint64(len(o)), 0, 0, 0xe7037ed1a0b428db)
 	for _, k := range keys {
 		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(o[k])
 		x.n += uint64(len(k) + len(b))
-		x.group(&c.keySecret, uint64(len(k)), maphash.String(c.seed, k), uint64(len(b)), maphash.Bytes(c.seed, b))
+		x.group(&kr.secret, uint64(len(k)), maphash.String(kr.seed, k), uint64(len(b)), maphash.Bytes(kr.seed, b))
 	}
 	return x
 }

@@ -164,7 +164,7 @@ func TestContentKeyFollowsCanon(t *testing.T) {
 		{"approval reason", func(m *compactorv1.Message) { m.Parts[7].GetApprovalResponse().Reason = "fin" }, false},
 	}
 	base := keyTestMessage()
-	bk, bc := c.key(base), canonOf(base)
+	bk, bc := c.keys.key(base), canonOf(base)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := proto.Clone(keyTestMessage()).(*compactorv1.Message)
@@ -172,7 +172,7 @@ func TestContentKeyFollowsCanon(t *testing.T) {
 			if canonSame := canonOf(m) == bc; canonSame != tt.same {
 				t.Fatalf("canon unchanged = %v, want %v: the test case is wrong", canonSame, tt.same)
 			}
-			if k := c.key(m); (k == bk) != tt.same {
+			if k := c.keys.key(m); (k == bk) != tt.same {
 				t.Errorf("key unchanged = %v, want %v", k == bk, tt.same)
 			}
 		})
@@ -224,7 +224,7 @@ func TestContentKeyRandomMessages(t *testing.T) {
 		draws := 0
 		for range 50000 {
 			m := draw()
-			k, cn := c.key(m), canonOf(m)
+			k, cn := c.keys.key(m), canonOf(m)
 			if prev, ok := byKey[k]; ok && prev != cn {
 				t.Fatalf("two canonical forms share a key:\n%x\n%x", prev, cn)
 			}
@@ -247,7 +247,7 @@ func TestContentKeyRandomMessages(t *testing.T) {
 func TestContentKeyIsPerCounter(t *testing.T) {
 	m := keyTestMessage()
 	a, b := NewCounter(1<<20), NewCounter(1<<20)
-	if a.key(m) == b.key(m) {
+	if a.keys.key(m) == b.keys.key(m) {
 		t.Errorf("two Counters give one key")
 	}
 	wire, err := proto.Marshal(m)
@@ -258,10 +258,10 @@ func TestContentKeyIsPerCounter(t *testing.T) {
 	if err := proto.Unmarshal(wire, &d); err != nil {
 		t.Fatal(err)
 	}
-	if a.key(&d) != a.key(m) {
+	if a.keys.key(&d) != a.keys.key(m) {
 		t.Errorf("a decoded copy has another key")
 	}
-	if got, want := a.key(m).n&^(1<<63), uint64(len(m.Parts[0].GetText().GetText())); got < want {
+	if got, want := a.keys.key(m).n&^(1<<63), uint64(len(m.Parts[0].GetText().GetText())); got < want {
 		t.Errorf("key length %d is below the %d bytes of the first part's text", got, want)
 	}
 }

@@ -4,15 +4,15 @@ import (
 	"math/bits"
 	"slices"
 
-	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // conversation is what planning needs of a conversation's content whatever the policy: the
 // content key and token count of each message and the layout (regions, turns, tool links).
-// The Counter memoizes conversations by content, so that planning a conversation seen before
-// costs one content hash of its messages and one lookup. A conversation is immutable once
-// stored: everything that uses it (Decide, selectPrune, the prefix chain) only reads it.
+// The Counter memoizes conversations by content (convMemo), so that planning a conversation
+// seen before costs one content hash of its messages and one lookup. A conversation is
+// immutable once stored: everything that uses it (Decide, selectPruneParts, the prefix chain)
+// only reads it.
 type conversation struct {
 	key convKey
 	// keys holds every message's content key (all valid).
@@ -57,98 +57,45 @@ const (
 	convPerPartBytes    = 24
 )
 
-// countNeed selects the messages a plan needs counted.
-type countNeed uint8
-
-const (
-	// needUncounted selects the messages without a caller token_count.
-	needUncounted countNeed = iota
-	// needToolParts selects the messages with a caller token_count that hold tool calls or
-	// results: pruning needs the counts of their parts.
-	needToolParts
-)
-
-func (nd countNeed) of(m *compactorv1.Message) bool {
-	if nd == needUncounted {
-		return m.GetTokenCount() <= 0
-	}
-	return m.GetTokenCount() > 0 && hasToolParts(m)
+// convMemo is the Counter's memo of measured conversations, by content.
+type convMemo struct {
+	memo *memo[convKey, *conversation]
 }
 
-// anyNeeds reports whether need selects some message of msgs.
-func anyNeeds(msgs []*compactorv1.Message, need countNeed) bool {
-	for _, m := range msgs {
-		if need.of(m) {
-			return true
-		}
+// lookup returns the conversation memoized under k, if any, and whether k was seen before (a
+// conversation seen once has its key recorded, without a value). It records the key of a
+// conversation never seen.
+func (cm *convMemo) lookup(k convKey) (cv *conversation, seen bool) {
+	cv, seen = cm.memo.get(k.shard(), k)
+	if !seen {
+		cm.memo.put(k.shard(), k, nil, convSeenBytes)
 	}
-	return false
+	return cv, seen
 }
 
-// conversationKey computes the content key of every message of msgs into keys (which must
-// have len(msgs) elements; keys already valid are kept) and folds them into the
-// conversation's key under tokenizer id.
-func (c *Counter) conversationKey(msgs []*compactorv1.Message, keys []contentKey, id tokenizer.ID) convKey {
-	k := &c.keySecret
-	a, b := c.init, k[1]
-	for i, m := range msgs {
-		if !keys[i].valid() {
-			keys[i] = c.key(m)
+// put stores the conversation of key k (its content keys, counts and layout), replacing what
+// the memo holds under k, and returns it. Unless own, the slices are scratch memory: they are
+// copied, and nothing is stored (put returns nil) when the conversation is larger than the
+// memo stores.
+func (cm *convMemo) put(k convKey, keys []contentKey, counts []msgCount, lay *layout, own bool) *conversation {
+	cv := &conversation{key: k, keys: keys, counts: counts, lay: *lay}
+	cv.size = conversationSize(cv)
+	if !own {
+		if cv.size > cm.memo.shards[0].limit {
+			return nil
 		}
-		hi, lo := bits.Mul64(keys[i].h^k[0], keys[i].n^a)
-		a = hi ^ lo
-		hi, lo = bits.Mul64(keys[i].h^k[2], b^k[3])
-		b = hi ^ lo
-	}
-	return convKey{a: a, b: b, n: len(msgs), tk: id}
-}
-
-// extendConversation returns the measurement of the memoized conversation cv of msgs, with the
-// messages need selects counted: cv itself when it counts them all, otherwise a copy with
-// the missing counts added, which replaces cv in the memo.
-func (c *Counter) extendConversation(msgs []*compactorv1.Message, cv *conversation, sc *scratch, need countNeed) (measurement, error) {
-	missing := false
-	for i := 0; i < len(msgs) && !cv.complete; i++ {
-		if cv.counts[i].total == 0 && need.of(msgs[i]) {
-			missing = true
-			break
+		cv.keys = slices.Clone(keys)
+		cv.counts = slices.Clone(counts)
+		cv.lay = layout{
+			summary:    lay.summary,
+			class:      slices.Clone(lay.class),
+			turnStarts: slices.Clone(lay.turnStarts),
+			results:    slices.Clone(lay.results),
 		}
 	}
-	if missing {
-		counts := slices.Clone(cv.counts)
-		err := c.fillCounts(msgs, cv.key.tk, counts, cv.keys, sc, func(i int, m *compactorv1.Message) bool {
-			return counts[i].total == 0 && need.of(m)
-		})
-		if err != nil {
-			return measurement{}, err
-		}
-		cv = &conversation{key: cv.key, keys: cv.keys, counts: counts, lay: cv.lay}
-		c.storeConversation(cv)
-	}
-	return measurement{lay: cv.lay, counts: cv.counts, keys: cv.keys, cv: cv, looked: true}, nil
-}
-
-// publishConversation stores a copy of the conversation in computed in scratch memory, unless
-// it is larger than the memo stores.
-func (c *Counter) publishConversation(in measurement) {
-	cv := &conversation{
-		key:    in.key,
-		keys:   in.keys,
-		counts: in.counts,
-		lay:    in.lay,
-	}
-	if conversationSize(cv) > c.convs.shards[0].limit {
-		return
-	}
-	cv.keys = slices.Clone(in.keys)
-	cv.counts = slices.Clone(in.counts)
-	cv.lay = layout{
-		summary:    in.lay.summary,
-		class:      slices.Clone(in.lay.class),
-		turnStarts: slices.Clone(in.lay.turnStarts),
-		results:    slices.Clone(in.lay.results),
-	}
-	c.storeConversation(cv)
+	cv.complete = !slices.ContainsFunc(cv.counts, func(mc msgCount) bool { return mc.total == 0 })
+	cm.memo.put(k.shard(), k, cv, cv.size)
+	return cv
 }
 
 // conversationSize is what the memo charges for cv.
@@ -159,11 +106,4 @@ func conversationSize(cv *conversation) int64 {
 		size += int64(len(mc.parts)) * convPerPartBytes
 	}
 	return size
-}
-
-// storeConversation stores cv, replacing what the memo holds under its key.
-func (c *Counter) storeConversation(cv *conversation) {
-	cv.size = conversationSize(cv)
-	cv.complete = !slices.ContainsFunc(cv.counts, func(mc msgCount) bool { return mc.total == 0 })
-	c.convs.put(cv.key.shard(), cv.key, cv, cv.size)
 }

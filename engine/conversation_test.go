@@ -24,7 +24,7 @@ func decoded(t testing.TB, msgs []*compactorv1.Message) []*compactorv1.Message {
 // it used, or nil when it counted in scratch memory (the memo did not hold msgs).
 func lookup(t testing.TB, c *Counter, msgs []*compactorv1.Message, id tokenizer.ID) *conversation {
 	t.Helper()
-	in, err := c.measure(msgs, id, new(scratch), measurement{}, needUncounted)
+	in, err := measure(c, msgs, id, new(scratch), measurement{}, needUncounted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func lookup(t testing.TB, c *Counter, msgs []*compactorv1.Message, id tokenizer.
 // stored returns what the conversation memo holds for msgs under id: nil and false when
 // nothing, nil and true when it saw msgs once.
 func stored(c *Counter, msgs []*compactorv1.Message, id tokenizer.ID) (*conversation, bool) {
-	k := c.conversationKey(msgs, make([]contentKey, len(msgs)), id)
-	return c.convs.get(k.shard(), k)
+	k := c.keys.conversation(msgs, make([]contentKey, len(msgs)), id)
+	return c.convs.memo.get(k.shard(), k)
 }
 
 // equalDecisions reports how two decisions differ: response, pruned parts, prefix chain.
@@ -64,8 +64,8 @@ func TestConversationMemoMatchesPlansWithout(t *testing.T) {
 	}
 	warm := NewCounter(32 << 20)
 	// The same Counter but for a conversation memo that stores nothing.
-	without := &Counter{seed: warm.seed, init: warm.init, keySecret: warm.keySecret, counts: warm.counts,
-		convs: newMemoShards[convKey, *conversation](0, convShards), chain: warm.chain, prefixes: warm.prefixes}
+	without := &Counter{keys: warm.keys, counts: warm.counts, chain: warm.chain,
+		convs: convMemo{newMemoShards[convKey, *conversation](0, convShards)}}
 	hits := 0
 	for seed := range n {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -87,11 +87,11 @@ func TestConversationMemoMatchesPlansWithout(t *testing.T) {
 			}
 			p := genPolicy(r, total)
 			p.Tokenizer = ""
-			if ValidatePolicy(p) != nil {
+			if resolvePolicyInto(p, new(policy)) != nil {
 				continue
 			}
 			opt := Options{Force: r.IntN(8) == 0}
-			before, _ := warm.convs.stats()
+			before, _ := warm.convs.memo.stats()
 			d, err := Decide(conv, p, warm, opt)
 			cold, coldErr := Decide(conv, p, without, opt)
 			if (err == nil) != (coldErr == nil) || err != nil && err.Error() != coldErr.Error() {
@@ -103,7 +103,7 @@ func TestConversationMemoMatchesPlansWithout(t *testing.T) {
 			if err := equalDecisions(d, cold); err != nil {
 				t.Fatalf("seed %d round %d: %v", seed, round, err)
 			}
-			if after, _ := warm.convs.stats(); after == before && round > 0 {
+			if after, _ := warm.convs.memo.stats(); after == before && round > 0 {
 				hits++
 			}
 		}
@@ -111,7 +111,7 @@ func TestConversationMemoMatchesPlansWithout(t *testing.T) {
 	if hits == 0 {
 		t.Fatal("no plan came from the conversation memo: the test checked nothing")
 	}
-	if n, _ := without.convs.stats(); n != 0 {
+	if n, _ := without.convs.memo.stats(); n != 0 {
 		t.Fatalf("the reference Counter memoized %d conversations", n)
 	}
 }
@@ -132,7 +132,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 		}
 	}
 	first, _ := stored(c, base, tokenizer.O200k)
-	if n, _ := c.convs.stats(); n != 1 {
+	if n, _ := c.convs.memo.stats(); n != 1 {
 		t.Fatalf("memo holds %d conversations, want 1", n)
 	}
 	again := decoded(t, base)
@@ -142,7 +142,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 	if lookup(t, c, again, tokenizer.O200k) != first {
 		t.Errorf("a decoded copy with other ids is not the memoized conversation")
 	}
-	msgCounts, _ := c.counts.stats()
+	msgCounts, _ := c.counts.memo.stats()
 
 	tests := []struct {
 		name   string
@@ -176,7 +176,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 			if cv == nil || cv == first || cv.key == first.key {
 				t.Fatalf("the conversation is not memoized on its own")
 			}
-			want, _, err := NewCounter(1<<20).countAll(msgs, tokenizer.O200k, true)
+			want, _, err := countAll(NewCounter(1<<20), msgs, tokenizer.O200k, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 			}
 		})
 	}
-	if n, _ := c.counts.stats(); n > msgCounts+len(tests) {
+	if n, _ := c.counts.memo.stats(); n > msgCounts+len(tests) {
 		t.Errorf("message memo grew from %d to %d entries: more than the changed messages were counted", msgCounts, n)
 	}
 	if lookup(t, c, decoded(t, base), tokenizer.O200k) != first {
@@ -201,7 +201,7 @@ func TestConversationMemoHitsOnlySameContent(t *testing.T) {
 func TestConversationMemoTokenCounts(t *testing.T) {
 	c := NewCounter(8 << 20)
 	base := conversation200()[:60]
-	cold, _, err := NewCounter(1<<20).countAll(base, tokenizer.O200k, true)
+	cold, _, err := countAll(NewCounter(1<<20), base, tokenizer.O200k, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestConversationMemoTokenCounts(t *testing.T) {
 	if full == nil || full == cv || full.key != cv.key {
 		t.Errorf("the extended conversation is not a new one under the same key")
 	}
-	if n, _ := c.convs.stats(); n != 1 {
+	if n, _ := c.convs.memo.stats(); n != 1 {
 		t.Errorf("memo holds %d conversations, want 1", n)
 	}
 	for i := range base {
@@ -320,7 +320,7 @@ func TestConversationMemoStaysWithinBudget(t *testing.T) {
 		mustDecide(t, msgs, p, c, Options{})
 		mustDecide(t, msgs, p, c, Options{})
 	}
-	entries, used := c.convs.stats()
+	entries, used := c.convs.memo.stats()
 	if used > budget/4 || entries == 0 || entries == n {
 		t.Errorf("%d conversations charged %d bytes; want some evicted, within %d", entries, used, budget/4)
 	}
@@ -334,7 +334,7 @@ func TestConversationMemoStaysWithinBudget(t *testing.T) {
 	if cv, _ := stored(c, big, tokenizer.Cl100k); cv != nil {
 		t.Errorf("a conversation larger than a shard is memoized")
 	}
-	if after, used := c.convs.stats(); used > budget/4 || after > entries+1 {
+	if after, used := c.convs.memo.stats(); used > budget/4 || after > entries+1 {
 		t.Errorf("after a large conversation: %d conversations, %d bytes", after, used)
 	}
 	if d2 := mustDecide(t, decoded(t, big), p, NewCounter(0), Options{}); !proto.Equal(d.Response, d2.Response) {

@@ -15,75 +15,74 @@ import (
 // to their head and tail, with a note saying how much was cut and that the rest is gone, as
 // coding agents do with outputs too large for their window. Tool outputs are tool results
 // with a text or JSON output and the observations text-protocol agents send as user messages
-// (IsObservation); never a request.
+// (IsObservation); never a request. cutOutputs decides what a shape cuts (decide.go calls
+// it); ApplyPrune carries the cuts out with cutOutput.
 
 // MinCutOutputTokens is the least a cut tool output keeps of its head and tail.
 const MinCutOutputTokens = 100
 
-// cutNoteAllowance bounds the tokens of the note a cut output carries (cutNote), for the
-// estimates that choose how far to cut; the final counts are exact.
-const cutNoteAllowance = 40
-
-// cutNote is the note between the head and the tail of a cut output.
-func cutNote(cut int64) string {
-	return "\n[… " + strconv.FormatInt(cut, 10) + " tokens cut from the middle of this output by compaction; the full output is gone …]\n"
+// CutPart is one tool output a plan cuts: Part is the tool result's part, or −1 for an
+// observation message, whose text parts become one cut text.
+type CutPart struct {
+	Message, Part int
+	// Keep is the tokens the cut output keeps of its head and tail (cutText's keep); Tokens
+	// is its size before the cut.
+	Keep, Tokens int64
+	// Saved is the tokens cutting removes, note included, at least (see cutText's bound).
+	Saved int64
 }
 
-// CutText returns text cut to about keep tokens: its head (two thirds) and tail (one third),
-// at line boundaries where that costs little, around cutNote. Text of at most keep tokens is
-// returned as it is. The same input always gives the same output.
-func CutText(text string, keep int64, tc tokenizer.Text) string {
-	cut, _ := cutText(text, tc.Count(text), keep, tc)
-	return cut
-}
-
-// cutJoinMargin bounds the tokens joining the head, the note and the tail can add to their
-// separate counts.
-const cutJoinMargin = 4
-
-// cutText is CutText of a text of total tokens; it also returns a bound on the tokens of
-// what it returns (the counts of the head, the note and the tail, and cutJoinMargin), so
-// that a plan need not count the cut text again.
-func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) {
-	if total <= keep {
-		return text, total
+// cutOutputs cuts the tool outputs of the active messages from message from on that are not
+// pruned (nor requests) until sh fits under the trigger, or as far as cutting goes.
+func (dc *deciding) cutOutputs(sh *shape, from int) {
+	need := sh.after - dc.pol.trigger
+	if need <= 0 {
+		return
 	}
-	// Bytes per token of this text, to guess the byte lengths; then shrink in proportion to
-	// the overshoot until it fits (one or two counts).
-	n := int(float64(len(text)) * float64(keep) / float64(total))
-	for n > 0 {
-		head, tail := splitKeep(text, n)
-		kept := tc.Count(head) + tc.Count(tail)
-		if kept <= keep {
-			note := cutNote(total - kept)
-			return head + note + tail, kept + tc.Count(note) + cutJoinMargin
+	var cands []cutCandidate
+	pruned := map[[2]int]bool{}
+	for _, pp := range dc.pr.parts {
+		if !pp.Input && dc.pr.saved[pp.Message] > 0 {
+			pruned[[2]int{pp.Message, pp.Part}] = true
 		}
-		n = min(n*9/10, int(float64(n)*float64(keep)/float64(kept)*0.98))
 	}
-	note := cutNote(total)
-	return note, tc.Count(note)
-}
-
-// splitKeep returns the head (two thirds of n bytes) and tail (the rest) of s, at rune
-// boundaries, moved to a line boundary when one is near.
-func splitKeep(s string, n int) (head, tail string) {
-	h := n * 2 / 3
-	for h > 0 && !utf8.RuneStart(s[h]) {
-		h--
+	for i := from; i < len(dc.msgs); i++ {
+		if dc.lay.class[i] != classActive {
+			continue
+		}
+		m := dc.msgs[i]
+		if dc.observation(i) {
+			if pruned[[2]int{i, -1}] {
+				continue
+			}
+			if n := dc.counted(i) - MessageOverheadTokens; n > MinCutOutputTokens+cutNoteAllowance {
+				cands = append(cands, cutCandidate{msg: i, part: -1, tokens: n})
+			}
+			continue
+		}
+		for j, p := range m.GetParts() {
+			r := p.GetToolResult()
+			if r == nil || pruned[[2]int{i, j}] {
+				continue
+			}
+			if _, ok := outputText(r.GetOutput()); !ok {
+				continue
+			}
+			n := dc.outputTokens(i, j, r)
+			if n > MinCutOutputTokens+cutNoteAllowance {
+				cands = append(cands, cutCandidate{msg: i, part: j, tokens: n})
+			}
+		}
 	}
-	head = s[:h]
-	if i := strings.LastIndexByte(head, '\n'); i > len(head)*3/4 {
-		head = head[:i]
+	if len(cands) == 0 {
+		return
 	}
-	t := len(s) - (n - h)
-	for t < len(s) && !utf8.RuneStart(s[t]) {
-		t++
+	sh.cuts = chooseCuts(cands, need, dc.tc, func(c cutCandidate) string { return dc.cutSource(c.msg, c.part) })
+	var saved int64
+	for _, c := range sh.cuts {
+		saved += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
 	}
-	tail = s[t:]
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
-		tail = tail[i+1:]
-	}
-	return head, tail
+	sh.cut, sh.tail, sh.after = saved, sh.tail-saved, sh.after-saved
 }
 
 // cutCandidate is one tool output that cutting may shorten: a tool result's part, or a whole
@@ -93,16 +92,37 @@ type cutCandidate struct {
 	tokens    int64 // its tokens now (the output's, or the observation's text)
 }
 
-// CutPart is one tool output a plan cuts: Part is the tool result's part, or −1 for an
-// observation message, whose text parts become one cut text.
-type CutPart struct {
-	Message, Part int
-	// Keep is the tokens the cut output keeps of its head and tail (CutText's keep); Tokens
-	// is its size before the cut.
-	Keep, Tokens int64
-	// Saved is the tokens cutting removes, note included, at least (see cutText's bound).
-	Saved int64
+// outputTokens is the tokens of the output of the tool result at part j of message i.
+func (dc *deciding) outputTokens(i, j int, r *compactorv1.ToolResultPart) int64 {
+	if parts := dc.counts[i].parts; parts != nil {
+		return int64(parts[j].payload)
+	}
+	text, _ := outputText(r.GetOutput())
+	return dc.tc.Count(text)
 }
+
+// counted is the tokenizer's count of message i (the caller's token_count may differ).
+func (dc *deciding) counted(i int) int64 {
+	if n := dc.counts[i].total; n > 0 {
+		return n
+	}
+	return dc.tc.Message(dc.msgs[i])
+}
+
+// cutSource is the text a cut of message i, part j (−1: the observation) shortens.
+func (dc *deciding) cutSource(i, j int) string {
+	m := dc.msgs[i]
+	if j < 0 {
+		text, _ := UserText(m)
+		return text
+	}
+	text, _ := outputText(m.GetParts()[j].GetToolResult().GetOutput())
+	return text
+}
+
+// observation reports whether message i is a tool's output posing as a user turn
+// (UserObservation).
+func (dc *deciding) observation(i int) bool { return dc.kinds[i] == UserObservation }
 
 // outputText returns the text of a cuttable tool output and whether it is one: text, JSON
 // and error outputs.
@@ -118,18 +138,6 @@ func outputText(o *compactorv1.ToolOutput) (string, bool) {
 		return v.ErrorJson, true
 	}
 	return "", false
-}
-
-// cutOutput returns o cut to keep tokens: a text output, or an error text for an error (cut
-// JSON is no longer JSON).
-func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compactorv1.ToolOutput {
-	text, _ := outputText(o)
-	cut, _ := cutText(text, c.Tokens, c.Keep, tc)
-	switch o.GetValue().(type) {
-	case *compactorv1.ToolOutput_ErrorText, *compactorv1.ToolOutput_ErrorJson:
-		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: cut}}
-	}
-	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: cut}}
 }
 
 // chooseCuts returns the cuts that remove at least need tokens from cands, cutting the
@@ -190,4 +198,76 @@ func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text, text func(c
 		return out[i].Part < out[j].Part
 	})
 	return out
+}
+
+// cutNoteAllowance bounds the tokens of the note a cut output carries (cutNote), for the
+// estimates that choose how far to cut; the final counts are exact.
+const cutNoteAllowance = 40
+
+// cutNote is the note between the head and the tail of a cut output.
+func cutNote(cut int64) string {
+	return "\n[… " + strconv.FormatInt(cut, 10) + " tokens cut from the middle of this output by compaction; the full output is gone …]\n"
+}
+
+// cutJoinMargin bounds the tokens joining the head, the note and the tail can add to their
+// separate counts.
+const cutJoinMargin = 4
+
+// cutText returns text, of total tokens, cut to about keep tokens: its head (two thirds) and
+// tail (one third), at line boundaries where that costs little, around cutNote. Text of at
+// most keep tokens is returned as it is. The same input always gives the same output. It also
+// returns a bound on the tokens of what it returns (the counts of the head, the note and the
+// tail, and cutJoinMargin), so that a plan need not count the cut text again.
+func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) {
+	if total <= keep {
+		return text, total
+	}
+	// Bytes per token of this text, to guess the byte lengths; then shrink in proportion to
+	// the overshoot until it fits (one or two counts).
+	n := int(float64(len(text)) * float64(keep) / float64(total))
+	for n > 0 {
+		head, tail := splitKeep(text, n)
+		kept := tc.Count(head) + tc.Count(tail)
+		if kept <= keep {
+			note := cutNote(total - kept)
+			return head + note + tail, kept + tc.Count(note) + cutJoinMargin
+		}
+		n = min(n*9/10, int(float64(n)*float64(keep)/float64(kept)*0.98))
+	}
+	note := cutNote(total)
+	return note, tc.Count(note)
+}
+
+// splitKeep returns the head (two thirds of n bytes) and tail (the rest) of s, at rune
+// boundaries, moved to a line boundary when one is near.
+func splitKeep(s string, n int) (head, tail string) {
+	h := n * 2 / 3
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	head = s[:h]
+	if i := strings.LastIndexByte(head, '\n'); i > len(head)*3/4 {
+		head = head[:i]
+	}
+	t := len(s) - (n - h)
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	tail = s[t:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
+		tail = tail[i+1:]
+	}
+	return head, tail
+}
+
+// cutOutput returns o cut to keep tokens: a text output, or an error text for an error (cut
+// JSON is no longer JSON).
+func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compactorv1.ToolOutput {
+	text, _ := outputText(o)
+	cut, _ := cutText(text, c.Tokens, c.Keep, tc)
+	switch o.GetValue().(type) {
+	case *compactorv1.ToolOutput_ErrorText, *compactorv1.ToolOutput_ErrorJson:
+		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: cut}}
+	}
+	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: cut}}
 }

@@ -2,11 +2,10 @@ package engine
 
 import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // The decision of Plan and Decide, in the order the spec gives it, from the measured
-// conversation (measure.go) and the policy alone:
+// conversation and its costs (measure.go, costs.go) and the policy alone:
 //
 //  1. under the trigger: nothing (unless forced);
 //  2. pruning old tool outputs reaches the target: prune;
@@ -20,90 +19,39 @@ import (
 //
 // What cannot get under the trigger even so is compacted as far as it goes when that fits the
 // usable window (the reason says the next turn will compact again), and is irreducible
-// otherwise. The response is written by response.go.
+// otherwise. The requests kept verbatim are chosen here (keptRequests), the tool outputs cut
+// in cutoutput.go; the response is written by response.go.
 
-// decideMeasured is decide once the conversation is measured (in).
-func (c *Counter) decideMeasured(msgs []*compactorv1.Message, pol *policy, opt Options, sc *scratch, in measurement, d *Decision, withPruned bool) error {
-	resp := newPlanResponse(len(msgs), pol, in.lay.summary)
-	sz := measureSizes(msgs, &in, pol, resp.MessageTokens)
-	resp.TokensBefore = sz.before
-	*d = Decision{Response: resp}
-	var buf [512]byte
-	rs := reason(buf[:0]).start(pol, sz.before, opt.Force) // the reason, to be continued
-	dc := &deciding{msgs: msgs, pol: pol, opt: opt, sz: sz, d: d, withPruned: withPruned, sc: sc, counter: c}
+// deciding is one decision in progress: the measured conversation and the policy. None of
+// its methods counts a message the measurement counted.
+type deciding struct {
+	msgs   []*compactorv1.Message
+	pol    policy
+	opt    Options
+	lay    layout
+	counts []msgCount
+	costs
+	sc   *scratch
+	tail []int64 // tail sizes after pruning, per turn start (see tailSizes), once summarizing needs them
+}
 
-	if !opt.Force && sz.before <= pol.trigger {
-		dc.lay = in.lay
-		dc.write(rs.s(": nothing to do"), shape{action: compactorv1.Action_ACTION_NONE, after: sz.before})
-		return nil
+// decide returns the shape the conversation takes: the steps of the file's comment, in
+// order. When no shape fits the usable window, the least one is returned with irreducible
+// set.
+func (dc *deciding) decide() shape {
+	pol, sz, pr := &dc.pol, dc.sz, dc.pr
+	if !dc.acting {
+		return shape{action: compactorv1.Action_ACTION_NONE, after: sz.before}
 	}
-	// Pruning, over the whole active region. It needs the part counts of messages whose
-	// total came from the caller.
-	if len(in.lay.results) > 0 && !pol.pruneOff {
-		var err error
-		if in, err = c.measure(msgs, pol.tokenizer, sc, in, needToolParts); err != nil {
-			return err
-		}
-	}
-	dc.lay, dc.counts = in.lay, in.counts
-	dc.kinds = userKinds(msgs, &in, sc)
-	pr, err := c.measurePruning(msgs, &in, pol, sc, sz.tokens, dc.kinds, withPruned)
-	if err != nil {
-		return err
-	}
-	dc.pr = pr
-	if dc.tc, err = tokenizer.New(pol.tokenizer); err != nil {
-		return err
-	}
-
-	turns := len(in.lay.turnStarts)
-	if !opt.Force && pr.total > 0 && pr.total >= pol.clearAtLeast && sz.before-pr.total <= pol.target {
-		dc.write(rs, shape{action: compactorv1.Action_ACTION_PRUNE, after: sz.before - pr.total, pruned: true, enough: true})
-		return nil
+	turns := len(dc.lay.turnStarts)
+	if !dc.opt.Force && pr.total > 0 && pr.total >= pol.clearAtLeast && sz.before-pr.total <= pol.target {
+		return shape{action: compactorv1.Action_ACTION_PRUNE, after: sz.before - pr.total, pruned: true, enough: true}
 	}
 	if turns <= pol.keepTurns && sz.before-pr.total <= pol.trigger {
 		// Too few turns to summarize, and pruning is enough or nothing is due (forced).
-		dc.write(rs, dc.withoutSummary(turns))
-		return nil
+		return dc.withoutSummary(turns)
 	}
-	sh, err := dc.compact(turns)
-	if err != nil {
-		return err
-	}
-	dc.write(rs, sh)
-	if sh.action != compactorv1.Action_ACTION_SUMMARIZE {
-		return nil
-	}
-	cut := int(in.lay.turnStarts[sh.k])
-	resp.PrefixHash = HexHash(in.prefixHash(c, msgs, cut))
-	d.counter, d.msgs = c, msgs
-	if in.cv != nil {
-		d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
-	} else {
-		d.keys = append([]contentKey(nil), in.keys[:cut]...) // keys is pooled scratch
-	}
-	return nil
-}
-
-// deciding is one decision in progress: the measured conversation, the policy, and the
-// response being written. None of its methods counts a message the measurement counted.
-type deciding struct {
-	msgs       []*compactorv1.Message
-	pol        *policy
-	opt        Options
-	lay        layout
-	counts     []msgCount
-	sz         sizes
-	pr         pruning
-	tc         tokenizer.Text
-	d          *Decision
-	withPruned bool
-	sc         *scratch
-	counter    *Counter
-	reqs       []int32    // the active requests, once summarizing needs them
-	tail       []int64    // tail sizes after pruning, per turn start (see tailSizes)
-	frame      int64      // the summary message's framing, once summarizing needs it
-	kinds      []UserKind // the kind of each active user message (userKinds)
+	return dc.compact(turns)
 }
 
 // shape is one way to compact the conversation: what stays, and what it costs.
@@ -128,13 +76,17 @@ type shape struct {
 	// smallest is set on ACTION_NONE when no compaction would make the conversation smaller;
 	// enough on ACTION_PRUNE when pruning alone reaches the target.
 	smallest, enough bool
+	// irreducible is set when even this shape, the least there is, exceeds the usable window;
+	// neverCut when what no compaction cuts (the head and the user's newest request, then in
+	// after and reqs) alone does.
+	irreducible, neverCut bool
 }
 
 // withoutSummary is the answer when too few turns are active to summarize (turns ≤
 // keep_recent_turns) and the pruned conversation is under the trigger, or the call is forced:
 // prune if pruning pays (or the conversation is over the usable window), else nothing.
 func (dc *deciding) withoutSummary(turns int) shape {
-	pol, sz, prunable := dc.pol, dc.sz, dc.pr.total
+	pol, sz, prunable := &dc.pol, dc.sz, dc.pr.total
 	sh := shape{action: compactorv1.Action_ACTION_NONE, after: sz.before, keep: turns, few: true}
 	if prunable > 0 && (sz.before > pol.usable || !dc.opt.Force && prunable >= pol.clearAtLeast) {
 		sh.action, sh.pruned, sh.after = compactorv1.Action_ACTION_PRUNE, true, sz.before-prunable
@@ -143,12 +95,12 @@ func (dc *deciding) withoutSummary(turns int) shape {
 }
 
 // compact returns the shape that fits under the trigger keeping the most (see the file's
-// comment), or, when none does, the smallest one if it fits the usable window; otherwise an
-// *IrreducibleError describing the smallest.
-func (dc *deciding) compact(turns int) (shape, error) {
-	pol := dc.pol
-	if err := dc.neverCut(); err != nil {
-		return shape{}, err
+// comment), or, when none does, the smallest one, marked irreducible unless it fits the
+// usable window.
+func (dc *deciding) compact(turns int) shape {
+	pol := &dc.pol
+	if sh := dc.neverCut(); sh.irreducible {
+		return sh
 	}
 	var best shape
 	for keep := pol.keepTurns; ; keep-- {
@@ -159,7 +111,7 @@ func (dc *deciding) compact(turns int) (shape, error) {
 			sh = dc.pruneShape(turns)
 		}
 		if sh.after <= pol.trigger {
-			return sh, nil
+			return sh
 		}
 		if best.action == compactorv1.Action_ACTION_UNSPECIFIED || sh.after < best.after {
 			best = sh
@@ -174,14 +126,12 @@ func (dc *deciding) compact(turns int) (shape, error) {
 			best = sh
 		}
 	}
-	switch {
-	case best.after >= dc.sz.before && dc.sz.before <= pol.usable:
+	if best.after >= dc.sz.before && dc.sz.before <= pol.usable {
 		// Nothing makes it smaller, and it fits as it is.
-		return shape{action: compactorv1.Action_ACTION_NONE, after: dc.sz.before, keep: turns, few: turns <= pol.keepTurns, smallest: true}, nil
-	case best.after <= pol.usable:
-		return best, nil
+		return shape{action: compactorv1.Action_ACTION_NONE, after: dc.sz.before, keep: turns, few: turns <= pol.keepTurns, smallest: true}
 	}
-	return shape{}, dc.irreducible(best)
+	best.irreducible = best.after > pol.usable
+	return best
 }
 
 // pruneShape prunes every prunable output of the active region, then cuts oversized tool
@@ -200,7 +150,7 @@ func (dc *deciding) pruneShape(turns int) shape {
 // summarizeShape summarizes the turns before a cut that keeps at least keep turns, shrinking
 // the shape step by step until it fits under the trigger (see the file's comment).
 func (dc *deciding) summarizeShape(turns, keep int) shape {
-	pol, sz := dc.pol, dc.sz
+	pol, sz := &dc.pol, dc.sz
 	if dc.tail == nil {
 		dc.prepareSummary(turns)
 	}
@@ -255,162 +205,73 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 	return sh
 }
 
-// prepareSummary computes what every summarizing shape needs: the tail sizes, the active
-// requests and the summary message's framing.
+// prepareSummary computes what every summarizing shape needs: the tail sizes.
 func (dc *deciding) prepareSummary(turns int) {
 	dc.sc.tail = resize(dc.sc.tail, turns+1)
 	dc.tail = dc.sc.tail
 	tailSizes(dc.tail, &dc.lay, dc.sz.tokens, dc.pr.saved)
-	dc.sc.reqs = activeRequests(dc.kinds, dc.sc.reqs)
-	dc.reqs = dc.sc.reqs
-	dc.frame = dc.counter.summaryFrame(dc.pol.tokenizer, dc.tc, len(dc.msgs))
 }
 
 // minRoom is the least summary room: the framing and MinSummaryTextTokens of text.
 func (dc *deciding) minRoom() int64 { return dc.frame + MinSummaryTextTokens }
 
-// cutOutputs cuts the tool outputs of the active messages from message from on that are not
-// pruned (nor requests) until sh fits under the trigger, or as far as cutting goes.
-func (dc *deciding) cutOutputs(sh *shape, from int) {
-	need := sh.after - dc.pol.trigger
-	if need <= 0 {
-		return
-	}
-	var cands []cutCandidate
-	pruned := map[[2]int]bool{}
-	for _, pp := range dc.pr.parts {
-		if !pp.Input && dc.pr.saved[pp.Message] > 0 {
-			pruned[[2]int{pp.Message, pp.Part}] = true
-		}
-	}
-	for i := from; i < len(dc.msgs); i++ {
-		if dc.lay.class[i] != classActive {
-			continue
-		}
-		m := dc.msgs[i]
-		if dc.observation(i) {
-			if pruned[[2]int{i, -1}] {
-				continue
-			}
-			if n := dc.counted(i) - MessageOverheadTokens; n > MinCutOutputTokens+cutNoteAllowance {
-				cands = append(cands, cutCandidate{msg: i, part: -1, tokens: n})
-			}
-			continue
-		}
-		for j, p := range m.GetParts() {
-			r := p.GetToolResult()
-			if r == nil || pruned[[2]int{i, j}] {
-				continue
-			}
-			if _, ok := outputText(r.GetOutput()); !ok {
-				continue
-			}
-			n := dc.outputTokens(i, j, r)
-			if n > MinCutOutputTokens+cutNoteAllowance {
-				cands = append(cands, cutCandidate{msg: i, part: j, tokens: n})
-			}
-		}
-	}
-	if len(cands) == 0 {
-		return
-	}
-	sh.cuts = chooseCuts(cands, need, dc.tc, func(c cutCandidate) string { return dc.cutSource(c.msg, c.part) })
-	var saved int64
-	for _, c := range sh.cuts {
-		saved += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
-	}
-	sh.cut, sh.tail, sh.after = saved, sh.tail-saved, sh.after-saved
-}
-
-// outputTokens is the tokens of the output of the tool result at part j of message i.
-func (dc *deciding) outputTokens(i, j int, r *compactorv1.ToolResultPart) int64 {
-	if parts := dc.counts[i].parts; parts != nil {
-		return int64(parts[j].payload)
-	}
-	text, _ := outputText(r.GetOutput())
-	return dc.tc.Count(text)
-}
-
-// counted is the tokenizer's count of message i (the caller's token_count may differ).
-func (dc *deciding) counted(i int) int64 {
-	if n := dc.counts[i].total; n > 0 {
-		return n
-	}
-	return dc.tc.Message(dc.msgs[i])
-}
-
-// cutSource is the text a cut of message i, part j (−1: the observation) shortens.
-func (dc *deciding) cutSource(i, j int) string {
-	m := dc.msgs[i]
-	if j < 0 {
-		text, _ := UserText(m)
-		return text
-	}
-	text, _ := outputText(m.GetParts()[j].GetToolResult().GetOutput())
-	return text
-}
-
-// observation reports whether message i is a tool's output posing as a user turn
-// (UserObservation).
-func (dc *deciding) observation(i int) bool { return dc.kinds[i] == UserObservation }
-
-// neverCut returns an *IrreducibleError when what no compaction cuts, the head (system
-// prompt, prefaces, pinned messages) and the user's newest request, alone exceeds the usable
-// window.
-func (dc *deciding) neverCut() error {
-	pol, sz := dc.pol, dc.sz
+// neverCut returns, marked irreducible, the floor of what no compaction cuts when it alone
+// exceeds the usable window: the head (system prompt, prefaces, pinned messages) and the
+// user's newest request.
+func (dc *deciding) neverCut() shape {
 	var newest int64
 	for i, k := range dc.kinds {
 		if k == UserRequest {
-			newest = sz.tokens[i]
+			newest = dc.sz.tokens[i]
 		}
 	}
-	floor := sz.head + newest
-	if floor <= pol.usable {
-		return nil
-	}
-	excess := floor - pol.usable
-	var r reason
-	r = r.s(ErrIrreducible.Error()).s(": what no compaction cuts, the head (system prompt, prefaces, pinned messages) ").d(sz.head).
-		s(" and the user's newest request ").d(newest).s(", alone ").d(floor).s(" tokens, exceeds the usable window ").d(pol.usable).
-		windowParen(pol).s(" by ").d(excess).s(" tokens")
-	return &IrreducibleError{Floor: floor, Usable: pol.usable, Excess: excess, NeverCut: true, msg: string(r)}
+	floor := dc.sz.head + newest
+	return shape{after: floor, reqs: newest, irreducible: floor > dc.pol.usable, neverCut: true}
 }
 
-// irreducible is the error for a conversation whose smallest shape sh exceeds the usable
-// window.
-func (dc *deciding) irreducible(sh shape) error {
-	pol, sz := dc.pol, dc.sz
-	excess := sh.after - pol.usable
-	var r reason
-	r = r.s(ErrIrreducible.Error()).s(": ")
-	if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
-		r = r.s("head ").d(sz.head)
-		if sh.reqs > 0 {
-			r = r.s(" + newest request ").d(sh.reqs)
-		}
-		r = r.s(" + least summary ").d(sh.room).
-			s(" + last ").d(int64(sh.keep)).s(" turn")
-		if sh.keep != 1 {
-			r = r.s("s")
-		}
-		r = r.s(" ").d(sh.tail)
-	} else {
-		if sh.few {
-			r = r.s("nothing can be summarized (")
-		} else {
-			r = r.s("a summary costs more than it replaces, keeping all (")
-		}
-		r = r.d(int64(len(dc.lay.turnStarts))).s(" active turns): head ").d(sz.head).
-			s(" + latest summary ").d(sz.summary).s(" + active turns ").d(sh.tail)
+// The user's requests a compaction keeps verbatim after its summary (DISPOSITION_KEEP_REQUEST)
+// rather than folding them into it: the newest request always (the user's own newest text is
+// never cut), then the task (the first request), then the others newest first, within
+// Policy.keep_user_messages_tokens. Requests left out go into the summary.
+
+// keptRequests selects, among reqs (the active requests, oldest first), those before message
+// cut that the compaction keeps verbatim: the newest request of the conversation when it is
+// before the cut, then, when optional, the task and the others newest first while their
+// tokens stay within budget (budget < 0: none of them). It calls keep for each (in no
+// particular order) and returns their tokens.
+func keptRequests(reqs []int32, cut int, tokens []int64, budget int64, optional bool, keep func(i int)) int64 {
+	m := 0
+	for m < len(reqs) && int(reqs[m]) < cut {
+		m++
 	}
-	r = r.s(" (after pruning")
-	if sh.cut > 0 {
-		r = r.s(" and cutting tool outputs by ").d(sh.cut)
+	if m == 0 {
+		return 0
 	}
-	r = r.s(") = ").d(sh.after).s(" tokens exceed the usable window ").d(pol.usable).windowParen(pol).
-		s(" by ").d(excess).s(" tokens")
-	return &IrreducibleError{Floor: sh.after, Usable: pol.usable, Excess: excess, msg: string(r)}
+	var used int64
+	add := func(i int) {
+		used += tokens[i]
+		if keep != nil {
+			keep(i)
+		}
+	}
+	newest := -1
+	if m == len(reqs) { // the newest request of the conversation is before the cut
+		newest = m - 1
+		add(int(reqs[newest]))
+	}
+	if !optional || budget < 0 {
+		return used
+	}
+	try := func(k int) {
+		if k != newest && used+tokens[reqs[k]] <= budget {
+			add(int(reqs[k]))
+		}
+	}
+	try(0)
+	for k := m - 1; k >= 1; k-- {
+		try(k)
+	}
+	return used
 }
 
 // tailSizes sets tail[k] to the tokens of the active messages from turn start k on, after

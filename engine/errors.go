@@ -1,8 +1,10 @@
-// Package engine holds compactord's pure algorithms over the IR: validation, measuring a
-// conversation (token counts through package tokenizer, memoized by content in a Counter;
-// regions and turns; the prefix hash chain), deciding what to do about it (plan, prune, cut:
-// decide.go), and the summary text. It does no I/O and keeps no global mutable state; every
-// function is safe for concurrent use unless its doc says otherwise.
+// Package engine holds compactord's pure algorithms over the IR: validation, and a plan in
+// its three steps: measuring a conversation (token counts through package tokenizer,
+// memoized by content in a Counter; regions and turns; what pruning saves: measure.go,
+// costs.go), deciding what to do about it (prune, cut, summarize: decide.go) and writing the
+// response (response.go); the prefix hash chain, pruning and cutting, and the summary text.
+// It does no I/O and keeps no global mutable state; every function is safe for concurrent use
+// unless its doc says otherwise.
 package engine
 
 import (

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"hash"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -21,17 +23,8 @@ var PrefixSeed = sha256.Sum256([]byte("compactord/prefix-hash/v1"))
 // encoding of m with id and token_count cleared (all other fields, unknown fields included,
 // encoded as they are). m is not modified.
 func Canon(b []byte, m *compactorv1.Message) []byte {
-	c := &compactorv1.Message{
-		Role:            m.GetRole(),
-		Parts:           m.GetParts(),
-		Kind:            m.GetKind(),
-		Lifecycle:       m.GetLifecycle(),
-		Pinned:          m.GetPinned(),
-		ProviderOptions: m.GetProviderOptions(),
-	}
-	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
-		c.ProtoReflect().SetUnknown(u)
-	}
+	c := withParts(m, m.GetParts())
+	c.Id = ""
 	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, c)
 	if err != nil {
 		// Marshal fails only on invalid UTF-8 in a string field, which gRPC never delivers
@@ -42,6 +35,25 @@ func Canon(b []byte, m *compactorv1.Message) []byte {
 		out, _ = proto.MarshalOptions{Deterministic: true}.MarshalAppend(b[:len(b):len(b)], s)
 	}
 	return out
+}
+
+// withParts returns a new message like m with parts: every field of m but token_count (and
+// parts), unknown fields included. It is the one copy of a message's fields, which Canon and
+// ApplyPrune share.
+func withParts(m *compactorv1.Message, parts []*compactorv1.Part) *compactorv1.Message {
+	nm := &compactorv1.Message{
+		Id:              m.GetId(),
+		Role:            m.GetRole(),
+		Parts:           parts,
+		Kind:            m.GetKind(),
+		Lifecycle:       m.GetLifecycle(),
+		Pinned:          m.GetPinned(),
+		ProviderOptions: m.GetProviderOptions(),
+	}
+	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+		nm.ProtoReflect().SetUnknown(u)
+	}
+	return nm
 }
 
 // sanitizeUTF8 replaces invalid UTF-8 in every string field of m, recursively.
@@ -101,45 +113,44 @@ func chainStep(h hash.Hash, buf *[]byte, prev [32]byte, m *compactorv1.Message) 
 	return next
 }
 
-// HashChain returns the prefix-hash chain of msgs: n+1 values where h[0] is PrefixSeed and
-// h[i+1] = SHA-256(h[i] ‖ Canon(msgs[i])). h[k] identifies the prefix msgs[0:k]: equal
-// prefixes (ids and token counts aside) give equal values in any process. It is pure and not
-// memoized; Counter.HashChain gives the same values faster for conversations seen before.
-func HashChain(msgs []*compactorv1.Message) [][32]byte {
-	out := make([][32]byte, len(msgs)+1)
-	out[0] = PrefixSeed
-	h := sha256.New()
-	var buf []byte
-	for i, m := range msgs {
-		out[i+1] = chainStep(h, &buf, out[i], m)
-	}
-	return out
+// prefixChain is the Counter's memo of the prefix hash chain: each step by the previous value
+// and the message's content key, and whole values h[k] by the prefix's key, so that a
+// conversation seen before only hashes its new messages.
+type prefixChain struct {
+	steps  *memo[chainKey, [32]byte]
+	values *memo[prefixKey, [32]byte]
 }
 
-// HashChain returns the same values as the package function HashChain, memoizing each step
-// by (previous value, content hash of the message) so that a conversation seen before only
-// hashes its new messages.
-func (c *Counter) HashChain(msgs []*compactorv1.Message) [][32]byte {
-	keys := make([]contentKey, len(msgs))
-	for i, m := range msgs {
-		keys[i] = c.key(m)
-	}
-	return c.chainUpTo(msgs, keys, len(msgs))
+func newPrefixChain(stepBytes, valueBytes int64) prefixChain {
+	return prefixChain{steps: newMemo[chainKey, [32]byte](stepBytes), values: newMemo[prefixKey, [32]byte](valueBytes)}
 }
 
-// chainUpTo returns h[0..k], using the content keys already computed and filling in the
-// others.
-func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {
+type chainKey struct {
+	prev [32]byte
+	contentKey
+}
+
+func (k chainKey) shard() int { return int(k.h >> 59) }
+
+func (k chainKey) fp() uint64 {
+	return k.h ^ bits.RotateLeft64(k.n, 23) ^ binary.LittleEndian.Uint64(k.prev[:8])
+}
+
+const chainEntryBytes = 160
+
+// upTo returns h[0..k] of msgs, from the memoized steps where it can. keys holds the content
+// keys computed so far; missing ones are filled in by kr.
+func (pc *prefixChain) upTo(kr *keyer, msgs []*compactorv1.Message, keys []contentKey, k int) [][32]byte {
 	out := make([][32]byte, k+1)
 	out[0] = PrefixSeed
 	var h hash.Hash
 	var buf []byte
 	for i := 0; i < k; i++ {
 		if !keys[i].valid() {
-			keys[i] = c.key(msgs[i])
+			keys[i] = kr.key(msgs[i])
 		}
 		ck := chainKey{prev: out[i], contentKey: keys[i]}
-		if v, ok := c.chain.get(ck.shard(), ck); ok {
+		if v, ok := pc.steps.get(ck.shard(), ck); ok {
 			out[i+1] = v
 			continue
 		}
@@ -147,7 +158,7 @@ func (c *Counter) chainUpTo(msgs []*compactorv1.Message, keys []contentKey, k in
 			h = sha256.New()
 		}
 		out[i+1] = chainStep(h, &buf, out[i], msgs[i])
-		c.chain.put(ck.shard(), ck, out[i+1], chainEntryBytes)
+		pc.steps.put(ck.shard(), ck, out[i+1], chainEntryBytes)
 	}
 	return out
 }
@@ -166,14 +177,15 @@ func (k prefixKey) shard() int { return int(k.a >> 59) }
 
 func (k prefixKey) fp() uint64 { return k.a ^ k.b<<1 ^ uint64(k.k) }
 
-// chainAt returns h[k] of msgs: from the prefix memo when this prefix was seen before,
-// otherwise by walking the step memo (and remembering the result). keys holds the content
-// keys computed so far; missing ones are filled in.
-func (c *Counter) chainAt(msgs []*compactorv1.Message, keys []contentKey, k int) [32]byte {
-	a, b := c.init, ^c.init
+// at returns h[k] of msgs: the memoized value when this prefix (its key folded from its
+// messages' content keys) was seen before, otherwise by walking the memoized steps (and
+// remembering the result). keys holds the content keys
+// computed so far; missing ones are filled in by kr.
+func (pc *prefixChain) at(kr *keyer, msgs []*compactorv1.Message, keys []contentKey, k int) [32]byte {
+	a, b := kr.init, ^kr.init
 	for i := 0; i < k; i++ {
 		if !keys[i].valid() {
-			keys[i] = c.key(msgs[i])
+			keys[i] = kr.key(msgs[i])
 		}
 		a = (a ^ keys[i].h) * 0x9E3779B97F4A7C15
 		a ^= a >> 29
@@ -182,10 +194,10 @@ func (c *Counter) chainAt(msgs []*compactorv1.Message, keys []contentKey, k int)
 		b += keys[i].h
 	}
 	pk := prefixKey{a, b, k}
-	if v, ok := c.prefixes.get(pk.shard(), pk); ok {
+	if v, ok := pc.values.get(pk.shard(), pk); ok {
 		return v
 	}
-	v := c.chainUpTo(msgs, keys, k)[k]
-	c.prefixes.put(pk.shard(), pk, v, chainEntryBytes)
+	v := pc.upTo(kr, msgs, keys, k)[k]
+	pc.values.put(pk.shard(), pk, v, chainEntryBytes)
 	return v
 }

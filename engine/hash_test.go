@@ -25,9 +25,29 @@ func hashTestConversation() []*compactorv1.Message {
 	}
 }
 
+// hashChain is the prefix-hash chain of msgs by its definition, unmemoized: n+1 values where
+// h[0] is PrefixSeed and h[i+1] = SHA-256(h[i] ‖ Canon(msgs[i])). It is the reference the
+// Counter's memoized chain is checked against.
+func hashChain(msgs []*compactorv1.Message) [][32]byte {
+	out := make([][32]byte, len(msgs)+1)
+	out[0] = PrefixSeed
+	h := sha256.New()
+	var buf []byte
+	for i, m := range msgs {
+		out[i+1] = chainStep(h, &buf, out[i], m)
+	}
+	return out
+}
+
+// memoChain is the prefix-hash chain of msgs as c computes it, memoizing each step by the
+// previous value and the message's content key.
+func memoChain(c *Counter, msgs []*compactorv1.Message) [][32]byte {
+	return c.chain.upTo(&c.keys, msgs, make([]contentKey, len(msgs)), len(msgs))
+}
+
 func TestHashChainDefinition(t *testing.T) {
 	msgs := hashTestConversation()
-	h := HashChain(msgs)
+	h := memoChain(NewCounter(1<<20), msgs)
 	if len(h) != len(msgs)+1 {
 		t.Fatalf("len = %d, want %d", len(h), len(msgs)+1)
 	}
@@ -56,7 +76,7 @@ func TestHashChainIgnoresIDAndTokenCount(t *testing.T) {
 		m.Id = "other-" + string(rune('a'+i))
 		m.TokenCount = int64(100 + i)
 	}
-	ha, hb := HashChain(a), HashChain(b)
+	ha, hb := hashChain(a), hashChain(b)
 	for i := range ha {
 		if ha[i] != hb[i] {
 			t.Errorf("h[%d] depends on id or token_count", i)
@@ -64,7 +84,7 @@ func TestHashChainIgnoresIDAndTokenCount(t *testing.T) {
 	}
 	// Any content change changes every later value and no earlier one.
 	b[2].Parts[1].GetToolCall().InputJson = `{"path":".."}`
-	hc := HashChain(b)
+	hc := hashChain(b)
 	for i := range ha {
 		if (ha[i] == hc[i]) != (i <= 2) {
 			t.Errorf("h[%d]: equal = %v after changing message 2", i, ha[i] == hc[i])
@@ -74,7 +94,7 @@ func TestHashChainIgnoresIDAndTokenCount(t *testing.T) {
 	d := hashTestConversation()
 	opts, _ := structpb.NewStruct(map[string]any{"a": "x", "b": 1, "cacheControl": map[string]any{"type": "ephemeral"}})
 	d[0].ProviderOptions = map[string]*structpb.Struct{"openai": opts, "anthropic": opts}
-	if HashChain(d)[1] != ha[1] {
+	if hashChain(d)[1] != ha[1] {
 		t.Errorf("provider options order changes the hash")
 	}
 }
@@ -82,28 +102,28 @@ func TestHashChainIgnoresIDAndTokenCount(t *testing.T) {
 func TestCounterHashChainMatchesPure(t *testing.T) {
 	c := NewCounter(1 << 20)
 	msgs := hashTestConversation()
-	want := HashChain(msgs)
+	want := hashChain(msgs)
 	for range 2 { // cold, then memoized
-		got := c.HashChain(msgs)
+		got := memoChain(c, msgs)
 		for i := range want {
 			if got[i] != want[i] {
-				t.Fatalf("Counter.HashChain h[%d] differs from HashChain", i)
+				t.Fatalf("the Counter's chain h[%d] differs from hashChain", i)
 			}
 		}
 	}
 	// A fork that differs at message 1 shares only h[0..1].
 	fork := hashTestConversation()
 	fork[1] = plUserMsg("list directories")
-	got, pure := c.HashChain(fork), HashChain(fork)
+	got, pure := memoChain(c, fork), hashChain(fork)
 	for i := range pure {
 		if got[i] != pure[i] {
-			t.Fatalf("fork: h[%d] differs from HashChain", i)
+			t.Fatalf("fork: h[%d] differs from hashChain", i)
 		}
 	}
 }
 
 // TestCanonCoversEveryMessageField fails when a field is added to Message without deciding
-// whether the prefix hash (Canon), the content key (Counter.key) and ApplyPrune's copy carry it.
+// whether the prefix hash (Canon), the content key (keyer.key) and ApplyPrune's copy carry it.
 func TestCanonCoversEveryMessageField(t *testing.T) {
 	handled := map[protoreflect.Name]bool{
 		"id": true, "role": true, "parts": true, "kind": true, "lifecycle": true,
@@ -112,23 +132,23 @@ func TestCanonCoversEveryMessageField(t *testing.T) {
 	fields := (&compactorv1.Message{}).ProtoReflect().Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		if name := fields.Get(i).Name(); !handled[name] {
-			t.Errorf("Message.%s is not handled by Canon, Counter.key and ApplyPrune", name)
+			t.Errorf("Message.%s is not handled by Canon, keyer.key and ApplyPrune", name)
 		}
 	}
 	parts := (&compactorv1.Part{}).ProtoReflect().Descriptor().Fields()
 	if parts.Len() != 10 {
-		t.Errorf("Part has %d fields; update Canon, Counter.keyParts and keyRarePart, and tokenizer.Text.part", parts.Len())
+		t.Errorf("Part has %d fields; update Canon, keyer.keyParts and keyRarePart, and tokenizer.Text.part", parts.Len())
 	}
 }
 
 func TestHashChainInvalidUTF8(t *testing.T) {
 	bad := []*compactorv1.Message{plUserMsg("ok \xff\xfe bytes")}
 	good := []*compactorv1.Message{plUserMsg("ok \uFFFD bytes")} // a run of invalid bytes becomes one U+FFFD
-	hb, hg := HashChain(bad), HashChain(good)
+	hb, hg := hashChain(bad), hashChain(good)
 	if hb[1] != hg[1] {
 		t.Errorf("invalid UTF-8 does not hash as its sanitized form")
 	}
-	if hb[1] == HashChain([]*compactorv1.Message{plUserMsg("ok  bytes")})[1] {
+	if hb[1] == hashChain([]*compactorv1.Message{plUserMsg("ok  bytes")})[1] {
 		t.Errorf("invalid bytes vanish from the hash")
 	}
 	if bad[0].Parts[0].GetText().GetText() != "ok \xff\xfe bytes" {
@@ -157,7 +177,7 @@ func TestDecisionPrefixChainMatchesHashChain(t *testing.T) {
 		}
 		summarized++
 		cut := int(d.Response.GetCutIndex())
-		want := HashChain(msgs[:cut])
+		want := hashChain(msgs[:cut])
 		if len(got) != len(want) {
 			t.Fatalf("PrefixChain has %d values, want %d", len(got), len(want))
 		}

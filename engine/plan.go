@@ -25,7 +25,7 @@ type Decision struct {
 	Cuts []CutPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
-	// tokenizer is the policy's, which CutText cuts with.
+	// tokenizer is the policy's, which ApplyPrune cuts with.
 	tokenizer tokenizer.ID
 
 	// For PrefixChain (SUMMARIZE only): the counter, the conversation and the content keys
@@ -35,20 +35,21 @@ type Decision struct {
 	keys    []contentKey
 }
 
-// PrefixChain returns the hash chain values h[0..cut] of a SUMMARIZE decision (the values
-// HashChain would return for msgs[:cut], with h[cut] = Response.prefix_hash), from the
-// Counter's memo and the content hashes Decide already computed. It returns nil for other
-// actions.
+// PrefixChain returns the hash chain values h[0..cut] of a SUMMARIZE decision: h[0] is
+// PrefixSeed and h[i+1] = SHA-256(h[i] ‖ Canon(msgs[i])), so h[k] identifies the prefix
+// msgs[:k] (ids and token counts aside) in any process, and h[cut] = Response.prefix_hash.
+// The values come from the Counter's memo and the content hashes Decide already computed. It
+// returns nil for other actions.
 func (d *Decision) PrefixChain() [][32]byte {
 	if d.keys == nil {
 		return nil
 	}
-	return d.counter.chainUpTo(d.msgs, d.keys, int(d.Response.GetCutIndex()))
+	return d.counter.chain.upTo(&d.counter.keys, d.msgs, d.keys, int(d.Response.GetCutIndex()))
 }
 
 // Plan decides what a conversation needs under a policy (see Decide) and returns the
-// response of the Plan RPC. msgs must have passed Validate. The response belongs to the
-// caller: when c remembers the plan of the same request (see Counter), it is a copy.
+// response of the Plan RPC. msgs must have passed Limits.Validate. The response belongs to
+// the caller: when c remembers the plan of the same request (see Counter), it is a copy.
 func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*compactorv1.PlanResponse, error) {
 	var d Decision
 	if err := decide(msgs, p, c, Options{}, &d, false); err != nil {
@@ -57,10 +58,10 @@ func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*comp
 	return d.Response, nil
 }
 
-// Decide plans a compaction. msgs must have passed Validate; c is the process's Counter (nil
-// plans with a throw-away one, without the memo's benefit). It
-// counts every message (token_count wins over the count; reported_usage replaces the counts
-// of the prefix it covers, scaled so that the sent messages of the prefix sum to it), then:
+// Decide plans a compaction. msgs must have passed Limits.Validate; c is the process's
+// Counter (nil plans with a throw-away one, without the memo's benefit). It counts every
+// message (token_count wins over the count; reported_usage replaces the counts of the prefix
+// it covers, scaled so that the sent messages of the prefix sum to it), then:
 //
 //  1. tokens_before ≤ trigger → ACTION_NONE (unless opt.Force);
 //  2. pruning old tool outputs alone brings the conversation to the target, removing at least
@@ -93,13 +94,14 @@ func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 
 // decide is Decide into *d, which is meaningful only when it returns nil. Unless withPruned,
 // it leaves d.Pruned nil (Plan does not need it), and then allocates little more than the
-// response.
+// response. It is the plan's three steps in order: measure (measure.go), decide (decide.go)
+// and write the response (response.go); between the first two, a conversation planned
+// before under the same policy is answered from the plan memo (planmemo.go).
 func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt Options, d *Decision, withPruned bool) error {
-	var pol0 policy
-	if err := resolvePolicyInto(p, &pol0); err != nil {
+	var pol policy
+	if err := resolvePolicyInto(p, &pol); err != nil {
 		return err
 	}
-	pol := &pol0
 	if c == nil {
 		c = NewCounter(1 << 20)
 	}
@@ -108,37 +110,52 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		return Invalid("policy.reported_usage.message_count",
 			fmt.Sprintf("covers %d messages but the conversation has %d", pol.usageCount, n))
 	}
-	sc := c.getScratch()
-	defer c.putScratch(sc)
+	sc := c.scratch.get()
+	defer c.scratch.put(sc)
+
 	// Plan answers a conversation it memoized with a copy of the plan it made before
-	// under the same policy and caller token counts, if it still remembers it. Finding it
-	// takes the conversation's hash, so when the caller counted every message, the parts
-	// of the messages holding tool calls or results are counted now rather than when
-	// pruning needs them: a plan the totals alone settle pays the hash (a few µs on 200
-	// messages), and every other plan of a conversation seen before is a copy.
+	// under the same policy and caller token counts, if it still remembers it.
 	remember := !withPruned && !opt.Force
 	need := needUncounted
-	if remember && !anyNeeds(msgs, needUncounted) {
-		need = needToolParts
+	if remember {
+		need = needToRecall
 	}
-	in, err := c.measure(msgs, pol.tokenizer, sc, measurement{}, need)
+	in, err := measure(c, msgs, pol.tokenizer, sc, measurement{}, need)
 	if err != nil {
 		return err
 	}
 	remember = remember && in.cv != nil
 	var pk planKey
 	if remember {
-		pk = planKey{conv: in.cv.key, counts: c.tokenCountsHash(msgs), policy: c.policyHash(pol)}
-		if r := c.lookupPlan(pk, pol); r != nil {
+		pk = newPlanKey(&c.keys, in.cv.key, msgs, &pol)
+		if r := c.plans.lookup(pk, &pol); r != nil {
 			d.Response = r
 			return nil
 		}
 	}
-	if err := c.decideMeasured(msgs, pol, opt, sc, in, d, withPruned); err != nil {
+	cs, err := measureCosts(c, msgs, &in, &pol, opt.Force, withPruned, sc, make([]int64, n))
+	if err != nil {
 		return err
 	}
+
+	dc := deciding{msgs: msgs, pol: pol, opt: opt, lay: in.lay, counts: in.counts, costs: cs, sc: sc}
+	sh := dc.decide()
+
+	if err := dc.write(d, sh, withPruned); err != nil {
+		return err
+	}
+	if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
+		cut := int(d.Response.CutIndex)
+		d.Response.PrefixHash = HexHash(c.chain.at(&c.keys, msgs, in.keys, cut))
+		d.counter, d.msgs = c, msgs
+		if in.cv != nil {
+			d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
+		} else {
+			d.keys = append([]contentKey(nil), in.keys[:cut]...) // keys is pooled scratch
+		}
+	}
 	if remember {
-		c.storePlan(pk, pol, d.Response)
+		c.plans.store(pk, &pol, d.Response)
 	}
 	return nil
 }

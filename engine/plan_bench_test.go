@@ -47,7 +47,7 @@ func texts(msgs []*compactorv1.Message) ([]string, int64) {
 
 func largest(b *testing.B) []*compactorv1.Message {
 	msgs := readCorpusFile(b, corpus.Largest(b))
-	if err := Validate(msgs); err != nil {
+	if err := DefaultLimits().Validate(msgs); err != nil {
 		b.Fatal(err)
 	}
 	return msgs
@@ -292,7 +292,7 @@ func BenchmarkPlanGrow200(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			seed := NewCounter(1 << 20).seed
+			seed := NewCounter(1 << 20).counts.seed
 			last := lasts(b, short)
 			cputime.LoopN(b, func(i int) { _ = countMessage(tc, last[i], seed) })
 		})

@@ -193,7 +193,7 @@ func TestPlanCorpus(t *testing.T) {
 	windows := []int64{8000, 32000, 128000, 200000}
 	for _, f := range corpus.Files(t) {
 		msgs := readCorpusFile(t, f)
-		if err := Validate(msgs); err != nil {
+		if err := DefaultLimits().Validate(msgs); err != nil {
 			t.Errorf("%s: %v", f.Name, err)
 			continue
 		}

@@ -105,7 +105,7 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 	t.Helper()
 	r := d.Response
 	n := len(msgs)
-	pol, err := resolvePolicy(p)
+	pol, err := resolved(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		if tailTurns != d.TailTurns || tailTurns < 1 || tailTurns < pol.keepTurns && !fewer {
 			t.Errorf("tail keeps %d turns (decision says %d), keep_recent_turns %d: %s", tailTurns, d.TailTurns, pol.keepTurns, r.Reason)
 		}
-		if r.PrefixHash != HexHash(HashChain(msgs)[cut]) {
+		if r.PrefixHash != HexHash(hashChain(msgs)[cut]) {
 			t.Errorf("prefix_hash is not h[cut]")
 		}
 		tailOf := func(c int) (s int64) {
@@ -350,7 +350,7 @@ func checkIrreducible(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.
 	if !errors.As(err, &ie) || !errors.Is(err, ErrIrreducible) {
 		t.Fatalf("Decide: %v", err)
 	}
-	pol, _ := resolvePolicy(p)
+	pol, _ := resolved(p)
 	if ie.Usable != pol.usable || ie.Excess != ie.Floor-ie.Usable || ie.Excess <= 0 {
 		t.Errorf("floor %d usable %d excess %d", ie.Floor, ie.Usable, ie.Excess)
 	}
@@ -550,12 +550,12 @@ func TestPlanPropertiesOnGeneratedConversations(t *testing.T) {
 	for seed := range n {
 		r := rand.New(rand.NewPCG(uint64(seed), 42))
 		msgs := genConversation(r)
-		if err := Validate(msgs); err != nil {
+		if err := DefaultLimits().Validate(msgs); err != nil {
 			t.Fatalf("seed %d: generator made an invalid conversation: %v", seed, err)
 		}
 		total := sentTokens(t, counter, msgs, "approx")
 		p := genPolicy(r, total)
-		if ValidatePolicy(p) != nil {
+		if resolvePolicyInto(p, new(policy)) != nil {
 			continue
 		}
 		force := r.IntN(10) == 0
@@ -580,7 +580,7 @@ func TestPlanPropertiesOnGeneratedConversations(t *testing.T) {
 			// ApplyPrune leaves the conversation valid, and Plan's after-count is what the
 			// pruned conversation costs when nothing is summarized.
 			out := ApplyPrune(msgs, d)
-			if err := Validate(out); err != nil {
+			if err := DefaultLimits().Validate(out); err != nil {
 				t.Errorf("pruned conversation invalid: %v", err)
 			}
 			if d.Response.Action != compactorv1.Action_ACTION_SUMMARIZE {
@@ -623,7 +623,7 @@ func TestDecideConcurrentSharedCounter(t *testing.T) {
 		msgs := genConversation(r)
 		total := sentTokens(t, NewCounter(1<<20), msgs, "approx")
 		p := genPolicy(r, total)
-		if total > 3000 || ValidatePolicy(p) != nil {
+		if total > 3000 || resolvePolicyInto(p, new(policy)) != nil {
 			continue // keep the race-detector run short
 		}
 		p.Tokenizer = "cl100k_base"

@@ -38,7 +38,7 @@ func agentConversation(rounds, outBytes int) []*compactorv1.Message {
 // mustDecide plans and checks the invariants every plan has.
 func mustDecide(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt Options) *Decision {
 	t.Helper()
-	if err := Validate(msgs); err != nil {
+	if err := DefaultLimits().Validate(msgs); err != nil {
 		t.Fatalf("test conversation is invalid: %v", err)
 	}
 	d, err := Decide(msgs, p, c, opt)
@@ -159,15 +159,15 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 		plAsstMsg(plText("done")),
 	}
 	c := NewCounter(0)
-	pol, err := resolvePolicy(&compactorv1.Policy{ContextWindow: 100000, Tokenizer: "approx", Prune: &compactorv1.PrunePolicy{KeepRecent: 10}})
+	pol, err := resolved(&compactorv1.Policy{ContextWindow: 100000, Tokenizer: "approx", Prune: &compactorv1.PrunePolicy{KeepRecent: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lay := analyze(msgs, nil)
-	counts, _, _ := c.countAll(msgs, tokenizer.Approx, true)
-	got := selectPrune(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil)
+	counts, _, _ := countAll(c, msgs, tokenizer.Approx, true)
+	got := selectPruneParts(msgs, &lay, counts, pol, &c.counts, tokenizer.Text{}, nil, true)
 	if len(got) != 1 || got[0].Message != 2 || !got[0].Duplicate || got[0].Tool != "read_file" {
-		t.Fatalf("selectPrune = %+v, want only the older a.go output as a duplicate", got)
+		t.Fatalf("selectPruneParts = %+v, want only the older a.go output as a duplicate", got)
 	}
 	if !strings.Contains(got[0].Marker(), "superseded") {
 		t.Errorf("marker %q does not say the output was superseded", got[0].Marker())
@@ -175,7 +175,7 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 
 	// exclude_tools protects even duplicates; clear_inputs replaces the call input with JSON.
 	pol.excludeTools = []string{"read_file"}
-	if got := selectPrune(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil); len(got) != 0 {
+	if got := selectPruneParts(msgs, &lay, counts, pol, &c.counts, tokenizer.Text{}, nil, true); len(got) != 0 {
 		t.Errorf("excluded tool pruned: %+v", got)
 	}
 	pol.excludeTools = nil
@@ -183,8 +183,8 @@ func TestPruneDeduplicatesIdenticalCalls(t *testing.T) {
 	pol.minOutput = 100
 	pol.clearInputs = true
 	msgs[1].Parts[0].GetToolCall().InputJson = `{"path":"a.go","content":"` + strings.Repeat("z", 2000) + `"}`
-	counts, _, _ = c.countAll(msgs, tokenizer.Approx, true)
-	got = selectPrune(msgs, &lay, counts, pol, c, tokenizer.Text{}, nil)
+	counts, _, _ = countAll(c, msgs, tokenizer.Approx, true)
+	got = selectPruneParts(msgs, &lay, counts, pol, &c.counts, tokenizer.Text{}, nil, true)
 	var inputs int
 	for _, p := range got {
 		if p.Input {
@@ -228,7 +228,7 @@ func TestPlanSummarizeCutsAtATurnBoundaryWithinBudget(t *testing.T) {
 	if r.TokensAfter != r.MessageTokens[0]+1000+tail {
 		t.Errorf("tokens_after %d != head %d + summary 1000 + tail %d", r.TokensAfter, r.MessageTokens[0], tail)
 	}
-	if want := HexHash(HashChain(msgs)[cut]); r.PrefixHash != want {
+	if want := HexHash(hashChain(msgs)[cut]); r.PrefixHash != want {
 		t.Errorf("prefix_hash %s, want h[cut] %s", r.PrefixHash, want)
 	}
 	if d.TailTurns != len(msgs)-cut {
@@ -439,7 +439,7 @@ func TestApplyPruneLeavesInputUntouched(t *testing.T) {
 			t.Errorf("pruned message %d is unchanged", i)
 		}
 	}
-	if err := Validate(out); err != nil {
+	if err := DefaultLimits().Validate(out); err != nil {
 		t.Errorf("pruned conversation is invalid: %v", err)
 	}
 }

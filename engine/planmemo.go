@@ -36,7 +36,7 @@ func (k planKey) fp() uint64 {
 }
 
 // rememberedPlan is a plan as Plan returned it and the policy it was made under. Both are
-// immutable: lookupPlan returns copies.
+// immutable: lookup returns copies.
 type rememberedPlan struct {
 	pol  policy
 	resp *compactorv1.PlanResponse
@@ -49,10 +49,16 @@ const (
 	planPerMessageBytes = 4 + 8
 )
 
+// newPlanKey returns the key of the plan of msgs, a conversation whose content key is conv,
+// under pol: kr hashes the caller's token counts and the policy.
+func newPlanKey(kr *keyer, conv convKey, msgs []*compactorv1.Message, pol *policy) planKey {
+	return planKey{conv: conv, counts: tokenCountsHash(kr, msgs), policy: policyHash(kr, pol)}
+}
+
 // tokenCountsHash is a keyed hash of the token_count of every message of msgs.
-func (c *Counter) tokenCountsHash(msgs []*compactorv1.Message) uint64 {
-	k := &c.keySecret
-	h := c.init ^ uint64(len(msgs))
+func tokenCountsHash(kr *keyer, msgs []*compactorv1.Message) uint64 {
+	k := &kr.secret
+	h := kr.init ^ uint64(len(msgs))
 	i := 0
 	for ; i+1 < len(msgs); i += 2 {
 		h = wymix(uint64(msgs[i].GetTokenCount())^k[1], uint64(msgs[i+1].GetTokenCount())^h)
@@ -64,9 +70,9 @@ func (c *Counter) tokenCountsHash(msgs []*compactorv1.Message) uint64 {
 }
 
 // policyHash is a keyed hash of the resolved policy pol.
-func (c *Counter) policyHash(pol *policy) uint64 {
-	k := &c.keySecret
-	h := c.init
+func policyHash(kr *keyer, pol *policy) uint64 {
+	k := &kr.secret
+	h := kr.init
 	for _, w := range [...][2]uint64{
 		{uint64(pol.window), uint64(pol.reserve)},
 		{uint64(pol.usable), uint64(pol.trigger)},
@@ -81,7 +87,7 @@ func (c *Counter) policyHash(pol *policy) uint64 {
 		h = wymix(w[0]^k[1], w[1]^h)
 	}
 	for _, tool := range pol.excludeTools {
-		h = wymix(maphash.String(c.seed, tool)^k[2], uint64(len(tool))^h)
+		h = wymix(maphash.String(kr.seed, tool)^k[2], uint64(len(tool))^h)
 	}
 	return h
 }
@@ -97,17 +103,22 @@ func (r *policy) equal(o *policy) bool {
 		r.clearAtLeast == o.clearAtLeast && r.keepRequests == o.keepRequests && r.roomGrows == o.roomGrows
 }
 
-// lookupPlan returns a copy of the plan remembered under k, if it was made under pol.
-func (c *Counter) lookupPlan(k planKey, pol *policy) *compactorv1.PlanResponse {
-	e, ok := c.plans.get(k.shard(), k)
+// planMemo is the Counter's memo of plans.
+type planMemo struct {
+	memo *memo[planKey, *rememberedPlan]
+}
+
+// lookup returns a copy of the plan remembered under k, if it was made under pol.
+func (pm *planMemo) lookup(k planKey, pol *policy) *compactorv1.PlanResponse {
+	e, ok := pm.memo.get(k.shard(), k)
 	if !ok || !e.pol.equal(pol) {
 		return nil
 	}
 	return copyPlanResponse(e.resp)
 }
 
-// storePlan remembers a copy of resp, made under pol, under k.
-func (c *Counter) storePlan(k planKey, pol *policy, resp *compactorv1.PlanResponse) {
+// store remembers a copy of resp, made under pol, under k.
+func (pm *planMemo) store(k planKey, pol *policy, resp *compactorv1.PlanResponse) {
 	e := &rememberedPlan{pol: *pol, resp: copyPlanResponse(resp)}
 	// The request's slice and strings are the caller's, and a decoded request's strings may
 	// share memory with the whole request (the service's codec): keep copies of our own.
@@ -117,7 +128,7 @@ func (c *Counter) storePlan(k planKey, pol *policy, resp *compactorv1.PlanRespon
 	}
 	size := int64(planEntryBytes) + int64(len(resp.GetMessageTokens()))*planPerMessageBytes +
 		int64(len(resp.GetReason())+len(resp.GetPrefixHash()))
-	c.plans.put(k.shard(), k, e, size)
+	pm.memo.put(k.shard(), k, e, size)
 }
 
 // copyPlanResponse returns a copy of r that shares nothing mutable with it.

@@ -32,7 +32,7 @@ func TestPlanMemoReturnsFreshCopies(t *testing.T) {
 		// The caller owns the response.
 		r.Dispositions[0], r.MessageTokens[0], r.Reason = compactorv1.Disposition_DISPOSITION_DROP, -1, "changed"
 	}
-	if n, _ := c.plans.stats(); n != 1 {
+	if n, _ := c.plans.memo.stats(); n != 1 {
 		t.Errorf("the plan memo holds %d plans, want 1", n)
 	}
 }
@@ -99,7 +99,7 @@ func TestPlanMemoWithCallerCounts(t *testing.T) {
 			c := NewCounter(8 << 20)
 			p := &compactorv1.Policy{ContextWindow: tt.window}
 			plansEqualCold(t, c, counted, p, 4)
-			if n, _ := c.plans.stats(); n != 1 {
+			if n, _ := c.plans.memo.stats(); n != 1 {
 				t.Errorf("the plan memo holds %d plans, want 1", n)
 			}
 		})
@@ -136,7 +136,7 @@ func TestPlanMemoSkipsConversationsSeenOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := c.plans.stats(); n != 0 {
+	if n, _ := c.plans.memo.stats(); n != 0 {
 		t.Errorf("the plan memo holds %d plans", n)
 	}
 }
@@ -186,7 +186,7 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 	if n := reflect.TypeOf(policy{}).NumField(); n != 20 {
 		t.Errorf("policy has %d fields: update policy.equal, policyHash and this test", n)
 	}
-	base, err := resolvePolicy(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
+	base, err := resolved(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +205,13 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 		if p.equal(base) || base.equal(&p) {
 			t.Errorf("change %d: policies still equal", i)
 		}
-		if c.policyHash(&p) == c.policyHash(base) {
+		if policyHash(&c.keys, &p) == policyHash(&c.keys, base) {
 			t.Errorf("change %d: same policy hash", i)
 		}
 	}
 	same := *base
 	same.excludeTools = []string{"a"}
-	if !same.equal(base) || c.policyHash(&same) != c.policyHash(base) {
+	if !same.equal(base) || policyHash(&c.keys, &same) != policyHash(&c.keys, base) {
 		t.Errorf("equal policies differ")
 	}
 }

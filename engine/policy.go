@@ -47,22 +47,6 @@ const (
 	TokenizerApprox = tokenizer.NameApprox
 )
 
-// ValidatePolicy checks a policy on its own (without the conversation) and returns nil or a
-// *ValidationError (wrapping ErrInvalid) naming every offending field by its request path,
-// e.g. "policy.trigger_ratio". A nil policy is invalid: a window or trigger is required.
-//
-// The rules: context_window ≥ 0, and > 0 unless trigger_tokens is set; reserve_output_tokens
-// ≥ 0 and < context_window; ratios in (0, 1] when set, target_ratio ≤ trigger_ratio;
-// trigger_tokens, keep_recent_tokens ≥ 0 and not above the usable window (window − reserve);
-// keep_recent_turns ≥ 0; summary_max_tokens ≥ 0 and below the usable window; tokenizer one of
-// "", "o200k_base", "cl100k_base", "approx"; reported_usage counts ≥ 0, with message_count set
-// when input_tokens is; prune counts ≥ 0 and exclude_tools names non-empty.
-// Plan additionally checks reported_usage.message_count against the conversation length.
-func ValidatePolicy(p *compactorv1.Policy) error {
-	_, err := resolvePolicy(p)
-	return err
-}
-
 // policy is a validated Policy with every default applied.
 type policy struct {
 	window       int64 // 0 when only trigger_tokens was given
@@ -88,15 +72,18 @@ type policy struct {
 	clearAtLeast int64
 }
 
-func resolvePolicy(p *compactorv1.Policy) (*policy, error) {
-	r := new(policy)
-	if err := resolvePolicyInto(p, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// resolvePolicyInto is resolvePolicy into *r; it allocates only to report violations.
+// resolvePolicyInto checks a policy on its own (without the conversation) and resolves it
+// into *r, every default applied; it allocates only to report violations. It returns nil or
+// a *ValidationError (wrapping ErrInvalid) naming every offending field by its request path,
+// e.g. "policy.trigger_ratio". A nil policy is invalid: a window or trigger is required.
+//
+// The rules: context_window ≥ 0, and > 0 unless trigger_tokens is set; reserve_output_tokens
+// ≥ 0 and < context_window; ratios in (0, 1] when set, target_ratio ≤ trigger_ratio;
+// trigger_tokens, keep_recent_tokens ≥ 0 and not above the usable window (window − reserve);
+// keep_recent_turns ≥ 0; summary_max_tokens ≥ 0 and below the usable window; tokenizer one of
+// "", "o200k_base", "cl100k_base", "approx"; reported_usage counts ≥ 0, with message_count set
+// when input_tokens is; prune counts ≥ 0 and exclude_tools names non-empty.
+// Plan additionally checks reported_usage.message_count against the conversation length.
 func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 	var violations []FieldViolation
 	add := func(field, desc string) {
@@ -251,16 +238,6 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 		return &ValidationError{Violations: violations}
 	}
 	return nil
-}
-
-// excluded reports whether outputs of the named tool are never pruned.
-func (r *policy) excluded(tool string) bool {
-	for _, x := range r.excludeTools {
-		if x == tool {
-			return true
-		}
-	}
-	return false
 }
 
 // floorRatio returns ⌊ratio × n⌋, tolerating the binary representation of decimal ratios

@@ -8,7 +8,16 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
-func TestValidatePolicyNamesTheField(t *testing.T) {
+// resolved returns p resolved (resolvePolicyInto into a new policy).
+func resolved(p *compactorv1.Policy) (*policy, error) {
+	r := new(policy)
+	if err := resolvePolicyInto(p, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func TestResolvePolicyNamesTheField(t *testing.T) {
 	tests := []struct {
 		name  string
 		p     *compactorv1.Policy
@@ -47,16 +56,16 @@ func TestValidatePolicyNamesTheField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ValidatePolicy(tt.p)
+			err := resolvePolicyInto(tt.p, new(policy))
 			if tt.field == "" {
 				if err != nil {
-					t.Fatalf("ValidatePolicy = %v, want nil", err)
+					t.Fatalf("resolvePolicyInto = %v, want nil", err)
 				}
 				return
 			}
 			var ve *ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
-				t.Fatalf("ValidatePolicy = %v, want a *ValidationError wrapping ErrInvalid", err)
+				t.Fatalf("resolvePolicyInto = %v, want a *ValidationError wrapping ErrInvalid", err)
 			}
 			for _, v := range ve.Violations {
 				if v.Field == tt.field {
@@ -83,7 +92,7 @@ func TestResolvePolicyDefaults(t *testing.T) {
 		{&compactorv1.Policy{TriggerTokens: 50000}, 0, 50000, 50000, 30000, 15000},
 	}
 	for _, tt := range tests {
-		r, err := resolvePolicy(tt.p)
+		r, err := resolved(tt.p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +110,7 @@ func TestResolvePolicyDefaults(t *testing.T) {
 // summary room and the requests' budget follow the usable window.
 func TestDefaultsNeverInvalid(t *testing.T) {
 	for _, w := range []int64{10, 100, 925, 1000, 5000, 100000, 1 << 30} {
-		r, err := resolvePolicy(&compactorv1.Policy{ContextWindow: w})
+		r, err := resolved(&compactorv1.Policy{ContextWindow: w})
 		if err != nil {
 			t.Errorf("window %d: %v", w, err)
 			continue
@@ -114,7 +123,7 @@ func TestDefaultsNeverInvalid(t *testing.T) {
 		}
 	}
 	// A value the caller set is still checked.
-	if _, err := resolvePolicy(&compactorv1.Policy{ContextWindow: 1000, SummaryMaxTokens: 2000}); err == nil {
+	if _, err := resolved(&compactorv1.Policy{ContextWindow: 1000, SummaryMaxTokens: 2000}); err == nil {
 		t.Error("summary_max_tokens 2000 in a window of 1000: no error")
 	}
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/compactord/compactord/engine/tokenizer"
 )
 
+// Pruning old tool outputs: which parts a plan replaces by a marker (tool outputs, the
+// inputs of their calls, observations), the markers that replace them and what those cost.
+// ApplyPrune (applyprune.go) carries it out.
+
 // PrunedPart is one part a plan replaces by a marker: a tool result's output, or (with
 // prune.clear_inputs) the input of the call it answers, or the whole text of an observation
 // (a text-protocol agent's tool output sent as a user message; Part is then −1).
@@ -42,10 +46,6 @@ func (p PrunedPart) Marker() string {
 	}
 	return outputMarker(p.Tool, p.Tokens, p.Duplicate)
 }
-
-// Saved is the number of tokens pruning the part saves (Tokens − MarkerTokens, before any
-// scaling to caller-supplied counts).
-func (p PrunedPart) Saved() int64 { return p.Tokens - p.MarkerTokens }
 
 // outputMarker is the text that replaces a pruned tool output.
 func outputMarker(tool string, tokens int64, dup bool) string {
@@ -101,9 +101,10 @@ const (
 	markerObservation
 )
 
-// markerTokens counts the tokens of a marker, memoized by what it says (markers repeat from
-// one call to the next) so that the warm path builds no strings.
-func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer.ID, tc tokenizer.Text) int64 {
+// markerTokens counts the tokens of a marker (PrunedPart.Marker) of the given kind, memoized in
+// ct by what it says (markers repeat from one call to the next) so that the warm path builds
+// no strings.
+func markerTokens(ct *tokenCounts, kind int, tool string, tokens int64, id tokenizer.ID, tc tokenizer.Text) int64 {
 	build := func() string {
 		switch kind {
 		case markerInput:
@@ -116,33 +117,32 @@ func (c *Counter) markerTokens(kind int, tool string, tokens int64, id tokenizer
 	if id == tokenizer.Approx {
 		return tc.Count(build())
 	}
-	h := maphash.String(c.seed, tool)
+	h := maphash.String(ct.seed, tool)
 	h = bits.RotateLeft64(h*0x9E3779B97F4A7C15, 29) ^ uint64(tokens)
 	// n without the high bit never equals a message key's.
 	k := countKey{contentKey{h * 0xBF58476D1CE4E5B9, uint64(kind)}, id}
-	if v, ok := c.counts.get(k.shard(), k); ok {
+	if v, ok := ct.memo.get(k.shard(), k); ok {
 		return v.total
 	}
 	n := tc.Count(build())
-	c.counts.put(k.shard(), k, msgCount{total: n}, countEntryBytes)
+	ct.memo.put(k.shard(), k, msgCount{total: n}, countEntryBytes)
 	return n
 }
 
-// selectPrune picks the parts to prune among the tool results of active messages (into sc's
-// memory: the result is valid until sc is reused): outputs of
-// at least min_output_tokens outside the keep_recent newest results, and outputs superseded by
-// a newer identical call (same tool, same input) whatever their size and age; never outputs of
+// Saved is the number of tokens pruning the part saves (Tokens − MarkerTokens, before any
+// scaling to caller-supplied counts).
+func (p PrunedPart) Saved() int64 { return p.Tokens - p.MarkerTokens }
+
+// selectPruneParts picks the parts to prune among the tool results of active messages (into
+// sc's memory: the result is valid until sc is reused): outputs of at least
+// min_output_tokens outside the keep_recent newest results, and outputs superseded by a newer
+// identical call (same tool, same input) whatever their size and age; never outputs of
 // excluded tools, and only where the marker is smaller than what it replaces. With
 // clear_inputs, the inputs of the calls whose outputs are pruned go too. The result is in
-// message and part order.
-func selectPrune(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc tokenizer.Text, sc *scratch) []PrunedPart {
-	return selectPruneParts(msgs, lay, counts, pol, c, tc, sc, true)
-}
-
-// selectPruneParts is selectPrune; unless withTool, the parts' Tool may be left empty (a plan
-// that returns no pruned parts needs only their savings), which spares reading the messages
-// when the memoized counts hold the marker's size.
-func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, c *Counter, tc tokenizer.Text, sc *scratch, withTool bool) []PrunedPart {
+// message and part order. Unless withTool, the parts' Tool may be left empty (a plan that
+// returns no pruned parts needs only their savings), which spares reading the messages when
+// the memoized counts hold the marker's size.
+func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCount, pol *policy, ct *tokenCounts, tc tokenizer.Text, sc *scratch, withTool bool) []PrunedPart {
 	if pol.pruneOff || len(lay.results) == 0 {
 		return nil
 	}
@@ -193,7 +193,7 @@ func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCoun
 		}
 		mt := int64(parts[r.part].marker)
 		if kind != markerOutput || tool != rp.GetToolName() || mt == 0 {
-			mt = c.markerTokens(kind, tool, payload, pol.tokenizer, tc)
+			mt = markerTokens(ct, kind, tool, payload, pol.tokenizer, tc)
 		}
 		if mt >= payload {
 			continue
@@ -208,7 +208,7 @@ func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCoun
 			continue
 		}
 		in := int64(cparts[r.callPart].payload)
-		imt := c.markerTokens(markerInput, tool, in, pol.tokenizer, tc)
+		imt := markerTokens(ct, markerInput, tool, in, pol.tokenizer, tc)
 		if imt < in {
 			out = append(out, PrunedPart{Message: int(r.callMsg), Part: int(r.callPart), Tool: tool, Input: true,
 				Duplicate: isDup, Tokens: in, MarkerTokens: imt})
@@ -274,110 +274,11 @@ func duplicates(msgs []*compactorv1.Message, res []toolLink, counts []msgCount, 
 	return dup
 }
 
-// ApplyPrune returns the conversation with the parts d prunes replaced by their markers and
-// the tool outputs it cuts (Decision.Cuts) cut to their head and tail, in the messages whose
-// disposition is DISPOSITION_PRUNE: a pruned tool result keeps its call id and tool name and
-// gets the marker as its text output; a cleared tool call keeps its id and name and gets the
-// marker as its input JSON; a cut output becomes its cut text (an error stays an error); a
-// cut observation message gets one text part, its cut text. Changed messages are new
-// messages with token_count cleared; every other message is returned as is. msgs must be the
-// conversation d was planned for; it is never modified (the result shares unchanged messages
-// and parts with it).
-func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message {
-	out := slices.Clone(msgs)
-	disp := d.Response.GetDispositions()
-	pruning := func(mi int) bool { return mi < len(disp) && disp[mi] == compactorv1.Disposition_DISPOSITION_PRUNE }
-	for i := 0; i < len(d.Pruned); {
-		j := i
-		for j < len(d.Pruned) && d.Pruned[j].Message == d.Pruned[i].Message {
-			j++
-		}
-		if mi := d.Pruned[i].Message; pruning(mi) {
-			out[mi] = prunedMessage(msgs[mi], d.Pruned[i:j])
-		}
-		i = j
-	}
-	if len(d.Cuts) > 0 {
-		tc, err := tokenizer.New(d.tokenizer)
-		if err != nil {
-			panic("engine: the tokenizer of a decision is always loaded: " + err.Error())
-		}
-		for _, c := range d.Cuts {
-			if pruning(c.Message) {
-				out[c.Message] = cutMessage(out[c.Message], c, tc)
-			}
-		}
-	}
-	return out
-}
-
-// cutMessage returns m with the output c names cut.
-func cutMessage(m *compactorv1.Message, c CutPart, tc tokenizer.Text) *compactorv1.Message {
-	var parts []*compactorv1.Part
-	if c.Part < 0 {
-		text, _ := UserText(m)
-		cut, _ := cutText(text, c.Tokens, c.Keep, tc)
-		parts = []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: cut}}}}
-	} else {
-		parts = slices.Clone(m.GetParts())
-		orig := parts[c.Part]
-		r := orig.GetToolResult()
-		parts[c.Part] = &compactorv1.Part{ProviderOptions: orig.GetProviderOptions(), Content: &compactorv1.Part_ToolResult{
-			ToolResult: &compactorv1.ToolResultPart{ToolCallId: r.GetToolCallId(), ToolName: r.GetToolName(),
-				Output: cutOutput(r.GetOutput(), c, tc)},
-		}}
-	}
-	return withParts(m, parts)
-}
-
-func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message {
-	if len(pp) == 1 && pp[0].Part < 0 {
-		return withParts(m, []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: pp[0].Marker()}}}})
-	}
-	parts := slices.Clone(m.GetParts())
-	for _, p := range pp {
-		orig := parts[p.Part]
-		np := &compactorv1.Part{ProviderOptions: orig.GetProviderOptions()}
-		if p.Input {
-			c := orig.GetToolCall()
-			np.Content = &compactorv1.Part_ToolCall{ToolCall: &compactorv1.ToolCallPart{
-				ToolCallId: c.GetToolCallId(), ToolName: c.GetToolName(), InputJson: p.Marker(),
-				ProviderExecuted: c.GetProviderExecuted(),
-			}}
-		} else {
-			r := orig.GetToolResult()
-			np.Content = &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
-				ToolCallId: r.GetToolCallId(), ToolName: p.Tool,
-				Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: p.Marker()}},
-			}}
-		}
-		parts[p.Part] = np
-	}
-	return withParts(m, parts)
-}
-
-// withParts returns a new message like m (token_count cleared) with parts.
-func withParts(m *compactorv1.Message, parts []*compactorv1.Part) *compactorv1.Message {
-	nm := &compactorv1.Message{
-		Id:              m.GetId(),
-		Role:            m.GetRole(),
-		Parts:           parts,
-		Kind:            m.GetKind(),
-		Lifecycle:       m.GetLifecycle(),
-		Pinned:          m.GetPinned(),
-		ProviderOptions: m.GetProviderOptions(),
-	}
-	if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
-		nm.ProtoReflect().SetUnknown(u)
-	}
-	return nm
-}
-
 // selectObservations appends to out the observations of the active region that pruning
 // replaces by a marker, in message order: text-protocol agents' tool outputs sent as user
 // messages (kinds[i] is UserObservation), outside the keep_recent newest, of at least
 // min_output_tokens, where the marker is smaller than what it replaces.
-func selectObservations(out []PrunedPart, msgs []*compactorv1.Message, lay *layout, counts []msgCount, kinds []UserKind, pol *policy, c *Counter, tc tokenizer.Text) []PrunedPart {
+func selectObservations(out []PrunedPart, msgs []*compactorv1.Message, counts []msgCount, kinds []UserKind, pol *policy, ct *tokenCounts, tc tokenizer.Text) []PrunedPart {
 	n := 0
 	for _, k := range kinds {
 		if k == UserObservation {
@@ -403,7 +304,7 @@ func selectObservations(out []PrunedPart, msgs []*compactorv1.Message, lay *layo
 		if payload < pol.minOutput {
 			continue
 		}
-		mt := c.markerTokens(markerObservation, "", payload, pol.tokenizer, tc)
+		mt := markerTokens(ct, markerObservation, "", payload, pol.tokenizer, tc)
 		if mt >= payload {
 			continue
 		}
@@ -411,4 +312,14 @@ func selectObservations(out []PrunedPart, msgs []*compactorv1.Message, lay *layo
 	}
 	slices.SortStableFunc(out, func(a, b PrunedPart) int { return a.Message - b.Message })
 	return out
+}
+
+// excluded reports whether outputs of the named tool are never pruned.
+func (r *policy) excluded(tool string) bool {
+	for _, x := range r.excludeTools {
+		if x == tool {
+			return true
+		}
+	}
+	return false
 }

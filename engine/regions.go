@@ -58,3 +58,33 @@ func Sent(msgs []*compactorv1.Message) []bool {
 	}
 	return sent
 }
+
+// msgClass is the region a message belongs to.
+type msgClass uint8
+
+const (
+	// classDrop: not sent; history covered by the latest summary, or a compaction prompt.
+	classDrop msgClass = iota
+	// classHead: system messages, session prefaces and pinned messages, wherever they are.
+	classHead
+	// classSummary: the latest COMPACT_SUMMARY.
+	classSummary
+	// classActive: the messages after the latest summary that are neither head nor prompts.
+	classActive
+)
+
+// classify returns the region of message m, at index i of a conversation whose latest
+// summary is at index summary (-1: none).
+func classify(m *compactorv1.Message, i, summary int) msgClass {
+	switch {
+	case m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT:
+		return classDrop
+	case InHead(m):
+		return classHead
+	case i == summary:
+		return classSummary
+	case i > summary:
+		return classActive
+	}
+	return classDrop
+}

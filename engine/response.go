@@ -1,30 +1,36 @@
 package engine
 
 import (
+	"strconv"
+
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
-// Writing the plan a decision chose (decide.go) into the PlanResponse: the action, the terms
-// of tokens_after, each message's disposition, the reason quoting the numbers, and what
-// carrying it out needs (Decision.Pruned and Cuts). Nothing here counts or decides.
+// Writing the response, the last step of a plan: the shape a decision chose (decide.go)
+// becomes the PlanResponse (the action, the terms of tokens_after, each message's
+// disposition, the reason quoting the numbers) and what carrying it out needs
+// (Decision.Pruned and Cuts); a shape that fits nowhere becomes the *IrreducibleError saying
+// by how much. Nothing here counts or decides.
 
-// newPlanResponse returns a response for n messages with the policy's figures set and no
-// cut yet.
-func newPlanResponse(n int, pol *policy, summary int) *compactorv1.PlanResponse {
-	return &compactorv1.PlanResponse{
-		Dispositions:    make([]compactorv1.Disposition, n),
-		MessageTokens:   make([]int64, n),
+// write writes the shape sh into d (d.Response a new response), or returns the
+// *IrreducibleError of an irreducible shape. Unless withPruned, d.Pruned and d.Cuts are left
+// nil.
+func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
+	if sh.irreducible {
+		return dc.irreducible(sh)
+	}
+	sz, pol := dc.sz, &dc.pol
+	resp := &compactorv1.PlanResponse{
+		Dispositions:    make([]compactorv1.Disposition, len(dc.msgs)),
+		MessageTokens:   sz.tokens,
 		CutIndex:        -1,
-		SummaryIndex:    int32(summary),
+		SummaryIndex:    int32(dc.lay.summary),
 		UsableTokens:    pol.usable,
 		TriggerAtTokens: pol.trigger,
 		TargetTokens:    pol.target,
+		TokensBefore:    sz.before,
 	}
-}
-
-// write writes the shape sh into the response, continuing the reason rs.
-func (dc *deciding) write(rs reason, sh shape) {
-	resp, sz, pol := dc.d.Response, dc.sz, dc.pol
+	*d = Decision{Response: resp}
 	resp.Action = sh.action
 	resp.HeadTokens = sz.head
 	cut := -1
@@ -39,7 +45,7 @@ func (dc *deciding) write(rs reason, sh shape) {
 				prunedTail += dc.pr.saved[i]
 			}
 		}
-		dc.d.TailTurns = len(dc.lay.turnStarts) - sh.k
+		d.TailTurns = len(dc.lay.turnStarts) - sh.k
 	default:
 		resp.SummaryTokens = sz.summary
 		if sh.pruned {
@@ -50,20 +56,21 @@ func (dc *deciding) write(rs reason, sh shape) {
 	resp.TokensAfter = sh.after
 	resp.CutTokens = sh.cut
 	resp.PrunedTokens = prunedTail + sh.cut
-	dc.fill(cut, sh)
-	if dc.withPruned {
+	dc.fill(resp.Dispositions, cut, sh)
+	if withPruned {
 		if sh.pruned {
-			dc.d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, max(cut, 0)))
+			d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, max(cut, 0)))
 		}
-		dc.d.Cuts = sh.cuts
-		dc.d.tokenizer = pol.tokenizer
+		d.Cuts = sh.cuts
+		d.tokenizer = pol.tokenizer
 	}
-	resp.Reason = string(dc.reason(rs, sh, cut, prunedTail))
+	var buf [512]byte
+	resp.Reason = string(dc.reason(reason(buf[:0]), sh, cut, prunedTail, d.TailTurns))
+	return nil
 }
 
-// fill sets the dispositions: cut < 0 means no summary.
-func (dc *deciding) fill(cut int, sh shape) {
-	disp := dc.d.Response.Dispositions
+// fill sets the dispositions disp: cut < 0 means no summary.
+func (dc *deciding) fill(disp []compactorv1.Disposition, cut int, sh shape) {
 	for i, cl := range dc.lay.class {
 		var d compactorv1.Disposition
 		switch {
@@ -90,9 +97,14 @@ func (dc *deciding) fill(cut int, sh shape) {
 	}
 }
 
-// reason ends the reason rs with what the shape does and why, quoting the numbers.
-func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64) reason {
-	pol, sz, prunable := dc.pol, dc.sz, dc.pr.total
+// reason appends to rs the reason of the shape: the numbers that decide whether to act, then
+// what the shape does and why, quoting them.
+func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailTurns int) reason {
+	pol, sz, prunable := &dc.pol, dc.sz, dc.pr.total
+	rs = rs.start(pol, sz.before, dc.opt.Force)
+	if !dc.acting {
+		return rs.s(": nothing to do")
+	}
 	turns := len(dc.lay.turnStarts)
 	switch sh.action {
 	case compactorv1.Action_ACTION_NONE:
@@ -137,7 +149,7 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64) reaso
 		}
 	}
 	rs = rs.s("; summarizing ").d(summarized - sh.reqs).s(" tokens before message ").d(int64(cut)).s(" into at most ").d(sh.room).
-		s(" tokens and keeping ").d(int64(dc.d.TailTurns)).s(" turns verbatim from message ").d(int64(cut)).
+		s(" tokens and keeping ").d(int64(tailTurns)).s(" turns verbatim from message ").d(int64(cut)).
 		s(" (").d(sh.tail).s(" tokens; keep_recent_tokens ").d(pol.keepTokens).s(")")
 	if prunedTail > 0 {
 		rs = rs.s(", pruning ").d(prunedTail).s(" tokens of old tool outputs in the tail")
@@ -184,6 +196,86 @@ func (r reason) windowParen(pol *policy) reason {
 		return r.s(" (window ").d(pol.window).s(" − reserve ").d(pol.reserve).s(")")
 	}
 	return r.s(" (trigger_tokens, no window)")
+}
+
+// irreducible is the *IrreducibleError of an irreducible shape sh.
+func (dc *deciding) irreducible(sh shape) error {
+	pol, sz := &dc.pol, dc.sz
+	excess := sh.after - pol.usable
+	var r reason
+	r = r.s(ErrIrreducible.Error()).s(": ")
+	switch {
+	case sh.neverCut:
+		r = r.s("what no compaction cuts, the head (system prompt, prefaces, pinned messages) ").d(sz.head).
+			s(" and the user's newest request ").d(sh.reqs).s(", alone ").d(sh.after).s(" tokens, exceeds the usable window ").d(pol.usable).
+			windowParen(pol).s(" by ").d(excess).s(" tokens")
+		return &IrreducibleError{Floor: sh.after, Usable: pol.usable, Excess: excess, NeverCut: true, msg: string(r)}
+	case sh.action == compactorv1.Action_ACTION_SUMMARIZE:
+		r = r.s("head ").d(sz.head)
+		if sh.reqs > 0 {
+			r = r.s(" + newest request ").d(sh.reqs)
+		}
+		r = r.s(" + least summary ").d(sh.room).
+			s(" + last ").d(int64(sh.keep)).s(" turn")
+		if sh.keep != 1 {
+			r = r.s("s")
+		}
+		r = r.s(" ").d(sh.tail)
+	default:
+		if sh.few {
+			r = r.s("nothing can be summarized (")
+		} else {
+			r = r.s("a summary costs more than it replaces, keeping all (")
+		}
+		r = r.d(int64(len(dc.lay.turnStarts))).s(" active turns): head ").d(sz.head).
+			s(" + latest summary ").d(sz.summary).s(" + active turns ").d(sh.tail)
+	}
+	r = r.s(" (after pruning")
+	if sh.cut > 0 {
+		r = r.s(" and cutting tool outputs by ").d(sh.cut)
+	}
+	r = r.s(") = ").d(sh.after).s(" tokens exceed the usable window ").d(pol.usable).windowParen(pol).
+		s(" by ").d(excess).s(" tokens")
+	return &IrreducibleError{Floor: sh.after, Usable: pol.usable, Excess: excess, msg: string(r)}
+}
+
+// reason is a plan's human-readable reason as it is built: Decide appends to a buffer on
+// its stack and allocates only the final string. Numbers read as fmt's %d prints them.
+type reason []byte
+
+// s appends text.
+func (r reason) s(text string) reason { return append(r, text...) }
+
+// d appends n in decimal.
+func (r reason) d(n int64) reason { return strconv.AppendInt(r, n, 10) }
+
+// start appends the numbers that decide whether to act: "total T > trigger X (R × usable U
+// = window W − reserve V)", with "forced: " first when forced.
+func (r reason) start(pol *policy, total int64, force bool) reason {
+	if force {
+		r = r.s("forced: ")
+	}
+	r = r.s("total ").d(total)
+	if total > pol.trigger {
+		r = r.s(" > trigger ")
+	} else {
+		r = r.s(" ≤ trigger ")
+	}
+	r = r.d(pol.trigger)
+	if pol.triggerRatio > 0 {
+		r = reason(strconv.AppendFloat(r.s(" ("), pol.triggerRatio, 'g', -1, 64)).s(" × usable ").d(pol.usable)
+	} else {
+		r = r.s(" (trigger_tokens; usable ").d(pol.usable)
+	}
+	if pol.window > 0 {
+		return r.s(" = window ").d(pol.window).s(" − reserve ").d(pol.reserve).s(")")
+	}
+	return r.s(", no window)")
+}
+
+// onlyTurns appends why nothing can be summarized: too few active turns.
+func (r reason) onlyTurns(turns int, pol *policy) reason {
+	return r.s("only ").d(int64(turns)).s(" active turns, keep_recent_turns ").d(int64(pol.keepTurns)).s(": nothing to summarize")
 }
 
 // prunedCopy returns a copy of pruned, which lives in scratch memory.

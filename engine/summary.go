@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -39,7 +40,8 @@ type SummaryInput struct {
 	Kept []*compactorv1.Message
 }
 
-// summarySystemPrompt is the system prompt of PromptVersion "v1".
+// summarySystemPrompt is the text SummarySystemPrompt returns; a change to its wording bumps
+// PromptVersion.
 const summarySystemPrompt = `You write the summary that replaces the earlier part of a conversation between a user and an AI assistant (often a coding or tool-using agent) when that conversation no longer fits the assistant's context window. After compaction the assistant sees only your summary and the most recent messages, so anything you leave out is lost.
 
 Rules:
@@ -187,6 +189,29 @@ func SummaryFrameTokens(tc tokenizer.Text, covered int) int64 {
 	nines := strings.Repeat("9", len(strconv.Itoa(covered)))
 	return MessageOverheadTokens + tc.Count(strings.Replace(summaryPreamble, "%d", nines, 1)+summaryOpen) +
 		tc.Count(summaryClose+summaryEpilogue) + joinMargin
+}
+
+// maxFrameDigits bounds the digits of a message count the frames memo holds.
+const maxFrameDigits = 12
+
+// frameMemo memoizes SummaryFrameTokens by tokenizer and the number of digits of the count
+// of messages it names (0: not computed yet).
+type frameMemo [3][maxFrameDigits + 1]atomic.Int64
+
+// tokens is SummaryFrameTokens(tc, covered) under tokenizer id, memoized: the framing only
+// varies with the digits of covered.
+func (fm *frameMemo) tokens(id tokenizer.ID, tc tokenizer.Text, covered int) int64 {
+	digits := len(strconv.Itoa(covered))
+	if int(id) >= len(fm) || digits > maxFrameDigits {
+		return SummaryFrameTokens(tc, covered)
+	}
+	slot := &fm[id][digits]
+	if n := slot.Load(); n > 0 {
+		return n
+	}
+	n := SummaryFrameTokens(tc, covered)
+	slot.Store(n)
+	return n
 }
 
 // SummaryFrameTokensOf is SummaryFrameTokens under the named tokenizer ("" for the default).

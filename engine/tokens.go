@@ -1,18 +1,18 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"math/bits"
-	"strconv"
-	"sync"
-	"sync/atomic"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/tokenizer"
 )
+
+// Counting the tokens of messages (package tokenizer counts the parts), with the Counter's
+// memo of counts by content key (tokenCounts): a conversation that grows by one turn costs
+// only the new turn.
 
 // Token costs of the parts of a message that are not plain text: see the tokenizer package.
 const (
@@ -34,25 +34,6 @@ func Preload(name string) error {
 	}
 	return tokenizer.Preload(id)
 }
-
-// Encode returns the token ids of text under the named tokenizer ("o200k_base",
-// "cl100k_base"; "" means o200k_base). Special-token text such as "<|endoftext|>" is encoded
-// as ordinary text, as provider APIs do with message content. It exists for tests and tools;
-// the planner only counts.
-func Encode(text, name string) ([]int, error) {
-	id, ok := tokenizer.Parse(name)
-	if !ok || id == tokenizer.Approx {
-		return nil, Invalid("policy.tokenizer", fmt.Sprintf("no token ids for tokenizer %q", name))
-	}
-	enc, err := tokenizer.Load(id)
-	if err != nil {
-		return nil, err
-	}
-	return enc.Encode(text), nil
-}
-
-// DefaultMemoBytes is the memo budget NewCounter uses when given zero or less.
-const DefaultMemoBytes = 64 << 20
 
 // msgCount is the token count of one message. parts is set only for messages holding tool
 // calls or results (what pruning needs), one entry per part.
@@ -92,9 +73,10 @@ func clamp32(n int64) int32 {
 }
 
 // countMessage counts m with t, ignoring m.token_count, keeping per-part counts for messages
-// with tool parts (what pruning needs). seed keys the tool-call hashes.
+// with tool parts (what pruning needs), and reads its text flags (messageFlags). seed keys
+// the tool-call hashes.
 func countMessage(t tokenizer.Text, m *compactorv1.Message, seed maphash.Seed) msgCount {
-	mc := msgCount{flags: messageFlags(m)}
+	var mc msgCount
 	if hasToolParts(m) {
 		mc.parts = make([]partCount, len(m.GetParts()))
 	}
@@ -112,6 +94,7 @@ func countMessage(t tokenizer.Text, m *compactorv1.Message, seed maphash.Seed) m
 			}
 		}
 	}
+	mc.flags = messageFlags(m)
 	return mc
 }
 
@@ -121,77 +104,16 @@ func callHash(seed maphash.Seed, c *compactorv1.ToolCallPart) uint64 {
 	return bits.RotateLeft64(h*0x9E3779B97F4A7C15, 31) ^ maphash.String(seed, c.GetInputJson())
 }
 
-// Counter counts the tokens of messages. It memoizes counts by a hash of each message's
-// content (never its id or token_count) in a bounded memo, so a conversation that grows by
-// one turn costs only the new turn; it also memoizes whole conversations (their counts and
-// turn structure), so planning a conversation seen before costs one hash of its content and
-// one lookup, the plans Plan made for them, and prefix-hash chain steps. One Counter
-// serves a whole process: it is safe for concurrent use, and its memory stays within the
-// budget given to NewCounter (plus the tokenizer tables, loaded once per process). The zero
-// value is not usable: create Counters with NewCounter.
-type Counter struct {
-	pool      sync.Pool // of *scratch
-	seed      maphash.Seed
-	init      uint64    // initial key-hash state, random per Counter
-	keySecret [4]uint64 // content-key secrets, random per Counter
-	counts    *memo[countKey, msgCount]
-	convs     *memo[convKey, *conversation]
-	plans     *memo[planKey, *rememberedPlan]
-	chain     *memo[chainKey, [32]byte]
-	prefixes  *memo[prefixKey, [32]byte]
-	// frames memoizes SummaryFrameTokens by tokenizer and the number of digits of the count of
-	// messages it names (0: not computed yet).
-	frames [3][maxFrameDigits + 1]atomic.Int64
+// tokenCounts is the Counter's memo of token counts: each message's count under each
+// tokenizer by its content key, and the sizes of pruning markers by what they say
+// (markerTokens). seed keys tool-call and marker hashes.
+type tokenCounts struct {
+	memo *memo[countKey, msgCount]
+	seed maphash.Seed
 }
 
-// maxFrameDigits bounds the digits of a message count the frames memo holds.
-const maxFrameDigits = 12
-
-// summaryFrame is SummaryFrameTokens(tc, covered), memoized: the framing only varies with
-// the digits of covered.
-func (c *Counter) summaryFrame(id tokenizer.ID, tc tokenizer.Text, covered int) int64 {
-	digits := len(strconv.Itoa(covered))
-	if int(id) >= len(c.frames) || digits > maxFrameDigits {
-		return SummaryFrameTokens(tc, covered)
-	}
-	slot := &c.frames[id][digits]
-	if n := slot.Load(); n > 0 {
-		return n
-	}
-	n := SummaryFrameTokens(tc, covered)
-	slot.Store(n)
-	return n
-}
-
-// NewCounter returns a Counter whose memo holds at most about memoBytes bytes (entries are
-// charged an estimate of their size including map overhead); memoBytes ≤ 0 means
-// DefaultMemoBytes. The budget is split: 7/16 to the token counts of messages; 4/16 to whole
-// conversations (each message's count and content hash and the turn structure, about 100
-// bytes per message, so that planning a conversation seen before costs one lookup); 1/16 to
-// the plans Plan made for those conversations (about 12 bytes per message); 2/16 each to
-// hash-chain steps and prefix hashes. A conversation or plan larger than a quarter of its
-// share is not memoized as a whole; its messages still are.
-func NewCounter(memoBytes int) *Counter {
-	if memoBytes <= 0 {
-		memoBytes = DefaultMemoBytes
-	}
-	b := int64(memoBytes)
-	seed := maphash.MakeSeed()
-	return &Counter{
-		seed: seed,
-		init: maphash.String(seed, "compactord"),
-		keySecret: [4]uint64{
-			maphash.String(seed, "compactord/content-key/0"),
-			maphash.String(seed, "compactord/content-key/1"),
-			maphash.String(seed, "compactord/content-key/2"),
-			maphash.String(seed, "compactord/content-key/3"),
-		},
-		counts:   newMemo[countKey, msgCount](b * 7 / 16),
-		convs:    newMemoShards[convKey, *conversation](b/4, convShards),
-		plans:    newMemoShards[planKey, *rememberedPlan](b/16, planShards),
-		chain:    newMemo[chainKey, [32]byte](b / 8),
-		prefixes: newMemo[prefixKey, [32]byte](b / 8),
-	}
+func newTokenCounts(budget int64, seed maphash.Seed) tokenCounts {
+	return tokenCounts{memo: newMemo[countKey, msgCount](budget), seed: seed}
 }
 
 type countKey struct {
@@ -199,21 +121,11 @@ type countKey struct {
 	tk tokenizer.ID
 }
 
+func (k countKey) shard() int { return int(k.h >> 59) } // top 5 bits: 32 shards
+
 func (k countKey) fp() uint64 { return k.h ^ bits.RotateLeft64(k.n, 23) ^ uint64(k.tk)<<3 }
 
-type chainKey struct {
-	prev [32]byte
-	contentKey
-}
-
-func (k chainKey) fp() uint64 {
-	return k.h ^ bits.RotateLeft64(k.n, 23) ^ binary.LittleEndian.Uint64(k.prev[:8])
-}
-
-const (
-	countEntryBytes = 128 // key, value, slot and map overhead
-	chainEntryBytes = 160
-)
+const countEntryBytes = 128 // key, value, slot and map overhead
 
 // Message returns the tokens of m under the named tokenizer ("" = o200k_base): m.token_count
 // when it is greater than zero, otherwise compactord's count (memoized). The error is a
@@ -231,106 +143,66 @@ func (c *Counter) Message(m *compactorv1.Message, name string) (int64, error) {
 		return 0, err
 	}
 	if id == tokenizer.Approx {
-		return countMessage(tc, m, c.seed).total, nil
+		return countMessage(tc, m, c.counts.seed).total, nil
 	}
-	k := countKey{c.key(m), id}
-	if mc, ok := c.counts.get(k.shard(), k); ok {
+	k := countKey{c.keys.key(m), id}
+	if mc, ok := c.counts.memo.get(k.shard(), k); ok {
 		return mc.total, nil
 	}
-	mc := countMessage(tc, m, c.seed)
-	c.counts.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
+	mc := countMessage(tc, m, c.counts.seed)
+	c.counts.memo.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
 	return mc.total, nil
 }
 
-// scratch is the working memory of one Decide call, reused through Counter.pool so that a
-// warm plan allocates little more than its response.
-type scratch struct {
-	counts     []msgCount
-	keys       []contentKey
-	sel        []bool
-	order      []int32
-	class      []msgClass
-	blocked    []int32
-	turnStarts []int32
-	results    []toolLink
-	open       []openRef
-	approvals  []openRef
-	saved      []int64
-	tail       []int64
-	dupTable   []int32
-	dup        []bool
-	pruned     []PrunedPart
-	reqs       []int32
-	kinds      []UserKind
-}
-
-// resize returns s with length n and zeroed elements, reallocating only when it must.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/4)
-	}
-	s = s[:n]
-	clear(s)
-	return s
-}
-
-func (c *Counter) getScratch() *scratch {
-	if sc, ok := c.pool.Get().(*scratch); ok {
-		return sc
-	}
-	return new(scratch)
-}
-
-// putScratch drops the references sc holds (memo values, ids) and returns it to the pool.
-func (c *Counter) putScratch(sc *scratch) {
-	clear(sc.counts[:cap(sc.counts)])
-	clear(sc.open[:cap(sc.open)])
-	clear(sc.approvals[:cap(sc.approvals)])
-	clear(sc.pruned[:cap(sc.pruned)])
-	c.pool.Put(sc)
-}
-
-// countAll returns the estimate of every message (ignoring token_count) and the content
-// keys it computed (a zero key was not computed). Unless all is set, messages with a caller
-// token count are left uncounted (zero); fillCounts counts them later if needed.
-func (c *Counter) countAll(msgs []*compactorv1.Message, id tokenizer.ID, all bool) ([]msgCount, []contentKey, error) {
-	counts := make([]msgCount, len(msgs))
-	keys := make([]contentKey, len(msgs))
-	err := c.fillCounts(msgs, id, counts, keys, nil, func(_ int, m *compactorv1.Message) bool {
-		return all || m.GetTokenCount() <= 0
-	})
-	return counts, keys, err
-}
-
-// fillCounts counts the messages need(i, msgs[i]) selects, memoized, into counts (and their
-// content keys into keys, where not valid yet). Lookups take each memo shard's lock once.
-func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizer.ID, counts []msgCount, keys []contentKey, sc *scratch, need func(int, *compactorv1.Message) bool) error {
+// fill counts the messages need(i, msgs[i]) selects into counts, from the memo where it
+// holds them (and their content keys, from kr, into keys, where not valid yet). Lookups take
+// each memo shard's lock once. Counts under approx are not memoized.
+func (ct *tokenCounts) fill(kr *keyer, msgs []*compactorv1.Message, id tokenizer.ID, counts []msgCount, keys []contentKey, sc *scratch, need func(int, *compactorv1.Message) bool) error {
 	tc, err := tokenizer.New(id)
 	if err != nil {
 		return err
 	}
-	if id == tokenizer.Approx {
-		for i, m := range msgs {
-			if need(i, m) {
-				counts[i] = countMessage(tc, m, c.seed)
-			}
-		}
-		return nil
-	}
-	// Bucket message indexes by shard (counting sort), then visit each shard once.
-	var start [memoShards + 1]int32
 	if sc == nil {
 		sc = new(scratch)
 	}
+	var misses []int32
+	if id == tokenizer.Approx {
+		misses = sc.misses[:0]
+		for i, m := range msgs {
+			if need(i, m) {
+				misses = append(misses, int32(i))
+			}
+		}
+		sc.misses = misses
+	} else {
+		misses = ct.lookup(kr, msgs, id, counts, keys, sc, need)
+	}
+	for _, i := range misses {
+		mc := countMessage(tc, msgs[i], ct.seed)
+		counts[i] = mc
+		if id != tokenizer.Approx {
+			k := countKey{keys[i], id}
+			ct.memo.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
+		}
+	}
+	return nil
+}
+
+// lookup sets counts[i] for the messages need(i, msgs[i]) selects that the memo holds under
+// id, computing their content keys with kr into keys where not valid yet, and returns the
+// indexes of the others (in sc's memory). It buckets the messages by memo shard (a counting sort), so that it
+// takes each shard's lock once.
+func (ct *tokenCounts) lookup(kr *keyer, msgs []*compactorv1.Message, id tokenizer.ID, counts []msgCount, keys []contentKey, sc *scratch, need func(int, *compactorv1.Message) bool) []int32 {
+	var start [memoShards + 1]int32
 	sc.sel = resize(sc.sel, len(msgs))
 	sel := sc.sel
 	for i, m := range msgs {
 		if need(i, m) {
 			sel[i] = true
 			if !keys[i].valid() {
-				keys[i] = c.key(m)
+				keys[i] = kr.key(m)
 			}
-			start[keys[i].shard()+1]++
+			start[countKey{keys[i], id}.shard()+1]++
 		}
 	}
 	for s := 1; s <= memoShards; s++ {
@@ -341,22 +213,24 @@ func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizer.ID, count
 	fill := start
 	for i := range msgs {
 		if sel[i] {
-			s := keys[i].shard()
+			s := countKey{keys[i], id}.shard()
 			order[fill[s]] = int32(i)
 			fill[s]++
 		}
 	}
-	var misses []int32
+	misses := sc.misses[:0]
+	if n := int(start[memoShards]); cap(misses) < n {
+		misses = make([]int32, 0, n)
+	}
 	for s := 0; s < memoShards; s++ {
 		lo, hi := start[s], start[s+1]
 		if lo == hi {
 			continue
 		}
-		sh := &c.counts.shards[s]
+		sh := &ct.memo.shards[s]
 		sh.mu.Lock()
 		for _, i := range order[lo:hi] {
-			mc, ok := sh.lookup(countKey{keys[i], id})
-			if ok {
+			if mc, ok := sh.lookup(countKey{keys[i], id}); ok {
 				counts[i] = mc
 			} else {
 				misses = append(misses, i)
@@ -364,11 +238,6 @@ func (c *Counter) fillCounts(msgs []*compactorv1.Message, id tokenizer.ID, count
 		}
 		sh.mu.Unlock()
 	}
-	for _, i := range misses {
-		mc := countMessage(tc, msgs[i], c.seed)
-		counts[i] = mc
-		k := countKey{keys[i], id}
-		c.counts.put(k.shard(), k, mc, countEntryBytes+24*int64(len(mc.parts)))
-	}
-	return nil
+	sc.misses = misses
+	return misses
 }

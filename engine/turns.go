@@ -2,20 +2,6 @@ package engine
 
 import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 
-// msgClass is the region a message belongs to.
-type msgClass uint8
-
-const (
-	// classDrop: not sent; history covered by the latest summary, or a compaction prompt.
-	classDrop msgClass = iota
-	// classHead: system messages, session prefaces and pinned messages, wherever they are.
-	classHead
-	// classSummary: the latest COMPACT_SUMMARY.
-	classSummary
-	// classActive: the messages after the latest summary that are neither head nor prompts.
-	classActive
-)
-
 // toolLink is a tool result and the call it answers.
 type toolLink struct {
 	msg, part         int32 // the result
@@ -34,20 +20,6 @@ type layout struct {
 	turnStarts []int32
 	// results are the tool results held by active messages, in order.
 	results []toolLink
-}
-
-func classify(m *compactorv1.Message, i, summary int) msgClass {
-	switch {
-	case m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT:
-		return classDrop
-	case InHead(m):
-		return classHead
-	case i == summary:
-		return classSummary
-	case i > summary:
-		return classActive
-	}
-	return classDrop
 }
 
 // openRef is a tool call or approval request not answered yet.

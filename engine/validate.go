@@ -27,12 +27,6 @@ func DefaultLimits() Limits {
 	return Limits{MaxMessages: 10000, MaxParts: 1000, MaxPartBytes: 8 << 20, MaxViolations: 100}
 }
 
-// Validate checks msgs against every structural rule of the IR under DefaultLimits.
-// See Limits.Validate.
-func Validate(msgs []*compactorv1.Message) error {
-	return DefaultLimits().Validate(msgs)
-}
-
 // Validate checks msgs against every structural rule of the IR and returns nil or a
 // *ValidationError listing each violation with its field path
 // ("messages[3].parts[1].tool_result.tool_call_id"). Size-limit violations are reported

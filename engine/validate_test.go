@@ -103,7 +103,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := engine.Validate(tt.msgs)
+			err := engine.DefaultLimits().Validate(tt.msgs)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("Validate: unexpected error: %v", err)
@@ -194,7 +194,7 @@ func FuzzValidate(f *testing.F) {
 		if proto.Unmarshal(data, &req) != nil {
 			return
 		}
-		err := engine.Validate(req.Messages)
+		err := engine.DefaultLimits().Validate(req.Messages)
 		if err != nil {
 			if !errors.Is(err, engine.ErrInvalid) && !errors.Is(err, engine.ErrTooLarge) {
 				t.Fatalf("unexpected error type: %v", err)
@@ -209,7 +209,7 @@ func FuzzValidate(f *testing.F) {
 		if uerr := proto.Unmarshal(b, &again); uerr != nil {
 			t.Fatal(uerr)
 		}
-		if err := engine.Validate(again.Messages); err != nil {
+		if err := engine.DefaultLimits().Validate(again.Messages); err != nil {
 			t.Fatalf("valid conversation invalid after round trip: %v", err)
 		}
 	})

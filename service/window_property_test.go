@@ -77,7 +77,7 @@ func TestCompactFitsTheWindow(t *testing.T) {
 				}
 				compacted++
 				plan := resp.GetPlan()
-				if err := engine.Validate(resp.GetMessages()); err != nil {
+				if err := engine.DefaultLimits().Validate(resp.GetMessages()); err != nil {
 					t.Errorf("%s: the compacted conversation is invalid: %v", name, err)
 					continue
 				}

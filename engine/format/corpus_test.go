@@ -53,7 +53,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if lifted.GetProvider() != want {
 				t.Fatalf("detected %v, want %v", lifted.GetProvider(), want)
 			}
-			if err := engine.Validate(lifted.GetMessages()); err != nil {
+			if err := engine.DefaultLimits().Validate(lifted.GetMessages()); err != nil {
 				t.Fatalf("lifted IR is invalid: %v", err)
 			}
 			lowered, err := Lower(&compactorv1.LowerRequest{
@@ -93,7 +93,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatalf("lift of %v body: %v", p, err)
 				}
-				if err := engine.Validate(back.GetMessages()); err != nil {
+				if err := engine.DefaultLimits().Validate(back.GetMessages()); err != nil {
 					t.Fatalf("lift of %v body gives an invalid IR: %v", p, err)
 				}
 			}

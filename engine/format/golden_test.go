@@ -274,7 +274,7 @@ func renderLower(t *testing.T, resp *compactorv1.LowerResponse) []byte {
 // in testdata/lower, and checks that output is deterministic and lifts back into a valid IR.
 func TestLowerGolden(t *testing.T) {
 	for _, c := range lowerCases() {
-		if err := engine.Validate(c.req.GetMessages()); err != nil {
+		if err := engine.DefaultLimits().Validate(c.req.GetMessages()); err != nil {
 			t.Fatalf("%s: test conversation is invalid: %v", c.name, err)
 		}
 		for _, p := range allProviders {
@@ -295,7 +295,7 @@ func TestLowerGolden(t *testing.T) {
 					t.Fatalf("lowered body does not lift: %v", err)
 				}
 				if len(back.GetMessages()) > 0 {
-					if err := engine.Validate(back.GetMessages()); err != nil {
+					if err := engine.DefaultLimits().Validate(back.GetMessages()); err != nil {
 						t.Fatalf("lowered body lifts to an invalid IR: %v", err)
 					}
 				}
@@ -333,7 +333,7 @@ func TestLiftGolden(t *testing.T) {
 			if want := strings.SplitN(name, ".", 2)[0]; providerNames[resp.GetProvider()] != want {
 				t.Fatalf("detected %s, file is named for %s", providerNames[resp.GetProvider()], want)
 			}
-			if err := engine.Validate(resp.GetMessages()); err != nil {
+			if err := engine.DefaultLimits().Validate(resp.GetMessages()); err != nil {
 				t.Fatalf("lifted IR is invalid: %v", err)
 			}
 			golden(t, "lift/"+name+".golden", renderLift(t, resp))

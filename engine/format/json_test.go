@@ -3,9 +3,11 @@ package format
 import (
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/compactord/compactord/engine"
 )
@@ -146,6 +148,12 @@ func TestAppendFloat(t *testing.T) {
 			t.Errorf("%v: %s, want %s", f, got, want)
 		}
 	}
+}
+
+// firstSpecial returns the index in s[i:i+8] (i+8 <= len(s)) of the first byte that needs
+// work, or 8: what specialMask flags, as an index.
+func firstSpecial(s string, i int) int {
+	return bits.TrailingZeros64(specialMask(unsafe.StringData(s), i)) >> 3
 }
 
 func TestFirstSpecialIsExact(t *testing.T) {

@@ -101,12 +101,6 @@ func skipPlain(s string, i int) int {
 	return i
 }
 
-// firstSpecial returns the index in s[i:i+8] (i+8 <= len(s)) of the first byte that needs
-// work, or 8.
-func firstSpecial(s string, i int) int {
-	return bits.TrailingZeros64(specialMask(unsafe.StringData(s), i)) >> 3
-}
-
 // asciiEscapes holds, for each ASCII byte, how it is written inside a JSON string: the
 // escape of the C0 controls, '"' and '\\' and the byte itself for the others, packed by
 // packEscape for a single 8-byte store.

@@ -30,8 +30,8 @@ import (
 // was present), so Lower with base_body = RestBody reproduces the request; for any body Lower
 // wrote, byte for byte.
 //
-// Lift does not run engine.Validate: a body whose tool results answer no call lifts to an IR
-// that Validate rejects.
+// Lift does not run engine.Limits.Validate: a body whose tool results answer no call lifts to
+// an IR that it rejects.
 //
 // Errors: an *engine.ValidationError naming the JSON path ("body.messages[3].content[1].type")
 // for malformed JSON, JSON nested deeper than 512 levels, or a shape the format does not have.
@@ -44,7 +44,7 @@ func Lift(req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
 // LiftSources is Lift, also saying where in the body each lifted part was read:
 // sources[i][j] is the JSON path of the body element ("body.messages[2]", "body.input[5]",
 // "body.system") that part j of message i came from. A rule the lifted IR breaks
-// (engine.Validate's) can so be reported where the caller wrote it, not at the IR's index.
+// (engine.Limits.Validate's) can so be reported where the caller wrote it, not at the IR's index.
 // It costs a slice per message; Lift does not pay it.
 func LiftSources(req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, [][]string, error) {
 	return lift(req, true)

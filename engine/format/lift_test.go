@@ -114,7 +114,7 @@ func TestLiftReusedToolCallIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := engine.Validate(resp.GetMessages()); err != nil {
+	if err := engine.DefaultLimits().Validate(resp.GetMessages()); err != nil {
 		t.Fatal(err)
 	}
 	if n := resp.GetMessages()[2].GetParts()[0].GetToolResult().GetToolName(); n != "first" {

@@ -26,7 +26,7 @@ import (
 )
 
 // Lower renders req.Messages as the provider request body. req has already passed
-// engine.Validate.
+// engine.Limits.Validate.
 //
 // The body holds the conversation fields of req.Provider's API (for example "system" and
 // "messages" for Anthropic), merged into req.BaseBody when it is set: base_body must be a JSON

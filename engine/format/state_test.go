@@ -224,7 +224,7 @@ func TestProviderStateSurvives(t *testing.T) {
 			if len(lifted.GetWarnings()) > 0 {
 				t.Errorf("lift warned: %q", lifted.GetWarnings())
 			}
-			if err := engine.Validate(lifted.GetMessages()); err != nil {
+			if err := engine.DefaultLimits().Validate(lifted.GetMessages()); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range allProviders {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,4 +415,40 @@ func FuzzBPEMatchesTiktoken(f *testing.F) {
 			checkSameIDs(t, id, tokName(id), s)
 		}
 	})
+}
+
+// Reference token ids. Sources: openai/tiktoken tests/test_encoding.py (cl100k_base: "hello
+// world", "rer", "'rer", "today\n …", " \x850", "👍") and zurawiki/tiktoken-rs
+// tests/tiktoken.rs ("This is a test …" for both encodings); "hello world" under o200k_base
+// from the project brief.
+func TestEncodeMatchesReferenceIDs(t *testing.T) {
+	spaces := "This is a test" + strings.Repeat(" ", 9) + "with a lot of spaces"
+	tests := []struct {
+		tokenizer, text string
+		want            []int
+	}{
+		{"o200k_base", "hello world", []int{24912, 2375}},
+		{"", "hello world", []int{24912, 2375}},
+		{"o200k_base", spaces, []int{2500, 382, 261, 1746, 269, 483, 261, 3261, 328, 18608}},
+		{"cl100k_base", "hello world", []int{15339, 1917}},
+		{"cl100k_base", spaces, []int{2028, 374, 264, 1296, 260, 449, 264, 2763, 315, 12908}},
+		{"cl100k_base", "rer", []int{38149}},
+		{"cl100k_base", "'rer", []int{2351, 81}},
+		{"cl100k_base", "today\n ", []int{31213, 198, 220}},
+		{"cl100k_base", "today\n \n", []int{31213, 27907}},
+		{"cl100k_base", "today\n  \n", []int{31213, 14211}},
+		{"cl100k_base", " \u00850", []int{220, 126, 227, 15}},
+		{"cl100k_base", "👍", []int{9468, 239, 235}},
+		{"cl100k_base", "", nil},
+	}
+	for _, tt := range tests {
+		id, ok := Parse(tt.tokenizer)
+		if !ok {
+			t.Fatalf("Parse(%q) failed", tt.tokenizer)
+		}
+		got := testEncoder(t, id).Encode(tt.text)
+		if len(got) != len(tt.want) || (len(got) > 0 && !slices.Equal(got, tt.want)) {
+			t.Errorf("Encode(%q, %q) = %v, want %v", tt.text, tt.tokenizer, got, tt.want)
+		}
+	}
 }

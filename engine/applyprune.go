@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"slices"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
+)
+
+// Carrying out a decision's pruning and cutting (Compact's PRUNE, and the tail of a
+// SUMMARIZE): the conversation with the parts replaced by their markers and the cut outputs
+// cut.
+
+// ApplyPrune returns the conversation with the parts d prunes replaced by their markers and
+// the tool outputs it cuts (Decision.Cuts) cut to their head and tail, in the messages whose
+// disposition is DISPOSITION_PRUNE: a pruned tool result keeps its call id and tool name and
+// gets the marker as its text output; a cleared tool call keeps its id and name and gets the
+// marker as its input JSON; a cut output becomes its cut text (an error stays an error); a
+// cut observation message gets one text part, its cut text. Changed messages are new
+// messages with token_count cleared; every other message is returned as is. msgs must be the
+// conversation d was planned for; it is never modified (the result shares unchanged messages
+// and parts with it).
+func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message {
+	out := slices.Clone(msgs)
+	disp := d.Response.GetDispositions()
+	pruning := func(mi int) bool { return mi < len(disp) && disp[mi] == compactorv1.Disposition_DISPOSITION_PRUNE }
+	for i := 0; i < len(d.Pruned); {
+		j := i
+		for j < len(d.Pruned) && d.Pruned[j].Message == d.Pruned[i].Message {
+			j++
+		}
+		if mi := d.Pruned[i].Message; pruning(mi) {
+			out[mi] = prunedMessage(msgs[mi], d.Pruned[i:j])
+		}
+		i = j
+	}
+	if len(d.Cuts) > 0 {
+		tc, err := tokenizer.New(d.tokenizer)
+		if err != nil {
+			panic("engine: the tokenizer of a decision is always loaded: " + err.Error())
+		}
+		for _, c := range d.Cuts {
+			if pruning(c.Message) {
+				out[c.Message] = cutMessage(out[c.Message], c, tc)
+			}
+		}
+	}
+	return out
+}
+
+// cutMessage returns m with the output c names cut.
+func cutMessage(m *compactorv1.Message, c CutPart, tc tokenizer.Text) *compactorv1.Message {
+	var parts []*compactorv1.Part
+	if c.Part < 0 {
+		text, _ := UserText(m)
+		cut, _ := cutText(text, c.Tokens, c.Keep, tc)
+		parts = []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: cut}}}}
+	} else {
+		parts = slices.Clone(m.GetParts())
+		orig := parts[c.Part]
+		r := orig.GetToolResult()
+		parts[c.Part] = &compactorv1.Part{ProviderOptions: orig.GetProviderOptions(), Content: &compactorv1.Part_ToolResult{
+			ToolResult: &compactorv1.ToolResultPart{ToolCallId: r.GetToolCallId(), ToolName: r.GetToolName(),
+				Output: cutOutput(r.GetOutput(), c, tc)},
+		}}
+	}
+	return withParts(m, parts)
+}
+
+func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message {
+	if len(pp) == 1 && pp[0].Part < 0 {
+		return withParts(m, []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: pp[0].Marker()}}}})
+	}
+	parts := slices.Clone(m.GetParts())
+	for _, p := range pp {
+		orig := parts[p.Part]
+		np := &compactorv1.Part{ProviderOptions: orig.GetProviderOptions()}
+		if p.Input {
+			c := orig.GetToolCall()
+			np.Content = &compactorv1.Part_ToolCall{ToolCall: &compactorv1.ToolCallPart{
+				ToolCallId: c.GetToolCallId(), ToolName: c.GetToolName(), InputJson: p.Marker(),
+				ProviderExecuted: c.GetProviderExecuted(),
+			}}
+		} else {
+			r := orig.GetToolResult()
+			np.Content = &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
+				ToolCallId: r.GetToolCallId(), ToolName: p.Tool,
+				Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: p.Marker()}},
+			}}
+		}
+		parts[p.Part] = np
+	}
+	return withParts(m, parts)
+}
