@@ -431,6 +431,18 @@ func (x *extractor) buildNotes() {
 
 // shortenFences is text with each fenced block cut to codeBytes.
 func shortenFences(text string) string {
+	return mapFences(text, func(code string, closed bool) string {
+		if code = truncateBytes(code, codeBytes); closed {
+			code += "```"
+		}
+		return code
+	})
+}
+
+// mapFences is text with each ``` fenced block replaced by f(code, closed): code is the block
+// from its opening fence up to its closing one (to the end of text when it has none, closed
+// false).
+func mapFences(text string, f func(code string, closed bool) string) string {
 	var b strings.Builder
 	rest := text
 	for {
@@ -442,11 +454,10 @@ func shortenFences(text string) string {
 		b.WriteString(rest[:i])
 		j := strings.Index(rest[i+3:], "```")
 		if j < 0 {
-			b.WriteString(truncateBytes(rest[i:], codeBytes))
+			b.WriteString(f(rest[i:], false))
 			return b.String()
 		}
-		b.WriteString(truncateBytes(rest[i:i+3+j], codeBytes))
-		b.WriteString("```")
+		b.WriteString(f(rest[i:i+3+j], true))
 		rest = rest[i+3+j+3:]
 	}
 }

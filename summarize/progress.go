@@ -104,25 +104,11 @@ func (x *extractor) settleActs(acts []fileAct, failed bool) {
 
 // withoutFences is text without its ``` fenced blocks; text itself when it is all code.
 func withoutFences(text string) string {
-	var b strings.Builder
-	rest := text
-	for {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			b.WriteString(rest)
-			break
-		}
-		b.WriteString(rest[:i])
-		j := strings.Index(rest[i+3:], "```")
-		if j < 0 {
-			break
-		}
-		rest = rest[i+3+j+3:]
-	}
-	if strings.TrimSpace(b.String()) == "" {
+	out := mapFences(text, func(string, bool) string { return "" })
+	if strings.TrimSpace(out) == "" {
 		return text
 	}
-	return b.String()
+	return out
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
