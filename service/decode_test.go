@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -158,21 +159,17 @@ func TestDecodeCostBoundsAllocation(t *testing.T) {
 		}
 	}
 	for name, b := range shapes {
-		m := &compactorv1.PlanRequest{}
-		cost, p := schemaOf(m.ProtoReflect().Descriptor()).check(b, MaxDecodeDepth, 1<<62)
+		cost, p := schemaOf((&compactorv1.PlanRequest{}).ProtoReflect().Descriptor()).check(b, MaxDecodeDepth, 1<<62)
 		if p.kind != problemNone {
 			t.Fatalf("%s: %+v", name, p)
 		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		if err := m.UnmarshalVTUnsafe(b); err != nil {
-			t.Fatal(err)
+		// The heap is the process's: other tests' goroutines (a Redis client redialling)
+		// allocate too. Their noise only adds, so the least of a few decodes is the
+		// request's own.
+		kept := int64(math.MaxInt64)
+		for range 3 {
+			kept = min(kept, decodedSize(t, b))
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(m)
-		kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		if kept > cost {
 			t.Errorf("%s: the decoded request keeps %d bytes, more than the %d counted", name, kept, cost)
 		}
@@ -267,4 +264,20 @@ func discardWellKnownUnknown(m protoreflect.Message) {
 		}
 		return true
 	})
+}
+
+// decodedSize returns the live heap a PlanRequest decoded from b keeps.
+func decodedSize(t *testing.T, b []byte) int64 {
+	t.Helper()
+	var before, after runtime.MemStats
+	m := &compactorv1.PlanRequest{}
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := m.UnmarshalVTUnsafe(b); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(m)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
