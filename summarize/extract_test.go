@@ -215,16 +215,7 @@ func TestExtractiveSummaryKeepsWhatMatters(t *testing.T) {
 			if n := ApproxTokens(got); int64(n) > budget {
 				t.Errorf("summary is %d tokens, budget %d", n, budget)
 			}
-			for _, s := range tt.contains {
-				if !strings.Contains(got, s) {
-					t.Errorf("summary lacks %q:\n%s", s, got)
-				}
-			}
-			for _, s := range tt.absent {
-				if strings.Contains(got, s) {
-					t.Errorf("summary has %q:\n%s", s, got)
-				}
-			}
+			checkHasLacks(t, got, tt.contains, tt.absent)
 			if again := ExtractiveSummary(tt.in, tt.opt); again != got {
 				t.Error("summary is not deterministic")
 			}
@@ -509,19 +500,25 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ExtractiveSummary(tt.in, ExtractiveOptions{MaxTokens: 2048})
-			for _, s := range tt.contains {
-				if !strings.Contains(got, s) {
-					t.Errorf("summary lacks %q:\n%s", s, got)
-				}
-			}
-			for _, s := range tt.absent {
-				if strings.Contains(got, s) {
-					t.Errorf("summary has %q:\n%s", s, got)
-				}
-			}
+			checkHasLacks(t, got, tt.contains, tt.absent)
 			if bare, lines := fidelity.BareLines(got); bare > 0 {
 				t.Errorf("%d of %d lines state only a name:\n%s", bare, lines, got)
 			}
 		})
+	}
+}
+
+// checkHasLacks fails t for each string of has the summary lacks and each of lacks it holds.
+func checkHasLacks(t *testing.T, got string, has, lacks []string) {
+	t.Helper()
+	for _, s := range has {
+		if !strings.Contains(got, s) {
+			t.Errorf("summary lacks %q:\n%s", s, got)
+		}
+	}
+	for _, s := range lacks {
+		if strings.Contains(got, s) {
+			t.Errorf("summary has %q:\n%s", s, got)
+		}
 	}
 }
