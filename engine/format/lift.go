@@ -127,6 +127,9 @@ type lifter struct {
 	track   bool
 	sources [][]string
 	el      string
+	// alone is the latest message that must stay alone (a provider compaction): appendTo
+	// starts a new message after it.
+	alone *compactorv1.Message
 }
 
 // from says that the parts added from now on are read from the body element at p: it

@@ -2,14 +2,18 @@ package format
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/internal/cputime"
 )
 
 func TestDetect(t *testing.T) {
@@ -173,6 +177,47 @@ func TestLiftHostileInputIsBounded(t *testing.T) {
 		if alloc > 16*uint64(len(body)) {
 			t.Errorf("%s: %d MiB allocated for a %d MiB body", name, alloc>>20, len(body)>>20)
 		}
+	}
+}
+
+// TestLiftScalesLinearly lifts Responses bodies of n and 16n consecutive function_call items
+// (one assistant message of many parts, the shape appendTo builds) and holds the CPU time's
+// growth near 16× (at most 48×): a scan of the growing message per item made it 100×+ (issue 27's
+// hostile input: 40,000 items, 2.9 MB, took 4.9 s). The least of three runs of each size is
+// compared, so a busy machine inflates both sides alike.
+func TestLiftScalesLinearly(t *testing.T) {
+	body := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"input":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"type":"function_call","call_id":"c%d","name":"n","arguments":"{}"}`, i)
+		}
+		b.WriteString(`]}`)
+		return b.String()
+	}
+	least := func(body string) time.Duration {
+		best := time.Duration(math.MaxInt64)
+		for range 3 {
+			start := cputime.Process()
+			if _, err := Lift(&compactorv1.LiftRequest{Body: body}); err != nil {
+				t.Fatal(err)
+			}
+			best = min(best, cputime.Process()-start)
+		}
+		return best
+	}
+	small, large := body(1250), body(20000)
+	a, b := least(small), least(large)
+	if a == 0 {
+		t.Skip("no process CPU time on this platform")
+	}
+	ratio := float64(b) / float64(a)
+	t.Logf("1,250 items %v, 20,000 items %v: %.1f×", a, b, ratio)
+	if ratio > 48 {
+		t.Errorf("16× the items took %.1f× the CPU time (%v against %v): Lift is not linear", ratio, b, a)
 	}
 }
 

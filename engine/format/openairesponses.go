@@ -338,9 +338,10 @@ func (lt *lifter) responses(body string) error {
 }
 
 // appendTo adds parts to the last message when it has the role (and is not a provider
-// compaction, which stays alone), else starts a message.
+// compaction, which stays alone), else starts a message. It takes constant time, so that
+// lifting a long run of items of one role stays linear.
 func (lt *lifter) appendTo(role compactorv1.Role, parts ...*compactorv1.Part) {
-	if n := len(lt.msgs); n > 0 && lt.msgs[n-1].GetRole() == role && !engine.ProviderCompaction(lt.msgs[n-1]) {
+	if n := len(lt.msgs); n > 0 && lt.msgs[n-1].GetRole() == role && lt.msgs[n-1] != lt.alone {
 		lt.msgs[n-1].Parts = append(lt.msgs[n-1].Parts, parts...)
 		return
 	}
@@ -444,7 +445,7 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	case "compaction":
 		// A compaction /responses/compact made: opaque, a summary boundary of its own.
-		lt.add(compactorv1.Role_ROLE_ASSISTANT, []*compactorv1.Part{opaquePart(engine.ProviderOpenAI, typ, item)})
+		lt.alone = lt.add(compactorv1.Role_ROLE_ASSISTANT, []*compactorv1.Part{opaquePart(engine.ProviderOpenAI, typ, item)})
 	case "item_reference":
 		id, err := str(field(item, "id"), p.k("id"), true)
 		if err != nil {
