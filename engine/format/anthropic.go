@@ -165,8 +165,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 		at := where(i, j)
 		if pp := p.GetProvider(); pp != nil {
 			if pp.GetProvider() != engine.ProviderAnthropic {
-				l.drop(at, "provider."+pp.GetProvider()+"."+pp.GetType())
-				l.dropPart(p)
+				l.dropProviderPart(at, p)
 				continue
 			}
 			blocks = append(blocks, ablock{kind: abRaw, p: p, at: at})
@@ -176,18 +175,19 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 		switch c := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
 			if isBlank(c.Text.GetText()) {
-				l.warn("%s: empty text dropped (Anthropic rejects blank text blocks)", at)
+				l.dropPart(p, "%s: empty text dropped (Anthropic rejects blank text blocks)", at)
 				continue
 			}
 			b.kind, b.text = abText, c.Text.GetText()
 		case *compactorv1.Part_Image, *compactorv1.Part_File:
 			if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
-				l.warn("%s: Anthropic takes images and documents in user messages only; dropped", at)
+				l.dropPart(p, "%s: Anthropic takes images and documents in user messages only; dropped", at)
 				continue
 			}
 			b.kind = abImage
 			if f := p.GetFile(); f != nil {
 				if !l.anthropicFileOK(f, at) {
+					l.markSkipped(p)
 					continue
 				}
 				b.kind = abFile
@@ -199,8 +199,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 			case r.GetSignature() != "":
 				b.kind = abThinking
 			default:
-				l.warn("%s: reasoning without signature cannot be replayed to Anthropic; dropped", at)
-				l.dropPart(p)
+				l.dropPart(p, "%s: reasoning without signature cannot be replayed to Anthropic; dropped", at)
 				continue
 			}
 		case *compactorv1.Part_ToolCall:
@@ -211,7 +210,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 				b.kind = abServerResult
 			}
 		default:
-			l.warn("%s: %s has no Anthropic form; dropped", at, partKind(p))
+			l.dropPart(p, "%s: %s has no Anthropic form; dropped", at, partKind(p))
 			continue
 		}
 		blocks = append(blocks, b)

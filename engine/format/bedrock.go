@@ -129,48 +129,45 @@ func (l *lowerer) bedrock() {
 		for j, p := range m.GetParts() {
 			at := where(s.i, j)
 			if pp := p.GetProvider(); pp != nil {
-				l.drop(at, "provider."+pp.GetProvider()+"."+pp.GetType())
-				l.dropPart(p)
+				l.dropProviderPart(at, p)
 				continue
 			}
 			bp := bpart{p: p, at: at, cache: l.bedrockCache(p.GetProviderOptions())}
 			switch c := p.GetContent().(type) {
 			case *compactorv1.Part_Text:
 				if isBlank(c.Text.GetText()) {
-					l.warn("%s: empty text dropped (Bedrock rejects blank text blocks)", at)
+					l.dropPart(p, "%s: empty text dropped (Bedrock rejects blank text blocks)", at)
 					continue
 				}
 				bp.text = c.Text.GetText()
 			case *compactorv1.Part_Image:
 				if !l.bedrockImageOK(c.Image, at) {
+					l.markSkipped(p)
 					continue
 				}
 			case *compactorv1.Part_File:
 				if !l.bedrockFileOK(c.File, at) {
+					l.markSkipped(p)
 					continue
 				}
 			case *compactorv1.Part_Reasoning:
 				if c.Reasoning.GetSignature() == "" && c.Reasoning.GetRedactedData() == "" {
-					l.warn("%s: reasoning without signature cannot be replayed to Bedrock; dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: reasoning without signature cannot be replayed to Bedrock; dropped", at)
 					continue
 				}
 				if d := c.Reasoning.GetRedactedData(); d != "" && !canonicalBase64(d) {
 					// redactedContent is a blob: other text would not reach the model as it was.
-					l.warn("%s: redacted reasoning is not canonical base64, which Bedrock's redactedContent blob needs; dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: redacted reasoning is not canonical base64, which Bedrock's redactedContent blob needs; dropped", at)
 					continue
 				}
 			case *compactorv1.Part_ToolCall, *compactorv1.Part_ToolResult:
 				if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT && p.GetToolResult() != nil {
-					l.warn("%s: provider-executed tool result has no Bedrock form; dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: provider-executed tool result has no Bedrock form; dropped", at)
 					continue
 				}
 				if p.GetToolCall().GetProviderExecuted() {
 					// A toolUse would need a toolResult Bedrock cannot be given.
-					l.warn("%s: provider-executed tool call has no Bedrock form; dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: provider-executed tool call has no Bedrock form; dropped", at)
 					continue
 				}
 				if !tools {
@@ -181,7 +178,7 @@ func (l *lowerer) bedrock() {
 					}
 				}
 			default:
-				l.warn("%s: %s has no Bedrock form; dropped", at, partKind(p))
+				l.dropPart(p, "%s: %s has no Bedrock form; dropped", at, partKind(p))
 				continue
 			}
 			parts = append(parts, bp)

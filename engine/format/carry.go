@@ -186,9 +186,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// dropPart records that a whole part was not sent (and warned about on its own), so its
-// options are not reported again.
-func (l *lowerer) dropPart(p *compactorv1.Part) {
+// dropPart warns (format and args as for warn) that the whole part p is not sent, and
+// records it, so that its options are not reported again as "not carried".
+func (l *lowerer) dropPart(p *compactorv1.Part, format string, args ...any) {
+	l.warn(format, args...)
+	l.markSkipped(p)
+}
+
+// dropProviderPart drops the provider part p at at, which the target cannot take: another
+// provider's block or item, or one the target format has no place for.
+func (l *lowerer) dropProviderPart(at fmt.Stringer, p *compactorv1.Part) {
+	pp := p.GetProvider()
+	l.drop(at, "provider."+pp.GetProvider()+"."+pp.GetType())
+	l.markSkipped(p)
+}
+
+// markSkipped records that the whole part p was not sent (and warned about on its own).
+func (l *lowerer) markSkipped(p *compactorv1.Part) {
 	if l.skipped == nil {
 		l.skipped = map[*compactorv1.Part]bool{}
 	}

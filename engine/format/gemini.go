@@ -50,7 +50,7 @@ func (l *lowerer) gemini() {
 				if t, _ := textOf(p); t != "" {
 					sys = append(sys, t)
 				} else {
-					l.warn("%s: empty text dropped", where(s.i, j))
+					l.dropPart(p, "%s: empty text dropped", where(s.i, j))
 				}
 			}
 			continue
@@ -66,13 +66,12 @@ func (l *lowerer) gemini() {
 			switch c := p.GetContent().(type) {
 			case *compactorv1.Part_Text:
 				if c.Text.GetText() == "" && !signed { // a signed empty part carries its signature
-					l.warn("%s: empty text dropped", at)
+					l.dropPart(p, "%s: empty text dropped", at)
 					continue
 				}
 			case *compactorv1.Part_Reasoning:
 				if c.Reasoning.GetText() == "" && !signed {
-					l.warn("%s: reasoning without text or Gemini thought signature dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: reasoning without text or Gemini thought signature dropped", at)
 					continue
 				}
 				if c.Reasoning.GetSignature() != "" {
@@ -82,24 +81,21 @@ func (l *lowerer) gemini() {
 					l.drop(at, "reasoning.redacted_data")
 				}
 			case *compactorv1.Part_Provider:
-				l.drop(at, "provider."+c.Provider.GetProvider()+"."+c.Provider.GetType())
-				l.dropPart(p)
+				l.dropProviderPart(at, p)
 				continue
 			case *compactorv1.Part_ToolCall:
 				if c.ToolCall.GetProviderExecuted() {
-					l.warn("%s: provider-executed tool call has no Gemini form; dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: provider-executed tool call has no Gemini form; dropped", at)
 					continue
 				}
 			case *compactorv1.Part_ToolResult:
 				if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
-					l.warn("%s: provider-executed tool result has no Gemini form; dropped", at)
-					l.dropPart(p)
+					l.dropPart(p, "%s: provider-executed tool result has no Gemini form; dropped", at)
 					continue
 				}
 			case *compactorv1.Part_Image, *compactorv1.Part_File:
 			default:
-				l.warn("%s: %s has no Gemini form; dropped", at, partKind(p))
+				l.dropPart(p, "%s: %s has no Gemini form; dropped", at, partKind(p))
 				continue
 			}
 			all = append(all, gpart{p: p, at: at, msg: m})

@@ -87,7 +87,7 @@ func (l *lowerer) chat() {
 				at := where(s.i, j)
 				r := p.GetToolResult()
 				if r == nil {
-					l.warn("%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
+					l.dropPart(p, "%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
 					continue
 				}
 				w.obj()
@@ -142,12 +142,12 @@ func (l *lowerer) keptParts(i int, m *compactorv1.Message) []*compactorv1.Part {
 	parts := m.GetParts()
 	for j, p := range parts {
 		if t, ok := textOf(p); ok && t == "" {
-			l.warn("%s: empty text dropped", where(i, j))
+			l.dropPart(p, "%s: empty text dropped", where(i, j))
 			kept := make([]*compactorv1.Part, 0, len(parts))
 			for k, q := range parts {
 				if t, ok := textOf(q); ok && t == "" {
 					if k > j {
-						l.warn("%s: empty text dropped", where(i, k))
+						l.dropPart(q, "%s: empty text dropped", where(i, k))
 					}
 					continue
 				}
@@ -205,7 +205,7 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 		mt := strings.ToLower(f.GetMediaType())
 		switch {
 		case f.GetUrl() != "" && !strings.HasPrefix(f.GetUrl(), "data:"):
-			l.warn("%s: OpenAI Chat takes files inline only, not by URL; dropped", at)
+			l.dropPart(p, "%s: OpenAI Chat takes files inline only, not by URL; dropped", at)
 		case (mt == "audio/wav" || mt == "audio/x-wav" || mt == "audio/mpeg" || mt == "audio/mp3") && f.GetUrl() == "":
 			w.obj()
 			w.kstr("type", "input_audio")
@@ -238,7 +238,7 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 			w.endObj()
 		}
 	default:
-		l.warn("%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
+		l.dropPart(p, "%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
 	}
 }
 
@@ -261,15 +261,14 @@ func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 				refusal = append(refusal, p)
 			case c.Text.GetText() == "":
 				if !audio { // an audio reply has no text
-					l.warn("%s: empty text dropped", at)
+					l.dropPart(p, "%s: empty text dropped", at)
 				}
 			default:
 				text = append(text, p)
 			}
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
-				l.warn("%s: provider-executed tool call has no OpenAI Chat form; dropped", at)
-				l.dropPart(p)
+				l.dropPart(p, "%s: provider-executed tool call has no OpenAI Chat form; dropped", at)
 				continue
 			}
 			calls++
@@ -278,14 +277,11 @@ func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 				reasoning = append(reasoning, p)
 				continue
 			}
-			l.warn("%s: reasoning cannot be sent to OpenAI Chat; dropped", at)
-			l.dropPart(p)
+			l.dropPart(p, "%s: reasoning cannot be sent to OpenAI Chat; dropped", at)
 		case *compactorv1.Part_Provider:
-			l.drop(at, "provider."+c.Provider.GetProvider()+"."+c.Provider.GetType())
-			l.dropPart(p)
+			l.dropProviderPart(at, p)
 		default:
-			l.warn("%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
-			l.dropPart(p)
+			l.dropPart(p, "%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
 		}
 	}
 	if len(text) == 0 && len(refusal) == 0 && calls == 0 && !audio {

@@ -57,7 +57,7 @@ func (l *lowerer) responses() {
 				at := where(s.i, j)
 				r := p.GetToolResult()
 				if r == nil {
-					l.warn("%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
+					l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 					continue
 				}
 				o := p.GetProviderOptions()
@@ -132,7 +132,7 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 		}
 		w.endObj()
 	default:
-		l.warn("%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
+		l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 	}
 }
 
@@ -166,7 +166,7 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse b
 				continue
 			}
 			if c.Text.GetText() == "" {
-				l.warn("%s: empty text dropped", at)
+				l.dropPart(p, "%s: empty text dropped", at)
 				continue
 			}
 			w.obj()
@@ -177,8 +177,7 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse b
 			w.endObj()
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
-				l.warn("%s: provider-executed tool call has no OpenAI Responses form; dropped", at)
-				l.dropPart(p)
+				l.dropPart(p, "%s: provider-executed tool call has no OpenAI Responses form; dropped", at)
 				continue
 			}
 			w.obj()
@@ -197,14 +196,12 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse b
 			}
 		case *compactorv1.Part_Provider:
 			if providerPartOf(p, engine.ProviderOpenAI) == nil {
-				l.drop(at, "provider."+c.Provider.GetProvider()+"."+c.Provider.GetType())
-				l.dropPart(p)
+				l.dropProviderPart(at, p)
 				continue
 			}
 			w.raw(c.Provider.GetJson())
 		default:
-			l.warn("%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
-			l.dropPart(p)
+			l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 		}
 	}
 	return inlined
@@ -289,8 +286,7 @@ func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse boo
 			l.opt(o, "openai", optEncrypted)
 		}
 	default:
-		l.warn("%s: reasoning without an OpenAI item id (or encrypted content with store=false) cannot be sent; dropped", at)
-		l.dropPart(p)
+		l.dropPart(p, "%s: reasoning without an OpenAI item id (or encrypted content with store=false) cannot be sent; dropped", at)
 	}
 	return false
 }

@@ -366,3 +366,48 @@ func TestDropWarningsAggregate(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedPartIsWarnedOnce: a part a format cannot take is named once, as dropped; its
+// provider options are not reported again as "not carried" (they went with the part), in
+// every format and under strict alike.
+func TestDroppedPartIsWarnedOnce(t *testing.T) {
+	zip := func() *compactorv1.Part {
+		p := &compactorv1.Part{Content: &compactorv1.Part_File{File: &compactorv1.FilePart{MediaType: "application/zip", Source: &compactorv1.FilePart_Data{Data: []byte("PK")}}}}
+		for _, prov := range []string{"anthropic", "bedrock"} {
+			p = withOpt(p, prov, "context", structpb.NewStringValue("c"))
+		}
+		return p
+	}
+	empty := func() *compactorv1.Part { return withOpt(tx(""), "openai", "annotations", structpb.NewStringValue("a")) }
+	cases := []struct {
+		name string
+		to   compactorv1.Provider
+		msgs []*compactorv1.Message
+	}{
+		{"a zip file to anthropic", pA, []*compactorv1.Message{userMsg(tx("q"), zip())}},
+		{"a zip file to bedrock", pB, []*compactorv1.Message{userMsg(tx("q"), zip())}},
+		{"an empty text to gemini", pG, []*compactorv1.Message{userMsg(tx("q")), asstMsg(tx("a"), empty())}},
+		{"an empty text to openai-chat", pC, []*compactorv1.Message{userMsg(tx("q")), asstMsg(tx("a"), empty())}},
+		{"an empty text to openai-responses", pR, []*compactorv1.Message{userMsg(tx("q")), asstMsg(tx("a"), empty())}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := Lower(&compactorv1.LowerRequest{Messages: tc.msgs, Provider: tc.to, BaseBody: `{"model":"m","max_tokens":1}`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dropped int
+			for _, w := range resp.GetWarnings() {
+				if strings.Contains(w, "provider_options") {
+					t.Errorf("the options of a dropped part reported again: %q", w)
+				}
+				if strings.Contains(w, "dropped") {
+					dropped++
+				}
+			}
+			if dropped != 1 {
+				t.Errorf("%d warnings name the drop, want 1: %q", dropped, resp.GetWarnings())
+			}
+		})
+	}
+}
