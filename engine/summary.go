@@ -214,8 +214,10 @@ func (fm *frameMemo) tokens(id tokenizer.ID, tc tokenizer.Text, covered int) int
 	return n
 }
 
-// SummaryFrameTokensOf is SummaryFrameTokens under the named tokenizer ("" for the default).
-func SummaryFrameTokensOf(covered int, name string) (int64, error) {
+// SummaryFrameTokens is SummaryFrameTokens under the named tokenizer ("" for the default),
+// memoized by the counter: the framing varies only with the tokenizer and the digits of
+// covered. The error is a *ValidationError for an unknown tokenizer name.
+func (c *Counter) SummaryFrameTokens(covered int, name string) (int64, error) {
 	id, ok := tokenizer.Parse(name)
 	if !ok {
 		return 0, Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", name))
@@ -224,7 +226,7 @@ func SummaryFrameTokensOf(covered int, name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return SummaryFrameTokens(tc, covered), nil
+	return c.frames.tokens(id, tc, covered), nil
 }
 
 // SummaryMessage returns the COMPACT_SUMMARY message (role user) carrying SummaryMessageText.

@@ -99,6 +99,9 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 
 	c := compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	c.kept = c.keptPositions()
+	if c.room, err = c.textRoom(); err != nil {
+		return nil, toStatus(err)
+	}
 	entry, outcome, err := c.summary(ctx)
 	fallbackFrom := ""
 	if fb, ok := s.summarizers.Fallback(req.GetSummarizer()); ok && transient(ctx, err) {
@@ -138,7 +141,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if req.GetEmitCompactPrompt() {
 		out = append(out, compactPromptMessage(req.GetInstructions()))
 	}
-	out = append(out, c.summaryMessage(entry.Text, folded))
+	out = append(out, engine.SummaryMessage(entry.Text, folded))
 	out = append(out, kept...)
 	out = append(out, pruned[c.cut:]...)
 
@@ -164,6 +167,8 @@ type compaction struct {
 	// kept are the positions of the requests before the cut the plan keeps verbatim after
 	// the summary (DISPOSITION_KEEP_REQUEST), oldest first.
 	kept []int32
+	// room is the summary text the plan's summary room holds (see textRoom).
+	room int64
 }
 
 // base is what a new summary builds on: the summary of msgs[0:from] (anchor; "" when from
@@ -355,7 +360,7 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 	tok := c.req.GetPolicy().GetTokenizer()
 	count := func(s string) int { return int(c.s.textTokens(s, tok)) }
 	// The summary room the plan reserved (less the summary message's framing) bounds it too.
-	room := c.textBudget()
+	room := c.room
 	anchor, anchorTokens := c.s.boundAnchor(b.anchor, tok, room)
 	var (
 		in, kept []*compactorv1.Message
@@ -427,8 +432,11 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 	}, nil
 }
 
-// summaryRoom is the policy's room for a summary: summary_max_tokens, else its default.
-func summaryRoom(p *compactorv1.Policy) int64 {
+// instructionsLimit is the most tokens a Compact's instructions may take: the policy's
+// summary_max_tokens, else DefaultSummaryMaxTokens. It is a fixed cap, not the room a plan
+// resolves for the summary (which follows the window when summary_max_tokens is unset), so
+// that whether instructions are accepted does not depend on the conversation.
+func instructionsLimit(p *compactorv1.Policy) int64 {
 	if m := p.GetSummaryMaxTokens(); m > 0 {
 		return m
 	}
@@ -436,16 +444,15 @@ func summaryRoom(p *compactorv1.Policy) int64 {
 }
 
 // checkInstructions bounds a Compact's instructions by its policy: they go into the
-// summarizer's prompt whole (and into the COMPACT_PROMPT message), so they may take at most
-// the room the policy gives the summary itself.
+// summarizer's prompt whole (and into the COMPACT_PROMPT message); see instructionsLimit.
 func (s *Server) checkInstructions(req *compactorv1.CompactRequest) error {
-	ins, room := req.GetInstructions(), summaryRoom(req.GetPolicy())
+	ins, room := req.GetInstructions(), instructionsLimit(req.GetPolicy())
 	if int64(len(ins)) <= room { // a token is at least a byte
 		return nil
 	}
 	if n := s.textTokens(ins, req.GetPolicy().GetTokenizer()); n > room {
 		return &engine.ValidationError{Limit: true, Violations: []engine.FieldViolation{{Field: "instructions",
-			Description: fmt.Sprintf("%d tokens exceed the limit of %d, the policy's summary room (policy.summary_max_tokens)", n, room)}}}
+			Description: fmt.Sprintf("%d tokens exceed the limit of %d (policy.summary_max_tokens, %d when unset)", n, room, engine.DefaultSummaryMaxTokens)}}}
 	}
 	return nil
 }
@@ -498,7 +505,7 @@ func (c *compaction) servesKey() string {
 	for _, k := range c.kept {
 		fmt.Fprintf(&b, "%d,", k)
 	}
-	fmt.Fprintf(&b, "/%d", c.textBudget())
+	fmt.Fprintf(&b, "/%d", c.room)
 	return b.String()
 }
 
@@ -521,33 +528,21 @@ func (c *compaction) split() (rng, kept []*compactorv1.Message) {
 	return rng, kept
 }
 
-// textBudget is the summary text the plan's summary room holds: the room less the summary
-// message's framing.
-func (c *compaction) textBudget() int64 {
-	frame, err := engine.SummaryFrameTokensOf(c.cut, c.req.GetPolicy().GetTokenizer())
-	if err != nil { // the tokenizer was validated by Decide
-		return 0
+// textRoom is the summary text the plan's summary room holds: the room less the framing of
+// a summary message covering up to cut messages. A summary message of a text within it
+// stays within the room the plan counted (engine.SummaryFrameTokens keeps a margin for the
+// tokens joining adds), so tokens_after bounds what Compact returns.
+func (c *compaction) textRoom() (int64, error) {
+	frame, err := c.s.counter.SummaryFrameTokens(c.cut, c.req.GetPolicy().GetTokenizer())
+	if err != nil {
+		return 0, err
 	}
-	return c.plan.GetSummaryTokens() - frame
+	return c.plan.GetSummaryTokens() - frame, nil
 }
 
 // fits reports whether a summary text fits the plan's summary room.
 func (c *compaction) fits(text string) bool {
-	return c.s.textTokens(text, c.req.GetPolicy().GetTokenizer()) <= c.textBudget()
-}
-
-// summaryMessage is the COMPACT_SUMMARY message of text covering covered messages, cut until it fits the summary room
-// the plan counted (token counts are not quite additive; this keeps tokens_after a bound).
-func (c *compaction) summaryMessage(text string, covered int) *compactorv1.Message {
-	tok, room := c.req.GetPolicy().GetTokenizer(), c.plan.GetSummaryTokens()
-	m := engine.SummaryMessage(text, covered)
-	for n := len(text); ; n = n * 9 / 10 {
-		got, err := c.s.counter.Message(m, tok)
-		if err != nil || got <= room || n < 16 {
-			return m
-		}
-		m = engine.SummaryMessage(engine.Truncate(text, n), covered)
-	}
+	return c.s.textTokens(text, c.req.GetPolicy().GetTokenizer()) <= c.room
 }
 
 // textTokens counts the tokens of s under the request's tokenizer (the memoized counter's

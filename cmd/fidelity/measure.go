@@ -10,6 +10,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/tokenizer"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/llmtest"
@@ -149,11 +150,12 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string, 
 	// The budget the service gives the summary: half the tokens it replaces (the default
 	// max summary ratio), and the summary room the plan reserved less the summary message's
 	// framing.
-	frame, err := engine.SummaryFrameTokensOf(int(p.GetCutIndex()), "")
+	tc, err := tokenizer.New(tokenizer.O200k)
 	if err != nil {
 		r.err = err
 		return r
 	}
+	frame := engine.SummaryFrameTokens(tc, int(p.GetCutIndex()))
 	r.budget = min(r.replacedTokens/2, p.GetSummaryTokens()-frame)
 	r.withinBudget = r.summaryTokens <= r.budget
 	// What the summary must hold: the requests the plan did not keep beside it, and the
