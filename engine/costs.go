@@ -54,9 +54,10 @@ func measureCosts(c *Counter, msgs []*compactorv1.Message, in *measurement, pol 
 		return costs{}, err
 	}
 	// Pruning, over the whole active region, needs the part counts of messages whose
-	// total came from the caller.
-	if len(in.lay.results) > 0 && !pol.pruneOff {
-		if *in, err = measure(c, msgs, pol.tokenizer, sc, *in, needToolParts); err != nil {
+	// total came from the caller: tool results, and the observations of agents that send
+	// tool output as user messages.
+	if !pol.pruneOff {
+		if *in, err = measure(c, msgs, pol.tokenizer, sc, *in, needPrunable); err != nil {
 			return costs{}, err
 		}
 	}

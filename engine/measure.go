@@ -33,11 +33,12 @@ type countNeed uint8
 const (
 	// needUncounted selects the messages without a caller token_count.
 	needUncounted countNeed = iota
-	// needToolParts selects the messages with a caller token_count that hold tool calls or
-	// results: pruning needs the counts of their parts.
-	needToolParts
+	// needPrunable selects the messages with a caller token_count that pruning may shorten:
+	// those holding tool calls or results, and user messages (an agent's observations).
+	// Pruning needs the tokenizer's counts of their parts, to estimate and scale savings.
+	needPrunable
 	// needToRecall is what a plan that may be recalled from the plan memo needs first:
-	// needUncounted, or needToolParts when the caller counted every message. Finding the
+	// needUncounted, or needPrunable when the caller counted every message. Finding the
 	// plan takes the conversation's hash, which counting computes, so the parts pruning
 	// would need are counted then rather than later: a plan the totals alone settle pays the
 	// hash (a few µs on 200 messages), and every other plan of a conversation seen before is
@@ -49,7 +50,7 @@ func (nd countNeed) of(m *compactorv1.Message) bool {
 	if nd == needUncounted {
 		return m.GetTokenCount() <= 0
 	}
-	return m.GetTokenCount() > 0 && hasToolParts(m)
+	return m.GetTokenCount() > 0 && (hasToolParts(m) || m.GetRole() == compactorv1.Role_ROLE_USER)
 }
 
 // anyNeeds reports whether need selects some message of msgs.
@@ -74,7 +75,7 @@ func measure(c *Counter, msgs []*compactorv1.Message, id tokenizer.ID, sc *scrat
 	if need == needToRecall {
 		need = needUncounted
 		if !anyNeeds(msgs, needUncounted) {
-			need = needToolParts
+			need = needPrunable
 		}
 	}
 	if in.keys == nil {
