@@ -276,21 +276,11 @@ func commandBlocks(text string, observed bool) []string {
 		return cmds
 	}
 	last := ""
-	for rest := text; ; {
-		i := strings.Index(rest, "```\n")
-		if i < 0 {
-			break
-		}
-		body := rest[i+4:]
-		j := strings.Index(body, "```")
-		if j < 0 {
-			break
-		}
-		if c := strings.TrimSpace(body[:j]); c != "" {
+	eachFence(text, func(lang, body string) {
+		if c := strings.TrimSpace(body); lang == "" && c != "" {
 			last = c
 		}
-		rest = body[j+3:]
-	}
+	})
 	if last == "" {
 		return nil
 	}
