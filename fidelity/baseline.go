@@ -46,8 +46,8 @@ func Truncation(msgs []*compactorv1.Message, budget int64, count func(*compactor
 // ObservationMasking (Lindenbauer et al., "The Complexity Trap", arXiv 2508.21433) replaces
 // the oldest tool outputs by MaskedOutput, one at a time, until the conversation fits
 // budget, and keeps everything else: the agent's reasoning and actions stay. Tool outputs
-// are tool results and the observations text-protocol agents send as user messages
-// (engine.IsObservation). When even every output masked does not fit, the oldest messages
+// are tool results and the observations text-protocol agents send as user messages, as
+// compaction itself tells them (engine.ClassifyUsers). When even every output masked does not fit, the oldest messages
 // after the head and the task are dropped until it does.
 func ObservationMasking(msgs []*compactorv1.Message, budget int64, count func(*compactorv1.Message) int64) []*compactorv1.Message {
 	out := make([]*compactorv1.Message, len(msgs))
@@ -58,11 +58,12 @@ func ObservationMasking(msgs []*compactorv1.Message, budget int64, count func(*c
 		sizes[i] = count(m)
 		used += sizes[i]
 	}
+	kinds := engine.ClassifyUsers(msgs, false)
 	for i, m := range msgs {
 		if used <= budget {
 			break
 		}
-		masked, ok := maskOutputs(m)
+		masked, ok := maskOutputs(m, kinds[i] == engine.UserObservation)
 		if !ok {
 			continue
 		}
@@ -92,10 +93,10 @@ func ObservationMasking(msgs []*compactorv1.Message, budget int64, count func(*c
 	return kept(out, keep)
 }
 
-// maskOutputs returns m with its tool outputs replaced by MaskedOutput, or false when m has
-// none.
-func maskOutputs(m *compactorv1.Message) (*compactorv1.Message, bool) {
-	if m.GetRole() == compactorv1.Role_ROLE_USER && engine.IsObservation(textOf(m)) {
+// maskOutputs returns m with its tool outputs replaced by MaskedOutput (all of it when it is
+// an observation), or false when m has none.
+func maskOutputs(m *compactorv1.Message, observation bool) (*compactorv1.Message, bool) {
+	if observation {
 		c := proto.Clone(m).(*compactorv1.Message)
 		c.Parts = []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: MaskedOutput}}}}
 		return c, true
@@ -111,11 +112,6 @@ func maskOutputs(m *compactorv1.Message) (*compactorv1.Message, bool) {
 		c.Parts[j].GetToolResult().Output = &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: MaskedOutput}}
 	}
 	return c, c != nil
-}
-
-func textOf(m *compactorv1.Message) string {
-	t, _ := engine.UserText(m)
-	return t
 }
 
 func kept(msgs []*compactorv1.Message, keep []bool) []*compactorv1.Message {
