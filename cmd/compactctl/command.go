@@ -32,6 +32,7 @@ type command struct {
 	// model is the model the lowered body is for (LowerRequest.model).
 	model    string
 	baseBody string // a file holding the --to provider's base body (LowerRequest.base_body)
+	base     string // its contents, read by check before any call
 	strict   bool   // LowerRequest.strict
 	explain  bool   // plan: the table (plan's default output)
 	full     bool   // plan and compact: the whole response as JSON
@@ -104,6 +105,15 @@ func (c *command) check() error {
 		return errors.New("--json prints the response; --to a body: choose one")
 	case (c.baseBody != "" || c.strict) && c.to == "":
 		return errors.New("--base-body and --strict apply to a body written --to a provider")
+	}
+	if c.baseBody != "" {
+		// Read before any call: a Compact may already have spent a summary when the
+		// body is written.
+		b, err := os.ReadFile(c.baseBody)
+		if err != nil {
+			return fmt.Errorf("--base-body: %w", err)
+		}
+		c.base = string(b)
 	}
 	return c.conn.check()
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -177,11 +176,7 @@ func (c *command) lowerDoc(ctx context.Context, doc *conversation) error {
 		base = ""
 	}
 	if c.baseBody != "" {
-		b, err := os.ReadFile(c.baseBody)
-		if err != nil {
-			return fmt.Errorf("--base-body: %w", err)
-		}
-		base = string(b)
+		base = c.base
 	} else if base != "" && doc.Provider != to {
 		c.warn("lower", []string{fmt.Sprintf("the input's other fields (model, tools, ...) are in the %s shape: not carried into %s (give --base-body)", providerName(doc.Provider), c.to)})
 		base = ""

@@ -228,6 +228,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--from", "ir", "lift"},
 		{"--token-file", "/nonexistent/token", "lift", "x.json"},
 		{"--policy", "/nonexistent/policy.json", "--local", "plan", fixture(t, swe)},
+		{"--base-body", "/nonexistent/base.json", "--to", "anthropic", "--local", "--context-window", "100000", "compact", fixture(t, swe)},
 		{},
 	} {
 		r := ctl(t, nil, "", args...)
