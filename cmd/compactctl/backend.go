@@ -59,12 +59,9 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate, for mTLS (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
 	fs.StringVar(&f.tlsServerName, "tls-server-name", "", "name to verify in the server's certificate (default: the address's host)")
-	f.maxMessageBytes = defaultMaxMessageBytes
+	f.maxMessageBytes = service.DefaultMaxMessageBytes
 	fs.Var(&f.maxMessageBytes, "max-message-bytes", "largest input read, as the server's request limit (compactord --max-message-bytes, same default); raise both together")
 }
-
-// defaultMaxMessageBytes is compactord's default --max-message-bytes.
-const defaultMaxMessageBytes = 16 << 20
 
 func (f *connFlags) check() error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {

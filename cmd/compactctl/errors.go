@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/compactord/compactord/internal/bytesize"
+	"github.com/compactord/compactord/service"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -77,7 +78,7 @@ func (c *command) report(err error) int {
 	}
 	fmt.Fprintf(w, "compactctl: %s: %s\n", codeName(st.Code()), msg)
 	if st.Code() == codes.ResourceExhausted && strings.HasPrefix(msg, "grpc: received message larger than max") {
-		fmt.Fprintf(w, "  the server's request limit (compactord --max-message-bytes; default %s)\n", bytesize.Size(defaultMaxMessageBytes))
+		fmt.Fprintf(w, "  the server's request limit (compactord --max-message-bytes; default %s)\n", bytesize.Size(service.DefaultMaxMessageBytes))
 	}
 	for _, d := range st.Details() {
 		switch d := d.(type) {

@@ -90,7 +90,7 @@ func envName(flagName string) string {
 // parseConfig reads the configuration from args and the environment. It returns flag.ErrHelp
 // after printing the usage when asked for help.
 func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
-	c := config{MaxMessageBytes: 16 << 20, CacheMaxBytes: 64 << 20, TokenMemoBytes: 64 << 20}
+	c := config{MaxMessageBytes: service.DefaultMaxMessageBytes, CacheMaxBytes: 64 << 20, TokenMemoBytes: 64 << 20}
 	fs := flag.NewFlagSet("compactord", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&c.Listen, "listen", loopbackListen, "gRPC listen address; the default is loopback-only while --auth=none, "+allListen+" with authentication (serving every interface without it takes an explicit address, and warns)")
