@@ -49,7 +49,6 @@ const (
 // wireSchema is what the checker needs of a message type: its fields by number, how many
 // depth levels one of its messages counts, and the bytes decoding one allocates.
 type wireSchema struct {
-	name   string
 	dense  []wireField // by field number, for the common small numbers
 	sparse map[protowire.Number]*wireField
 	weight int   // depth levels; 0 for map entries and google.protobuf.Value
@@ -94,7 +93,7 @@ func buildSchema(md protoreflect.MessageDescriptor, built map[protoreflect.FullN
 	if s, ok := built[md.FullName()]; ok {
 		return s
 	}
-	s := &wireSchema{name: string(md.FullName()), weight: 1, size: structSize(md)}
+	s := &wireSchema{weight: 1, size: structSize(md)}
 	if md.IsMapEntry() || md.FullName() == "google.protobuf.Value" {
 		s.weight = 0
 	}
