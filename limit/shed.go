@@ -77,13 +77,13 @@ func (s *Shedder) AdmitCall(ctx context.Context) (release func(), err error) {
 	select {
 	case s.cpu <- struct{}{}:
 	default:
-		s.metrics.Shed("cpu")
+		s.metrics.Shed(metrics.KindCPU)
 		return nil, overloaded(BoundCPU, cpuRetry)
 	}
-	s.metrics.AddInflight("cpu", 1)
+	s.metrics.AddInflight(metrics.KindCPU, 1)
 	return sync.OnceFunc(func() {
 		<-s.cpu
-		s.metrics.AddInflight("cpu", -1)
+		s.metrics.AddInflight(metrics.KindCPU, -1)
 	}), nil
 }
 
@@ -95,13 +95,13 @@ func (s *Shedder) AdmitBytes(n int64) (release func(), err error) {
 		return func() {}, nil
 	}
 	if n > s.memory {
-		s.metrics.Shed("memory")
+		s.metrics.Shed(metrics.KindMemory)
 		return nil, memoryRefusal(n, s.memory, 0)
 	}
 	for {
 		used := s.inUse.Load()
 		if used+n > s.memory {
-			s.metrics.Shed("memory")
+			s.metrics.Shed(metrics.KindMemory)
 			return nil, memoryRefusal(n, s.memory, memoryRetry)
 		}
 		if s.inUse.CompareAndSwap(used, used+n) {
@@ -123,17 +123,17 @@ func (s *Shedder) AdmitLLM(ctx context.Context) (done func(), err error) {
 		select {
 		case s.llm <- struct{}{}:
 		default:
-			s.metrics.Shed("llm")
+			s.metrics.Shed(metrics.KindLLM)
 			return nil, overloaded(BoundLLM, llmRetry)
 		}
 	}
 	hold.Yield(ctx)
-	s.metrics.AddInflight("llm", 1)
+	s.metrics.AddInflight(metrics.KindLLM, 1)
 	return sync.OnceFunc(func() {
 		if s.llm != nil {
 			<-s.llm
 		}
-		s.metrics.AddInflight("llm", -1)
+		s.metrics.AddInflight(metrics.KindLLM, -1)
 	}), nil
 }
 

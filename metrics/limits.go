@@ -109,7 +109,15 @@ func (m *Recorder) LimitFallback(limit string) {
 	m.limits.fallback.WithLabelValues(limit).Inc()
 }
 
-// Shed counts a call refused at the in-flight bound of kind.
+// The kinds of bound Shed counts refusals at: --max-inflight (cpu), --max-inflight-llm
+// (llm) and --memory-budget (memory). AddInflight takes the first two.
+const (
+	KindCPU    = "cpu"
+	KindLLM    = "llm"
+	KindMemory = "memory"
+)
+
+// Shed counts a call refused at the bound of kind (KindCPU, KindLLM or KindMemory).
 func (m *Recorder) Shed(kind string) {
 	if m == nil {
 		return
@@ -117,7 +125,7 @@ func (m *Recorder) Shed(kind string) {
 	m.limits.shed.WithLabelValues(kind).Inc()
 }
 
-// AddInflight moves the in-flight gauge of kind by delta.
+// AddInflight moves the in-flight gauge of kind (KindCPU or KindLLM) by delta.
 func (m *Recorder) AddInflight(kind string, delta int) {
 	if m == nil {
 		return

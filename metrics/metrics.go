@@ -146,8 +146,10 @@ func New(reg prometheus.Registerer) *Recorder {
 	}, []string{"stage"})
 	m.stores = newStores()
 	m.limits = newLimits()
-	for _, k := range []string{"cpu", "llm"} {
+	for _, k := range []string{KindCPU, KindLLM, KindMemory} {
 		m.limits.shed.WithLabelValues(k)
+	}
+	for _, k := range []string{KindCPU, KindLLM} {
 		m.limits.inflight.WithLabelValues(k)
 	}
 	m.tokensBefore = tokens.WithLabelValues("before")

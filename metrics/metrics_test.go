@@ -61,6 +61,20 @@ compactord_cache_lookups_total{result="unavailable"} 0
 	}
 }
 
+func TestShedSeriesExistBeforeFirstRefusal(t *testing.T) {
+	_, reg := newTest(t)
+	want := `
+# HELP compactord_shed_total Calls refused at once because the server was at a bound, by kind: cpu and llm (UNAVAILABLE with RetryInfo, at --max-inflight and --max-inflight-llm), memory (RESOURCE_EXHAUSTED, at --memory-budget).
+# TYPE compactord_shed_total counter
+compactord_shed_total{kind="cpu"} 0
+compactord_shed_total{kind="llm"} 0
+compactord_shed_total{kind="memory"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "compactord_shed_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestObserveCheckCountsEveryItem(t *testing.T) {
 	m, _ := newTest(t)
 	m.ObserveCheck(summary.Check{RequestsTotal: 5, RequestsRetained: 2, RequestsAppended: 2, PathsTotal: 3, PathsRetained: 3, Trimmed: true})
