@@ -66,6 +66,12 @@ func Invalid(field, description string) *ValidationError {
 	return &ValidationError{Violations: []FieldViolation{{Field: field, Description: description}}}
 }
 
+// TooLarge returns a ValidationError with a single violation of a size limit (it wraps
+// ErrTooLarge: RESOURCE_EXHAUSTED).
+func TooLarge(field, description string) *ValidationError {
+	return &ValidationError{Limit: true, Violations: []FieldViolation{{Field: field, Description: description}}}
+}
+
 // IrreducibleError says by how much the smallest possible compaction of a conversation
 // exceeds its usable window. It wraps ErrIrreducible (FAILED_PRECONDITION).
 type IrreducibleError struct {

@@ -60,10 +60,7 @@ func (l Limits) Validate(msgs []*compactorv1.Message) error {
 
 func (l Limits) checkSize(msgs []*compactorv1.Message) error {
 	if l.MaxMessages > 0 && len(msgs) > l.MaxMessages {
-		return &ValidationError{Limit: true, Violations: []FieldViolation{{
-			Field:       "messages",
-			Description: fmt.Sprintf("%d messages exceed the limit of %d", len(msgs), l.MaxMessages),
-		}}}
+		return TooLarge("messages", fmt.Sprintf("%d messages exceed the limit of %d", len(msgs), l.MaxMessages))
 	}
 	var out []FieldViolation
 	for i, m := range msgs {

@@ -451,8 +451,7 @@ func (s *Server) checkInstructions(req *compactorv1.CompactRequest) error {
 		return nil
 	}
 	if n := s.textTokens(ins, req.GetPolicy().GetTokenizer()); n > room {
-		return &engine.ValidationError{Limit: true, Violations: []engine.FieldViolation{{Field: "instructions",
-			Description: fmt.Sprintf("%d tokens exceed the limit of %d (policy.summary_max_tokens, %d when unset)", n, room, engine.DefaultSummaryMaxTokens)}}}
+		return engine.TooLarge("instructions", fmt.Sprintf("%d tokens exceed the limit of %d (policy.summary_max_tokens, %d when unset)", n, room, engine.DefaultSummaryMaxTokens))
 	}
 	return nil
 }

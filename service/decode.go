@@ -170,17 +170,13 @@ func checkRequest(b []byte, m vtMessage) (int64, error) {
 	case problemUTF8:
 		return 0, engine.Invalid(s.pathAt(b, p.off), "string field contains invalid UTF-8")
 	case problemDepth:
-		return 0, decodeLimitError(s.pathAt(b, p.off), fmt.Sprintf("nested deeper than the limit of %d levels", MaxDecodeDepth))
+		return 0, engine.TooLarge(s.pathAt(b, p.off), fmt.Sprintf("nested deeper than the limit of %d levels", MaxDecodeDepth))
 	case problemCost:
-		return 0, decodeLimitError(s.pathAt(b, p.off), fmt.Sprintf(
+		return 0, engine.TooLarge(s.pathAt(b, p.off), fmt.Sprintf(
 			"too many elements: decoding the %d-byte request would take more than %d bytes (the limit is %d times its size)",
 			len(b), limit, DecodeCostMultiple))
 	}
 	return 0, engine.Invalid(s.pathAt(b, p.off), "malformed protobuf: "+p.what)
-}
-
-func decodeLimitError(field, desc string) error {
-	return &engine.ValidationError{Limit: true, Violations: []engine.FieldViolation{{Field: field, Description: desc}}}
 }
 
 // unmarshal decodes b, which checkRequest accepted, into m, which then points into b: b must
