@@ -25,7 +25,8 @@ type inputError struct{ err error }
 func (e inputError) Error() string { return e.err.Error() }
 func (e inputError) Unwrap() error { return e.err }
 
-// exitCodes maps the gRPC codes a script may branch on to exit statuses; see the package doc.
+// exitCodes maps the gRPC codes a script may branch on to exit statuses; -h lists them
+// (exitCodesHelp).
 var exitCodes = map[codes.Code]int{
 	codes.InvalidArgument:    exitInvalid,
 	codes.FailedPrecondition: exitUnfit,
