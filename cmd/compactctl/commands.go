@@ -25,10 +25,6 @@ type conversation = compactorv1.LiftResponse
 func (c *command) load(ctx context.Context) (*conversation, error) {
 	body, err := c.readInput()
 	if err != nil {
-		var tl tooLarge
-		if errors.As(err, &tl) {
-			return nil, err
-		}
 		return nil, inputError{err}
 	}
 	if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {

@@ -50,12 +50,12 @@ func (c *command) report(err error) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "compactctl: %v\n", err)
 		return exitUsage
+	case errors.As(err, &tl): // before inputError, which may wrap it
+		fmt.Fprintf(w, "compactctl: %v\n", err)
+		return exitUnfit
 	case errors.As(err, &ie):
 		fmt.Fprintf(w, "compactctl: %v\n", err)
 		return exitInvalid
-	case errors.As(err, &tl):
-		fmt.Fprintf(w, "compactctl: %v\n", err)
-		return exitUnfit
 	case errors.As(err, &ce):
 		fmt.Fprintf(w, "compactctl: cannot reach the server: %v\n  %s\n", ce.err, ce.hint)
 		return exitConfig
