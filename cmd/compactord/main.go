@@ -48,13 +48,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	b := readBuild()
 	if cfg.Version {
-		_, err := fmt.Fprintln(stdout, readBuild())
+		_, err := fmt.Fprintln(stdout, b)
 		return err
 	}
 	logger := newLogger(cfg, stderr)
 
-	tp, shutdownTracing, err := setupTracing(ctx, getenv, stdout, version())
+	tp, shutdownTracing, err := setupTracing(ctx, getenv, stdout, b.version)
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Info("metrics", "addr", mlis.Addr().String())
 	}
 	warnExposure(logger, sec, lis.Addr(), metricsAddr)
-	b := readBuild()
 	logger.Info("serving", "addr", lis.Addr().String(), "version", b.version, "revision", b.revision,
 		"summarizer", summarizers.Default(), "cache", cacheKind(cfg), "tls", sec.tls, "auth", sec.mode)
 	go func() { errc <- g.Serve(lis) }()

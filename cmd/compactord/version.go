@@ -54,9 +54,6 @@ func readBuild() build {
 	return b
 }
 
-// version is the module version the binary was built from, or "devel".
-func version() string { return readBuild().version }
-
 // String is the --version line: "compactord v0.1.0 (revision 6bee727…, 2025-11-26T06:30:00Z,
 // modified) go1.26.8".
 func (b build) String() string {
