@@ -12,9 +12,6 @@ import (
 	"testing"
 )
 
-// example matches a marked block: the marker, then a fenced code block.
-var example = regexp.MustCompile("(?s)<!-- example: ([^ ]+) -->\\s*```[a-z]*\\n(.*?)```")
-
 // TestExamplesAreTheTestedFiles: the README quotes each example file verbatim, so an example
 // cannot drift from the code its test runs.
 func TestExamplesAreTheTestedFiles(t *testing.T) {
@@ -23,12 +20,17 @@ func TestExamplesAreTheTestedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := example.FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) == 0 {
+	var examples []Block
+	for _, b := range Blocks(string(readme)) {
+		if strings.HasPrefix(b.Marker, "example: ") {
+			examples = append(examples, b)
+		}
+	}
+	if len(examples) == 0 {
 		t.Fatal("README.md has no <!-- example: path --> blocks")
 	}
-	for _, b := range blocks {
-		path, quoted := b[1], b[2]
+	for _, b := range examples {
+		path, quoted := strings.TrimPrefix(b.Marker, "example: "), b.Text
 		file, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {
 			t.Errorf("README.md quotes %s: %v", path, err)
