@@ -90,10 +90,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	}
 	pruned := engine.ApplyPrune(msgs, d)
 	if plan.GetAction() == compactorv1.Action_ACTION_PRUNE {
-		s.metrics.AddPrunedTokens(int(plan.GetPrunedTokens()))
-		s.metrics.ObserveTokens(int(plan.GetTokensBefore()), int(plan.GetTokensAfter()))
-		resp.Compacted = true
-		resp.Messages = pruned
+		s.compacted(resp, pruned)
 		return resp, nil
 	}
 
@@ -124,34 +121,41 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	span.SetAttributes(cache.AttrHit.Bool(outcome == cache.StatusHit),
 		attrCacheStatus.String(resp.CacheStatus.String()), attrPrefixHash.String(plan.GetPrefixHash()))
 
-	out := make([]*compactorv1.Message, 0, len(msgs)-c.cut+8)
-	for i := range c.cut {
-		if plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP {
-			out = append(out, pruned[i]) // the head: system, prefaces, pinned
-		}
-	}
-	// The summary stands for the messages before the cut that are not kept: the plan's
-	// summarized ones and those an earlier summary covered (its dropped ones); the head and
-	// the requests kept verbatim stay as they were.
-	kept := make([]*compactorv1.Message, len(c.kept))
-	for i, k := range c.kept {
-		kept[i] = c.msgs[k]
-	}
-	folded := c.cut - len(out) - len(kept)
-	if req.GetEmitCompactPrompt() {
-		out = append(out, compactPromptMessage(req.GetInstructions()))
-	}
-	out = append(out, engine.SummaryMessage(entry.Text, folded))
-	out = append(out, kept...)
-	out = append(out, pruned[c.cut:]...)
+	s.compacted(resp, c.messages(pruned, entry.Text))
+	resp.Summary = summaryProto(entry, len(c.kept), fallbackFrom)
+	span.SetAttributes(checkAttributes(entry.Check)...)
+	return resp, nil
+}
 
+// compacted completes resp with the compacted conversation msgs, and counts it.
+func (s *Server) compacted(resp *compactorv1.CompactResponse, msgs []*compactorv1.Message) {
+	plan := resp.GetPlan()
 	s.metrics.AddPrunedTokens(int(plan.GetPrunedTokens()))
 	s.metrics.ObserveTokens(int(plan.GetTokensBefore()), int(plan.GetTokensAfter()))
 	resp.Compacted = true
-	resp.Messages = out
-	resp.Summary = summaryProto(entry, len(kept), fallbackFrom)
-	span.SetAttributes(checkAttributes(entry.Check)...)
-	return resp, nil
+	resp.Messages = msgs
+}
+
+// messages is the compacted conversation: the head (pruned), [the compact prompt], the
+// summary of text, the requests kept verbatim, then the tail (pruned). The summary stands
+// for the messages before the cut that are not kept: the plan's summarized ones and those
+// an earlier summary covered (its dropped ones).
+func (c *compaction) messages(pruned []*compactorv1.Message, text string) []*compactorv1.Message {
+	out := make([]*compactorv1.Message, 0, len(c.msgs)-c.cut+8)
+	for i := range c.cut {
+		if c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP {
+			out = append(out, pruned[i]) // the head: system, prefaces, pinned
+		}
+	}
+	folded := c.cut - len(out) - len(c.kept)
+	if c.req.GetEmitCompactPrompt() {
+		out = append(out, compactPromptMessage(c.req.GetInstructions()))
+	}
+	out = append(out, engine.SummaryMessage(text, folded))
+	for _, k := range c.kept {
+		out = append(out, c.msgs[k])
+	}
+	return append(out, pruned[c.cut:]...)
 }
 
 // compaction is one summarization of msgs[0:cut].
