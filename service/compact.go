@@ -224,12 +224,12 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 	// memory: package hold); a caller that joined a computation which ran out of its
 	// starter's time starts a new one. Compactions that share a flight serve each other:
 	// they keep the same requests and have the same summary room.
-	flight := key.String() + "/" + c.servesKey()
+	flightKey := key.String() + "/" + c.servesKey()
 	for {
-		fl, lead := c.s.flights.join(flight)
+		fl, lead := c.s.flights.join(flightKey)
 		if lead {
 			b, stale := b, stale // the computation's copies: the hit path moves nothing to the heap
-			c.detach(ctx, flight, fl, func(ctx context.Context) (*cache.Entry, cache.Status, error) {
+			c.detach(ctx, fl, func(ctx context.Context) (*cache.Entry, cache.Status, error) {
 				return c.compute(ctx, key, b, stale)
 			})
 		} else {
@@ -255,7 +255,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 
 // detach runs compute for fl in a goroutine of its own, which keeps what the call of ctx
 // holds until it ends and runs to ctx's deadline whether or not the caller waits for it.
-func (c *compaction) detach(ctx context.Context, flight string, fl *flight, compute func(context.Context) (*cache.Entry, cache.Status, error)) {
+func (c *compaction) detach(ctx context.Context, fl *flight, compute func(context.Context) (*cache.Entry, cache.Status, error)) {
 	detached := hold.Detach(ctx)
 	fctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
@@ -265,7 +265,7 @@ func (c *compaction) detach(ctx context.Context, flight string, fl *flight, comp
 		defer detached()
 		defer cancel()
 		e, st, err := compute(fctx)
-		c.s.flights.finish(flight, fl, e, st, err)
+		c.s.flights.finish(fl, e, st, err)
 	}()
 }
 

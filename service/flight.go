@@ -17,8 +17,10 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// flight is one computation: done is closed once its result is set.
+// flight is one computation, of the summary under key: done is closed once its result is
+// set.
 type flight struct {
+	key    string
 	done   chan struct{}
 	entry  *cache.Entry
 	status cache.Status
@@ -36,16 +38,16 @@ func (f *flights) join(key string) (fl *flight, lead bool) {
 	if f.m == nil {
 		f.m = make(map[string]*flight)
 	}
-	fl = &flight{done: make(chan struct{})}
+	fl = &flight{key: key, done: make(chan struct{})}
 	f.m[key] = fl
 	return fl, true
 }
 
-// finish sets the result of fl, the computation of key, and wakes its callers; the next
-// join of key starts a new computation.
-func (f *flights) finish(key string, fl *flight, e *cache.Entry, st cache.Status, err error) {
+// finish sets the result of fl and wakes its callers; the next join of its key starts a new
+// computation.
+func (f *flights) finish(fl *flight, e *cache.Entry, st cache.Status, err error) {
 	f.mu.Lock()
-	delete(f.m, key)
+	delete(f.m, fl.key)
 	f.mu.Unlock()
 	fl.entry, fl.status, fl.err = e, st, err
 	close(fl.done)
