@@ -136,8 +136,9 @@ func (x *extractor) buildStopped() {
 		}
 	}
 	if last != nil {
-		x.add(item{section: secStopped, seq: last.seq, prio: prioLastAction, text: "- last action: " + x.callLine(last, excerptBytes)})
-		if long := x.callLine(last, excerptBytesLong); long != x.callLine(last, excerptBytes) {
+		short := x.callLine(last, excerptBytes)
+		x.add(item{section: secStopped, seq: last.seq, prio: prioLastAction, text: "- last action: " + short})
+		if long := x.callLine(last, excerptBytesLong); long != short {
 			x.add(item{section: secCalls, seq: last.seq, text: "- " + long, base: 0.5})
 		}
 		last.shown = true
