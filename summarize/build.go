@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"cmp"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -165,7 +166,7 @@ func (x *extractor) buildErrors() {
 		if c.status != callFailed || c.shown {
 			continue // the last action says its failure
 		}
-		text := "- " + c.short + ": " + cmpOr(c.detail, "failed")
+		text := "- " + c.short + ": " + cmp.Or(c.detail, "failed")
 		it := item{section: secErrors, seq: c.seq, text: text, base: 2}
 		if c.resolved {
 			it.text += " (resolved: the same call succeeded later)"
@@ -284,7 +285,7 @@ func (x *extractor) callLines(c *call, limits ...int) []string {
 	switch c.status {
 	case callFailed:
 		for i := range lines {
-			lines[i] = c.label + " → failed: " + cmpOr(c.detail, "(no output)")
+			lines[i] = c.label + " → failed: " + cmp.Or(c.detail, "(no output)")
 		}
 	case callPending:
 		for i := range lines {

@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"cmp"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -223,7 +224,7 @@ func (x *extractor) result(tr *compactorv1.ToolResultPart) {
 	c := x.open[id]
 	delete(x.open, id)
 	if c == nil {
-		name := cmpOr(tr.GetToolName(), "tool")
+		name := cmp.Or(tr.GetToolName(), "tool")
 		c = &call{seq: x.next(), tool: name, label: name + "(…)", key: name + "(" + id + ")", short: name}
 		x.calls = append(x.calls, c)
 	}
@@ -310,11 +311,4 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
