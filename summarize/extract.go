@@ -2,6 +2,7 @@ package summarize
 
 import (
 	"cmp"
+	"strconv"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -265,7 +266,7 @@ func exitDetail(rc int, output string) string {
 	if l := failureLine(output); l != "" {
 		return l
 	}
-	return "exit " + itoa(rc)
+	return "exit " + strconv.Itoa(rc)
 }
 
 // commandBlocks returns the commands of an assistant text: its shell fenced blocks, and,
