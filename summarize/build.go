@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"cmp"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -136,8 +137,10 @@ func (x *extractor) buildStopped() {
 		}
 	}
 	if last != nil {
-		x.add(item{section: secStopped, seq: last.seq, prio: prioLastAction, text: "- last action: " + x.callLine(last, excerptBytes)})
-		if long := x.callLine(last, excerptBytesLong); long != x.callLine(last, excerptBytes) {
+		lines := x.callLines(last, excerptBytes, excerptBytesLong)
+		short, long := lines[0], lines[1]
+		x.add(item{section: secStopped, seq: last.seq, prio: prioLastAction, text: "- last action: " + short})
+		if long != short {
 			x.add(item{section: secCalls, seq: last.seq, text: "- " + long, base: 0.5})
 		}
 		last.shown = true
@@ -163,7 +166,7 @@ func (x *extractor) buildErrors() {
 		if c.status != callFailed || c.shown {
 			continue // the last action says its failure
 		}
-		text := "- " + c.short + ": " + cmpOr(c.detail, "failed")
+		text := "- " + c.short + ": " + cmp.Or(c.detail, "failed")
 		it := item{section: secErrors, seq: c.seq, text: text, base: 2}
 		if c.resolved {
 			it.text += " (resolved: the same call succeeded later)"
@@ -263,8 +266,8 @@ func (x *extractor) buildCalls() {
 			continue
 		}
 		var alts []item
-		for _, n := range []int{excerptBytes, excerptBytesLong, excerptBytesFull} {
-			text := "- " + x.callLine(c, n)
+		for _, line := range x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull) {
+			text := "- " + line
 			if len(alts) == 0 || alts[len(alts)-1].text != text {
 				alts = append(alts, item{section: secCalls, seq: c.seq, text: text, base: 0.5})
 			}
@@ -273,31 +276,55 @@ func (x *extractor) buildCalls() {
 	}
 }
 
-// callLine renders a call with its outcome: "label → ok: excerpt", "label → failed: line".
-func (x *extractor) callLine(c *call, excerptMax int) string {
+// callLines renders a call with its outcome once for each excerpt limit, in the order of
+// limits: "label → ok: excerpt", "label → failed: line". The output is ranked once, whatever
+// the number of limits; only the fill depends on the limit, so each line is what excerpting
+// the output within that limit alone gives. Each call is rendered by one callLines.
+func (x *extractor) callLines(c *call, limits ...int) []string {
+	lines := make([]string, len(limits))
 	switch c.status {
 	case callFailed:
-		return c.label + " → failed: " + cmpOr(c.detail, "(no output)")
+		for i := range lines {
+			lines[i] = c.label + " → failed: " + cmp.Or(c.detail, "(no output)")
+		}
 	case callPending:
-		return c.label
+		for i := range lines {
+			lines[i] = c.label
+		}
+	default:
+		r := x.rank(c.output)
+		for i, limit := range limits {
+			if ex := r.fill(limit); ex != "" {
+				lines[i] = c.label + " → " + ex
+			} else {
+				lines[i] = c.label + " → ok"
+			}
+		}
 	}
-	if ex := x.excerpt(c.output, excerptMax); ex != "" {
-		return c.label + " → " + ex
-	}
-	return c.label + " → ok"
+	return lines
 }
 
-// excerpt returns what an output says that the next turn may need: for JSON, its scalar
-// fields as key=value, those holding the highest weighted names first; for text, the lines
-// holding them (or, with instructions, the lines holding their terms), in order; within
-// excerptBytes.
-func (x *extractor) excerpt(output string, limit int) string {
+// ranked is what an output says that the next turn may need, ranked once so that excerpts
+// of any length can be cut from it: its parts (for JSON, its scalar fields as key=value; for
+// text, its lines but the harness's prompt lines and markup), each cut to excerptLineBytes,
+// most worth first.
+type ranked struct {
+	parts []string // most worth first
+	pos   []int    // pos[k] is where parts[k] stands in the output
+	sep   string   // what joins the parts of an excerpt
+}
+
+// rank splits output into parts and orders them by worth: the weights of the names they
+// hold, 10 for each of the instructions' terms they hold, and a little for coming first
+// (the first lines say what the output is); ties keep the output's order. Nothing of it
+// depends on an excerpt's length. An empty output has no parts.
+func (x *extractor) rank(output string) ranked {
 	output = strings.TrimSpace(output)
 	if output == "" {
-		return ""
+		return ranked{}
 	}
 	if fields := jsonFields(output); fields != nil {
-		return x.pick(fields, ", ", limit)
+		return x.rankParts(fields, ", ")
 	}
 	var lines []string
 	for _, l := range strings.Split(output, "\n") {
@@ -305,7 +332,7 @@ func (x *extractor) excerpt(output string, limit int) string {
 			lines = append(lines, l)
 		}
 	}
-	return x.pick(lines, " / ", limit)
+	return x.rankParts(lines, " / ")
 }
 
 // agentPrompt reports whether an output line is an agent harness's prompt state rather than
@@ -314,13 +341,9 @@ func agentPrompt(l string) bool {
 	return strings.HasPrefix(l, "(Open file:") || strings.HasPrefix(l, "(Current directory:") || l == "bash-$"
 }
 
-// pick chooses among parts (lines, or key=value fields) those worth the most (the weights
-// of their names, the instructions' terms), keeps them in their order and joins them
-// within excerptBytes.
-func (x *extractor) pick(parts []string, sep string, limit int) string {
-	if len(parts) == 0 {
-		return ""
-	}
+// rankParts scores parts (see rank), orders them most worth first and cuts each to
+// excerptLineBytes; sep is what will join them.
+func (x *extractor) rankParts(parts []string, sep string) ranked {
 	type scored struct {
 		i     int
 		score float64
@@ -340,27 +363,36 @@ func (x *extractor) pick(parts []string, sep string, limit int) string {
 		ss[i] = scored{i, s}
 	}
 	sort.SliceStable(ss, func(a, b int) bool { return ss[a].score > ss[b].score })
-	var chosen []int
-	picked := make(map[int]string)
+	r := ranked{parts: make([]string, len(ss)), pos: make([]int, len(ss)), sep: sep}
+	for k, s := range ss {
+		r.parts[k] = truncateBytes(parts[s.i], excerptLineBytes)
+		r.pos[k] = s.i
+	}
+	return r
+}
+
+// fill returns the excerpt within limit bytes: it takes the parts most worth first, skipping
+// those that would go past limit (the first one is always taken) and stopping once limit is
+// reached, and joins them in the output's order; "" when there are no parts.
+func (r ranked) fill(limit int) string {
+	var chosen []int // indexes into r.parts
 	used := 0
-	for _, s := range ss {
-		p := truncateBytes(parts[s.i], excerptLineBytes)
+	for k, p := range r.parts {
 		if used+len(p) > limit && len(chosen) > 0 {
 			continue
 		}
-		picked[s.i] = p
-		used += len(p) + len(sep)
-		chosen = append(chosen, s.i)
+		used += len(p) + len(r.sep)
+		chosen = append(chosen, k)
 		if used >= limit {
 			break
 		}
 	}
-	sort.Ints(chosen)
+	sort.Slice(chosen, func(a, b int) bool { return r.pos[chosen[a]] < r.pos[chosen[b]] })
 	out := make([]string, len(chosen))
-	for k, i := range chosen {
-		out[k] = picked[i]
+	for i, k := range chosen {
+		out[i] = r.parts[k]
 	}
-	return strings.Join(out, sep)
+	return strings.Join(out, r.sep)
 }
 
 // jsonFields returns the distinct scalar fields of a JSON object or array as key=value, in

@@ -141,7 +141,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	if len(keys) > len(args) {
 		args = append(args, "…")
 	}
-	if todos := todoItems(c.tool, obj); todos != nil {
+	if todos := todoItems(obj); todos != nil {
 		x.todo = todos
 	}
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"

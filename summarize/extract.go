@@ -1,6 +1,8 @@
 package summarize
 
 import (
+	"cmp"
+	"strconv"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -223,7 +225,7 @@ func (x *extractor) result(tr *compactorv1.ToolResultPart) {
 	c := x.open[id]
 	delete(x.open, id)
 	if c == nil {
-		name := cmpOr(tr.GetToolName(), "tool")
+		name := cmp.Or(tr.GetToolName(), "tool")
 		c = &call{seq: x.next(), tool: name, label: name + "(…)", key: name + "(" + id + ")", short: name}
 		x.calls = append(x.calls, c)
 	}
@@ -264,7 +266,7 @@ func exitDetail(rc int, output string) string {
 	if l := failureLine(output); l != "" {
 		return l
 	}
-	return "exit " + itoa(rc)
+	return "exit " + strconv.Itoa(rc)
 }
 
 // commandBlocks returns the commands of an assistant text: its shell fenced blocks, and,
@@ -310,11 +312,4 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -292,12 +292,12 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 			done(nil)
 		}
 		if !retryable || attempt >= l.retry.MaxAttempts {
-			return res, l.unavailable(isAPI, err, attempt)
+			return res, l.unavailable(isAPI, retryable, err, attempt)
 		}
 		wait := l.retry.backoff(attempt)
 		if ra, ok := retryAfter(header); ok {
 			if ra > l.retry.MaxRetryAfter {
-				return res, l.unavailable(isAPI, err, attempt)
+				return res, l.unavailable(isAPI, retryable, err, attempt)
 			}
 			wait = ra
 		}
@@ -318,9 +318,13 @@ func (l *LLM) ctxError(ctxErr, last error) error {
 	return fmt.Errorf("summarizer %s: %w", l.name, ctxErr)
 }
 
-func (l *LLM) unavailable(isAPI bool, err error, attempts int) error {
+// unavailable is the error of a call given up after attempts attempts, err the last one's:
+// for a provider's answer (isAPI), ErrRejected when it was not retryable (the request was at
+// fault, as classify says), else ErrUnavailable; for anything else (network, our attempt
+// timeout), ErrUnavailable. retryable is classify's verdict on err, only read when isAPI.
+func (l *LLM) unavailable(isAPI, retryable bool, err error, attempts int) error {
 	if isAPI {
-		if retryable, _ := classify(err.(*ProviderError).Status, true); !retryable {
+		if !retryable {
 			return fmt.Errorf("summarizer %s: the provider refused the request: %w: %w", l.name, ErrRejected, err)
 		}
 		return fmt.Errorf("summarizer %s: %d attempt(s): %w: %w", l.name, attempts, ErrUnavailable, err)

@@ -5,7 +5,6 @@ package summarize
 // actions out of tool calls and shell commands.
 
 import (
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -110,5 +109,3 @@ func withoutFences(text string) string {
 	}
 	return out
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

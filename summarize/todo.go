@@ -12,10 +12,10 @@ import (
 // todoStepBytes caps one step of a plan.
 const todoStepBytes = 300
 
-// todoItems returns the steps of a plan-keeping call as "[status] step" lines, or nil when the
-// call is not one: an argument "todos" (objects with content and status) or "plan" (objects
-// with step and status).
-func todoItems(tool string, args map[string]json.RawMessage) []string {
+// todoItems returns the steps of a plan-keeping call, read from its arguments args alone (the
+// tool's name does not matter), as "[status] step" lines, or nil when the call is not one: an
+// argument "todos" (objects with content and status) or "plan" (objects with step and status).
+func todoItems(args map[string]json.RawMessage) []string {
 	for _, key := range []string{"todos", "plan"} {
 		raw, ok := args[key]
 		if !ok {

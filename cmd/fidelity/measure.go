@@ -39,16 +39,6 @@ type row struct {
 // holdable reports whether the summary's budget can hold what it must.
 func (r row) holdable() bool { return r.mustHold <= r.budget }
 
-// indexOf returns the index of m in msgs, or -1.
-func indexOf(msgs []*compactorv1.Message, m *compactorv1.Message) int {
-	for i, x := range msgs {
-		if x == m {
-			return i
-		}
-	}
-	return -1
-}
-
 // report is one summarizer's measurement over the corpus at one window share.
 type report struct {
 	summarizer string
@@ -88,7 +78,10 @@ func measureAll(ctx context.Context, name string, files []string, share float64)
 	return rep, nil
 }
 
-// measureOne follows the method of issue 16 for one conversation.
+// measureOne follows the method of issue 16 for one conversation: it compacts the file at
+// path to share of its tokens with the summarizer sumName and measures the summary's
+// fidelity to the summarized range, its size against its budget and what it must hold. A
+// failure is reported in the row's err.
 func measureOne(ctx context.Context, srv *service.Server, sumName, path string, share float64) row {
 	r := row{name: filepath.Base(path)}
 	body, err := os.ReadFile(path)
@@ -126,13 +119,16 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string, 
 		return r
 	}
 	var rng []*compactorv1.Message
+	var rngIdx []int // rngIdx[k] is the index in msgs of rng[k]
 	for i := range int(p.GetCutIndex()) {
 		switch p.GetDispositions()[i] {
 		case compactorv1.Disposition_DISPOSITION_KEEP_REQUEST: // in the range, kept beside the summary
 			rng = append(rng, msgs[i])
+			rngIdx = append(rngIdx, i)
 		case compactorv1.Disposition_DISPOSITION_SUMMARIZE:
 			if msgs[i].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
 				rng = append(rng, msgs[i])
+				rngIdx = append(rngIdx, i)
 				r.replacedTokens += p.GetMessageTokens()[i]
 			}
 		}
@@ -161,12 +157,13 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string, 
 	// What the summary must hold: the requests the plan did not keep beside it, and the
 	// paths, each as the check would append it.
 	var must strings.Builder
-	for _, q := range fidelity.Requests(rng) {
-		if p.GetDispositions()[indexOf(msgs, rng[q.Index])] != compactorv1.Disposition_DISPOSITION_KEEP_REQUEST {
+	reqs := fidelity.Requests(rng)
+	for _, q := range reqs {
+		if p.GetDispositions()[rngIdx[q.Index]] != compactorv1.Disposition_DISPOSITION_KEEP_REQUEST {
 			must.WriteString(q.Text + "\n")
 		}
 	}
-	must.WriteString(strings.Join(fidelity.Paths(rng, fidelity.Requests(rng)), ", "))
+	must.WriteString(strings.Join(fidelity.Paths(rng, reqs), ", "))
 	mp, err := srv.Plan(ctx, &compactorv1.PlanRequest{Messages: []*compactorv1.Message{{Role: compactorv1.Role_ROLE_USER,
 		Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: must.String()}}}}}},
 		Policy: &compactorv1.Policy{ContextWindow: 1 << 30}})
