@@ -414,8 +414,8 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		lt.appendTo(compactorv1.Role_ROLE_TOOL, part)
 	case "reasoning":
 		lt.unknownKeysC(item, p, responsesReasonCarried, "type", "id", "encrypted_content")
-		id, err := str(field(item, "id"), p.k("id"), false)
-		if err != nil {
+		var o map[string]*structpb.Struct // the id first, so that its error comes first
+		if err := itemID(&o, item, p); err != nil {
 			return err
 		}
 		enc, err := str(field(item, "encrypted_content"), p.k("encrypted_content"), false)
@@ -430,10 +430,7 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			}
 			texts = append(texts, t)
 		}
-		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: strings.Join(texts, "\n\n")}}}
-		if id != "" {
-			setOpt(&part.ProviderOptions, "openai", "itemId", structpb.NewStringValue(id))
-		}
+		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: strings.Join(texts, "\n\n")}}, ProviderOptions: o}
 		if enc != "" {
 			setOpt(&part.ProviderOptions, "openai", optEncrypted, structpb.NewStringValue(enc))
 		}
@@ -448,7 +445,7 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			return err
 		}
 		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{}}}
-		setOpt(&part.ProviderOptions, "openai", "itemId", structpb.NewStringValue(id))
+		setOpt(&part.ProviderOptions, "openai", optItemID, structpb.NewStringValue(id))
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	default:
 		return p.k("type").invalid(`unsupported input item type "` + typ + `"`)
