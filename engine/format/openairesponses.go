@@ -356,7 +356,8 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 	case "", "message":
 		return lt.responsesMessage(item, p)
 	case "function_call":
-		lt.unknownKeysC(item, p, responsesCallCarried, "type", "id", "call_id", "name", "arguments")
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(item, p, &o, "openai", responsesCallCarried, "type", "id", "call_id", "name", "arguments")
 		id, err := str(field(item, "call_id"), p.k("call_id"), true)
 		if err != nil {
 			return err
@@ -371,13 +372,14 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		}
 		lt.call(id, name)
 		part := callPart(id, name, args)
+		part.ProviderOptions = o
 		if err := itemID(&part.ProviderOptions, item, p); err != nil {
 			return err
 		}
-		carry(&part.ProviderOptions, item, "openai", responsesCallCarried)
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	case "function_call_output":
-		lt.unknownKeysC(item, p, responsesOutputCarried, "type", "id", "call_id", "output")
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(item, p, &o, "openai", responsesOutputCarried, "type", "id", "call_id", "output")
 		id, err := str(field(item, "call_id"), p.k("call_id"), true)
 		if err != nil {
 			return err
@@ -407,15 +409,15 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			return op.invalid("must be a string or an array of content parts, not " + kindName(kindOf(output)))
 		}
 		part := resultPart(id, lt.names[id], out)
+		part.ProviderOptions = o
 		if err := itemID(&part.ProviderOptions, item, p); err != nil {
 			return err
 		}
-		carry(&part.ProviderOptions, item, "openai", responsesOutputCarried)
 		lt.appendTo(compactorv1.Role_ROLE_TOOL, part)
 	case "reasoning":
-		lt.unknownKeysC(item, p, responsesReasonCarried, "type", "id", "encrypted_content")
-		var o map[string]*structpb.Struct // the id first, so that its error comes first
-		if err := itemID(&o, item, p); err != nil {
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(item, p, &o, "openai", responsesReasonCarried, "type", "id", "encrypted_content")
+		if err := itemID(&o, item, p); err != nil { // the id first, so that its error comes first
 			return err
 		}
 		enc, err := str(field(item, "encrypted_content"), p.k("encrypted_content"), false)
@@ -434,7 +436,6 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		if enc != "" {
 			setOpt(&part.ProviderOptions, "openai", optEncrypted, structpb.NewStringValue(enc))
 		}
-		carry(&part.ProviderOptions, item, "openai", responsesReasonCarried)
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	case "compaction":
 		// A compaction /responses/compact made: opaque, a summary boundary of its own.
@@ -493,8 +494,7 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 						return err
 					}
 					part := withItem(textPart(t))
-					carry(&part.ProviderOptions, e, "openai", responsesTextCarried)
-					lt.unknownKeysC(e, ep, responsesTextCarried, "type", "text")
+					lt.unknownKeysC(e, ep, &part.ProviderOptions, "openai", responsesTextCarried, "type", "text")
 					parts = append(parts, part)
 				case "refusal":
 					t, err := str(field(e, "refusal"), ep.k("refusal"), true)
