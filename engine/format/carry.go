@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,16 @@ var (
 	bedrockDocCarried       = []string{"context", "citations"}
 )
 
+// Subsets of the lists above that Lower writes in a shape of its own.
+var (
+	// responsesInputCarried are the responsesItemCarried members of assistant text without
+	// an item id, which goes as an input message.
+	responsesInputCarried = []string{"phase"}
+	// responsesReasonRest are the responsesReasonCarried members an inline reasoning item
+	// writes as they came: all but the summary, which it checks against the part's text.
+	responsesReasonRest = slices.DeleteFunc(slices.Clone(responsesReasonCarried), func(n string) bool { return n == "summary" })
+)
+
 // Option names of state the IR keeps in provider_options under names of its own.
 const (
 	optItemID        = "itemId"                    // openai: a Responses item id (rs_, fc_, msg_, ...)
@@ -64,13 +75,19 @@ func carry(o *map[string]*structpb.Struct, obj, provider string, names []string)
 // carried it: options no writer asked for are reported as drops at the end of Lower.
 func (l *lowerer) opt(o map[string]*structpb.Struct, provider string, names ...string) *structpb.Value {
 	v := option(o, provider, names...)
-	if v != nil {
-		if l.used == nil {
-			l.used = map[*structpb.Value]bool{}
-		}
-		l.used[v] = true
-	}
+	l.use(v)
 	return v
+}
+
+// use records that Lower carried the option value v (nil: none).
+func (l *lowerer) use(v *structpb.Value) {
+	if v == nil {
+		return
+	}
+	if l.used == nil {
+		l.used = map[*structpb.Value]bool{}
+	}
+	l.used[v] = true
 }
 
 // optString is opt for a string option.

@@ -173,7 +173,7 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse b
 			w.kstr("type", "message")
 			w.kstr("role", "assistant")
 			w.kstr("content", c.Text.GetText())
-			l.writeCarried(o, "openai", []string{"phase"})
+			l.writeCarried(o, "openai", responsesInputCarried)
 			w.endObj()
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
@@ -221,7 +221,8 @@ func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
 	for k, p := range parts {
 		po := p.GetProviderOptions()
 		if k > 0 { // the item's members were written from the first part
-			for _, n := range []string{optItemID, "status", "phase"} {
+			l.opt(po, "openai", optItemID)
+			for _, n := range responsesItemCarried {
 				l.opt(po, "openai", n)
 			}
 		}
@@ -251,19 +252,23 @@ func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
 func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse bool) bool {
 	w := &l.w
 	o := p.GetProviderOptions()
-	id := optionString(o, "openai", optItemID)
-	enc := optionString(o, "openai", optEncrypted)
+	// Each option is looked up once; the id and encrypted content count as carried only
+	// when they are non-empty strings, as they are only then written.
+	idv, encv, sum := option(o, "openai", optItemID), option(o, "openai", optEncrypted), option(o, "openai", "summary")
+	id, enc := idv.GetStringValue(), encv.GetStringValue()
 	text := p.GetReasoning().GetText()
 	switch {
-	case option(o, "openai", "summary") != nil || (storeFalse && enc != ""):
+	case sum != nil || (storeFalse && enc != ""):
 		w.obj()
 		w.kstr("type", "reasoning")
 		if id != "" {
-			w.kstr("id", l.optString(o, "openai", optItemID))
+			l.use(idv)
+			w.kstr("id", id)
 		}
 		w.key("summary")
-		if sum := option(o, "openai", "summary"); sum != nil && summaryText(sum) == text {
-			w.value(l.opt(o, "openai", "summary"))
+		if sum != nil && summaryText(sum) == text {
+			l.use(sum)
+			w.value(sum)
 		} else {
 			w.arr()
 			if text != "" {
@@ -272,18 +277,20 @@ func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse boo
 			w.endArr()
 		}
 		if enc != "" {
-			w.kstr("encrypted_content", l.optString(o, "openai", optEncrypted))
+			l.use(encv)
+			w.kstr("encrypted_content", enc)
 		}
-		l.writeCarried(o, "openai", []string{"content", "status"})
+		l.writeCarried(o, "openai", responsesReasonRest)
 		w.endObj()
 		return storeFalse && enc != ""
 	case id != "":
 		w.obj()
 		w.kstr("type", "item_reference")
-		w.kstr("id", l.optString(o, "openai", optItemID))
+		l.use(idv)
+		w.kstr("id", id)
 		w.endObj()
 		if enc != "" { // the stored item holds it
-			l.opt(o, "openai", optEncrypted)
+			l.use(encv)
 		}
 	default:
 		l.dropPart(p, "%s: reasoning without an OpenAI item id (or encrypted content with store=false) cannot be sent; dropped", at)
