@@ -108,11 +108,14 @@ func (l *lowerer) writeCarried(o map[string]*structpb.Struct, provider string, n
 // drop records that a field of the IR was not carried to the target; Lower reports one
 // warning per field kind with its first occurrence and count.
 func (l *lowerer) drop(at fmt.Stringer, field string) {
-	l.note(at.String()+"."+field+": not carried to "+formatName(l.req.GetProvider()), field, at)
+	if !l.repeated(field) {
+		l.note(at.String()+"."+field+": not carried to "+formatName(l.req.GetProvider()), field, at)
+	}
 }
 
-// note records warning text under key; a repeated key only counts.
-func (l *lowerer) note(text, key string, at any) {
+// repeated reports whether a warning under key was recorded before, and if so counts this
+// occurrence. Callers build a warning's text only when it is new.
+func (l *lowerer) repeated(key string) bool {
 	i, ok := l.seen[key]
 	if l.seen == nil { // few distinct warnings: a scan, then a map past 16
 		for j := range l.notes {
@@ -124,8 +127,12 @@ func (l *lowerer) note(text, key string, at any) {
 	}
 	if ok {
 		l.notes[i].count++
-		return
 	}
+	return ok
+}
+
+// note records warning text under key, which repeated reported new.
+func (l *lowerer) note(text, key string, at any) {
 	if len(l.notes) == 16 {
 		l.seen = make(map[string]int, 32)
 		for i, n := range l.notes {
@@ -262,7 +269,7 @@ func (l *lowerer) checkRequired() {
 			missing += `"` + f + `"`
 		}
 	}
-	if missing != "" {
+	if missing != "" && !l.repeated("base_body") {
 		l.note("base_body: lacks "+missing+", which "+formatName(l.req.GetProvider())+" requires: pass the target's base_body", "base_body", nil)
 	}
 }
