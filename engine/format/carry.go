@@ -109,7 +109,7 @@ func (l *lowerer) writeCarried(o map[string]*structpb.Struct, provider string, n
 // warning per field kind with its first occurrence and count.
 func (l *lowerer) drop(at fmt.Stringer, field string) {
 	if !l.repeated(field) {
-		l.note(at.String()+"."+field+": not carried to "+formatName(l.req.GetProvider()), field, at)
+		l.note(at.String()+"."+field+": not carried to "+ProviderName(l.req.GetProvider()), field, at)
 	}
 }
 
@@ -233,23 +233,6 @@ func (l *lowerer) markSkipped(p *compactorv1.Part) {
 	l.skipped[p] = true
 }
 
-// formatName is the short name of a provider format used in warnings.
-func formatName(p compactorv1.Provider) string {
-	switch p {
-	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
-		return "anthropic"
-	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
-		return "openai-chat"
-	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
-		return "openai-responses"
-	case compactorv1.Provider_PROVIDER_GEMINI:
-		return "gemini"
-	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
-		return "bedrock"
-	}
-	return "provider " + itoa(int(p))
-}
-
 // requiredFields are the top-level members a target's API requires beside the conversation
 // (anthropic-sdk-go MessageNewParams: model, max_tokens; openai-go ChatCompletionNewParams:
 // model). Gemini and Bedrock take the model in the URL.
@@ -270,7 +253,7 @@ func (l *lowerer) checkRequired() {
 		}
 	}
 	if missing != "" && !l.repeated("base_body") {
-		l.note("base_body: lacks "+missing+", which "+formatName(l.req.GetProvider())+" requires: pass the target's base_body", "base_body", nil)
+		l.note("base_body: lacks "+missing+", which "+ProviderName(l.req.GetProvider())+" requires: pass the target's base_body", "base_body", nil)
 	}
 }
 
@@ -283,7 +266,7 @@ type StrictError struct {
 }
 
 func (e *StrictError) Error() string {
-	return "strict lowering to " + formatName(e.Target) + " would drop or change: " + strings.Join(e.Warnings, "; ")
+	return "strict lowering to " + ProviderName(e.Target) + " would drop or change: " + strings.Join(e.Warnings, "; ")
 }
 
 // Fields returns the field each warning names (the text before its first ": ").
