@@ -378,7 +378,9 @@ func TestDroppedPartIsWarnedOnce(t *testing.T) {
 		}
 		return p
 	}
-	empty := func() *compactorv1.Part { return withOpt(tx(""), "openai", "annotations", structpb.NewStringValue("a")) }
+	empty := func() *compactorv1.Part {
+		return withOpt(tx(""), "openai", "annotations", structpb.NewStringValue("a"))
+	}
 	cases := []struct {
 		name string
 		to   compactorv1.Provider
