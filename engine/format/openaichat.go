@@ -352,7 +352,20 @@ func (l *lowerer) joinedTexts(parts []*compactorv1.Part) {
 
 // --- Lift ---
 
-func (lt *lifter) chat(body string) error { return lt.eachMessage(body, lt.chatMessage) }
+func (lt *lifter) chat(body string) error {
+	mp := lt.root.k("messages")
+	msgs := field(body, "messages")
+	if err := want(msgs, kindArray, mp); err != nil {
+		return err
+	}
+	for i, m := range elems(msgs) {
+		lt.from(mp.i(i))
+		if err := lt.chatMessage(m, mp.i(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (lt *lifter) chatMessage(m string, p *jpath) error {
 	if err := want(m, kindObject, p); err != nil {
