@@ -10,6 +10,7 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/bytesize"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -197,32 +198,24 @@ func (c *command) warn(what string, warnings []string) {
 	}
 }
 
-// providerNames are the --from and --to names of the providers.
-var providerNames = map[string]compactorv1.Provider{
-	"anthropic":        compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
-	"openai-chat":      compactorv1.Provider_PROVIDER_OPENAI_CHAT,
-	"openai-responses": compactorv1.Provider_PROVIDER_OPENAI_RESPONSES,
-	"gemini":           compactorv1.Provider_PROVIDER_GEMINI,
-	"bedrock":          compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE,
-}
-
+// The --from and --to names of the providers are engine/format's (format.ProviderName).
 const providerList = "anthropic, openai-chat, openai-responses, gemini or bedrock"
 
 // fromList is what --from accepts.
 const fromList = "auto (an IR document, else the detected provider), ir, " + providerList
 
-// providerName is the --to name of p.
+// providerName is the --to name of p, or its enum name when it has none.
 func providerName(p compactorv1.Provider) string {
-	for name, q := range providerNames {
-		if q == p {
-			return name
-		}
+	name := format.ProviderName(p)
+	if _, ok := format.ParseProvider(name); ok {
+		return name
 	}
 	return p.String()
 }
 
+// parseProvider reads a --from or --to provider name, in any case.
 func parseProvider(name string) (compactorv1.Provider, error) {
-	if p, ok := providerNames[strings.ToLower(name)]; ok {
+	if p, ok := format.ParseProvider(strings.ToLower(name)); ok {
 		return p, nil
 	}
 	return 0, fmt.Errorf("unknown provider %q (want %s)", name, providerList)

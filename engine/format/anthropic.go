@@ -651,8 +651,7 @@ func (lt *lifter) anthropicBlock(b string, p *jpath, assistant bool) (*compactor
 	if cc := field(b, "cache_control"); cc != "" && cc != "null" {
 		setOpt(&part.ProviderOptions, "anthropic", "cacheControl", toValue(cc))
 	}
-	carry(&part.ProviderOptions, b, "anthropic", carried)
-	lt.unknownKeysC(b, p, carried, known...)
+	lt.unknownKeysC(b, p, &part.ProviderOptions, "anthropic", carried, known...)
 	return part, nil
 }
 

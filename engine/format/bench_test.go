@@ -269,7 +269,7 @@ func baseline(b *testing.B, p compactorv1.Provider, body string) any {
 		v = &bedrockBody{}
 	}
 	if err := strictDecode([]byte(body), v); err != nil {
-		b.Fatalf("%s baseline struct does not hold the body: %v", providerNames[p], err)
+		b.Fatalf("%s baseline struct does not hold the body: %v", ProviderName(p), err)
 	}
 	var out any = v
 	switch t := v.(type) {
@@ -286,7 +286,7 @@ func baseline(b *testing.B, p compactorv1.Provider, body string) any {
 	var x, y any
 	// (genai omits an empty "args" object; that is the only difference tolerated.)
 	if json.Unmarshal(m, &x) != nil || json.Unmarshal([]byte(body), &y) != nil || !reflect.DeepEqual(dropEmptyObjects(x), dropEmptyObjects(y)) {
-		b.Fatalf("%s baseline struct marshals to a different body: %s", providerNames[p], firstJSONDiff(x, y, "body"))
+		b.Fatalf("%s baseline struct marshals to a different body: %s", ProviderName(p), firstJSONDiff(x, y, "body"))
 	}
 	return out
 }
@@ -313,7 +313,7 @@ func BenchmarkLower(b *testing.B) {
 		for _, c := range convs {
 			total += len(c.lower[p])
 		}
-		b.Run(providerNames[p]+"/format.Lower", func(b *testing.B) {
+		b.Run(ProviderName(p)+"/format.Lower", func(b *testing.B) {
 			cpuMetric(b, total, func() {
 				for _, c := range convs {
 					if _, err := Lower(&compactorv1.LowerRequest{Messages: c.msgs, Provider: p, BaseBody: `{"toolConfig":{"tools":[]}}`}); err != nil {
@@ -326,7 +326,7 @@ func BenchmarkLower(b *testing.B) {
 		for i, c := range convs {
 			structs[i] = baseline(b, p, c.lower[p])
 		}
-		b.Run(providerNames[p]+"/json.Marshal", func(b *testing.B) {
+		b.Run(ProviderName(p)+"/json.Marshal", func(b *testing.B) {
 			cpuMetric(b, total, func() {
 				for _, s := range structs {
 					if _, err := json.Marshal(s); err != nil {
@@ -446,7 +446,7 @@ func BenchmarkLowerLoadTest(b *testing.B) {
 	}
 	msgs := l.GetMessages()[:20]
 	for _, p := range allProviders {
-		b.Run(providerNames[p], func(b *testing.B) {
+		b.Run(ProviderName(p), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: p, Model: "m"}); err != nil {

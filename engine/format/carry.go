@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,16 @@ var (
 	bedrockDocCarried       = []string{"context", "citations"}
 )
 
+// Subsets of the lists above that Lower writes in a shape of its own.
+var (
+	// responsesInputCarried are the responsesItemCarried members of assistant text without
+	// an item id, which goes as an input message.
+	responsesInputCarried = []string{"phase"}
+	// responsesReasonRest are the responsesReasonCarried members an inline reasoning item
+	// writes as they came: all but the summary, which it checks against the part's text.
+	responsesReasonRest = slices.DeleteFunc(slices.Clone(responsesReasonCarried), func(n string) bool { return n == "summary" })
+)
+
 // Option names of state the IR keeps in provider_options under names of its own.
 const (
 	optItemID        = "itemId"                    // openai: a Responses item id (rs_, fc_, msg_, ...)
@@ -64,13 +75,19 @@ func carry(o *map[string]*structpb.Struct, obj, provider string, names []string)
 // carried it: options no writer asked for are reported as drops at the end of Lower.
 func (l *lowerer) opt(o map[string]*structpb.Struct, provider string, names ...string) *structpb.Value {
 	v := option(o, provider, names...)
-	if v != nil {
-		if l.used == nil {
-			l.used = map[*structpb.Value]bool{}
-		}
-		l.used[v] = true
-	}
+	l.use(v)
 	return v
+}
+
+// use records that Lower carried the option value v (nil: none).
+func (l *lowerer) use(v *structpb.Value) {
+	if v == nil {
+		return
+	}
+	if l.used == nil {
+		l.used = map[*structpb.Value]bool{}
+	}
+	l.used[v] = true
 }
 
 // optString is opt for a string option.
@@ -91,11 +108,14 @@ func (l *lowerer) writeCarried(o map[string]*structpb.Struct, provider string, n
 // drop records that a field of the IR was not carried to the target; Lower reports one
 // warning per field kind with its first occurrence and count.
 func (l *lowerer) drop(at fmt.Stringer, field string) {
-	l.note(at.String()+"."+field+": not carried to "+formatName(l.req.GetProvider()), field, at)
+	if !l.repeated(field) {
+		l.note(at.String()+"."+field+": not carried to "+ProviderName(l.req.GetProvider()), field, at)
+	}
 }
 
-// note records warning text under key; a repeated key only counts.
-func (l *lowerer) note(text, key string, at any) {
+// repeated reports whether a warning under key was recorded before, and if so counts this
+// occurrence. Callers build a warning's text only when it is new.
+func (l *lowerer) repeated(key string) bool {
 	i, ok := l.seen[key]
 	if l.seen == nil { // few distinct warnings: a scan, then a map past 16
 		for j := range l.notes {
@@ -107,8 +127,12 @@ func (l *lowerer) note(text, key string, at any) {
 	}
 	if ok {
 		l.notes[i].count++
-		return
 	}
+	return ok
+}
+
+// note records warning text under key, which repeated reported new.
+func (l *lowerer) note(text, key string, at any) {
 	if len(l.notes) == 16 {
 		l.seen = make(map[string]int, 32)
 		for i, n := range l.notes {
@@ -209,23 +233,6 @@ func (l *lowerer) markSkipped(p *compactorv1.Part) {
 	l.skipped[p] = true
 }
 
-// formatName is the short name of a provider format used in warnings.
-func formatName(p compactorv1.Provider) string {
-	switch p {
-	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
-		return "anthropic"
-	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
-		return "openai-chat"
-	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
-		return "openai-responses"
-	case compactorv1.Provider_PROVIDER_GEMINI:
-		return "gemini"
-	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
-		return "bedrock"
-	}
-	return "provider " + itoa(int(p))
-}
-
 // requiredFields are the top-level members a target's API requires beside the conversation
 // (anthropic-sdk-go MessageNewParams: model, max_tokens; openai-go ChatCompletionNewParams:
 // model). Gemini and Bedrock take the model in the URL.
@@ -245,8 +252,8 @@ func (l *lowerer) checkRequired() {
 			missing += `"` + f + `"`
 		}
 	}
-	if missing != "" {
-		l.note("base_body: lacks "+missing+", which "+formatName(l.req.GetProvider())+" requires: pass the target's base_body", "base_body", nil)
+	if missing != "" && !l.repeated("base_body") {
+		l.note("base_body: lacks "+missing+", which "+ProviderName(l.req.GetProvider())+" requires: pass the target's base_body", "base_body", nil)
 	}
 }
 
@@ -259,7 +266,7 @@ type StrictError struct {
 }
 
 func (e *StrictError) Error() string {
-	return "strict lowering to " + formatName(e.Target) + " would drop or change: " + strings.Join(e.Warnings, "; ")
+	return "strict lowering to " + ProviderName(e.Target) + " would drop or change: " + strings.Join(e.Warnings, "; ")
 }
 
 // Fields returns the field each warning names (the text before its first ": ").

@@ -44,7 +44,7 @@ import (
 func checkConformance(t *testing.T, p compactorv1.Provider, body string) {
 	t.Helper()
 	if err := conformanceErr(p, body); err != nil {
-		t.Errorf("%s body not recognized by the official SDK types: %v\nbody: %.2000s", providerNames[p], err, body)
+		t.Errorf("%s body not recognized by the official SDK types: %v\nbody: %.2000s", ProviderName(p), err, body)
 	}
 }
 
@@ -528,9 +528,9 @@ func TestConformanceGolden(t *testing.T) {
 			req.Provider = p
 			resp, err := Lower(req)
 			if err != nil {
-				t.Fatalf("%s/%s: %v", c.name, providerNames[p], err)
+				t.Fatalf("%s/%s: %v", c.name, ProviderName(p), err)
 			}
-			t.Run(c.name+"/"+providerNames[p], func(t *testing.T) { checkConformance(t, p, resp.GetBody()) })
+			t.Run(c.name+"/"+ProviderName(p), func(t *testing.T) { checkConformance(t, p, resp.GetBody()) })
 		}
 	}
 }
@@ -547,9 +547,9 @@ func TestConformanceCorpus(t *testing.T) {
 			for _, base := range []string{"", `{"toolConfig":{"tools":[]}}`} {
 				resp, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: base})
 				if err != nil {
-					t.Fatalf("%s/%s: %v", f.Name, providerNames[p], err)
+					t.Fatalf("%s/%s: %v", f.Name, ProviderName(p), err)
 				}
-				t.Run(f.Name+"/"+providerNames[p], func(t *testing.T) { checkConformance(t, p, resp.GetBody()) })
+				t.Run(f.Name+"/"+ProviderName(p), func(t *testing.T) { checkConformance(t, p, resp.GetBody()) })
 			}
 		}
 	}
@@ -576,7 +576,7 @@ func TestConformanceCheckerRejects(t *testing.T) {
 	}
 	for i, b := range bad {
 		if conformanceErr(b.p, b.body) == nil {
-			t.Errorf("case %d (%s): checker accepted %s", i, providerNames[b.p], b.body)
+			t.Errorf("case %d (%s): checker accepted %s", i, ProviderName(b.p), b.body)
 		}
 	}
 }

@@ -124,10 +124,10 @@ func TestCorpusLowerIsAFixedPoint(t *testing.T) {
 			}
 			back, err := Lift(&compactorv1.LiftRequest{Body: first.GetBody()})
 			if err != nil {
-				t.Fatalf("%s → %s: lift: %v", f.Name, providerNames[p], err)
+				t.Fatalf("%s → %s: lift: %v", f.Name, ProviderName(p), err)
 			}
 			if back.GetProvider() != p {
-				t.Errorf("%s → %s: detected as %s", f.Name, providerNames[p], providerNames[back.GetProvider()])
+				t.Errorf("%s → %s: detected as %s", f.Name, ProviderName(p), ProviderName(back.GetProvider()))
 			}
 			second, err := Lower(&compactorv1.LowerRequest{Messages: back.GetMessages(), Provider: p, BaseBody: back.GetRestBody()})
 			if err != nil {
@@ -139,7 +139,7 @@ func TestCorpusLowerIsAFixedPoint(t *testing.T) {
 				for i < min(len(a), len(b)) && a[i] == b[i] {
 					i++
 				}
-				t.Errorf("%s → %s: not a fixed point; first difference at byte %d:\n%.200s\n%.200s", f.Name, providerNames[p], i, a[max(0, i-80):], b[max(0, i-80):])
+				t.Errorf("%s → %s: not a fixed point; first difference at byte %d:\n%.200s\n%.200s", f.Name, ProviderName(p), i, a[max(0, i-80):], b[max(0, i-80):])
 			}
 		}
 	}

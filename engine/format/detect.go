@@ -2,6 +2,42 @@ package format
 
 import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 
+// providerNames are the short names of the provider formats, the one list of them.
+var providerNames = [...]struct {
+	p    compactorv1.Provider
+	name string
+}{
+	{compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, "anthropic"},
+	{compactorv1.Provider_PROVIDER_OPENAI_CHAT, "openai-chat"},
+	{compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, "openai-responses"},
+	{compactorv1.Provider_PROVIDER_GEMINI, "gemini"},
+	{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, "bedrock"},
+}
+
+// ProviderName returns the short name of the provider format p, as warnings and errors
+// name it: "anthropic", "openai-chat", "openai-responses", "gemini" or "bedrock". Any other
+// value (PROVIDER_UNSPECIFIED, or one this build does not know) is "provider N", N its
+// number, which ParseProvider does not take.
+func ProviderName(p compactorv1.Provider) string {
+	for _, n := range providerNames {
+		if n.p == p {
+			return n.name
+		}
+	}
+	return "provider " + itoa(int(p))
+}
+
+// ParseProvider returns the provider format whose ProviderName is name, exactly (lower
+// case), and whether there is one.
+func ParseProvider(name string) (compactorv1.Provider, bool) {
+	for _, n := range providerNames {
+		if n.name == name {
+			return n.p, true
+		}
+	}
+	return compactorv1.Provider_PROVIDER_UNSPECIFIED, false
+}
+
 // detect names the format of a valid JSON object body, or PROVIDER_UNSPECIFIED. The order is
 // the one documented on Lift: Responses, Bedrock, Anthropic, OpenAI Chat, Gemini.
 func detect(body string) compactorv1.Provider {

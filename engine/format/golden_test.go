@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -221,14 +222,6 @@ func lowerCases() []lowerCase {
 	}
 }
 
-var providerNames = map[compactorv1.Provider]string{
-	compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES: "anthropic",
-	compactorv1.Provider_PROVIDER_OPENAI_CHAT:        "openai-chat",
-	compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:   "openai-responses",
-	compactorv1.Provider_PROVIDER_GEMINI:             "gemini",
-	compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:   "bedrock",
-}
-
 // golden compares got with testdata/<name>, or rewrites it under -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -278,7 +271,7 @@ func TestLowerGolden(t *testing.T) {
 			t.Fatalf("%s: test conversation is invalid: %v", c.name, err)
 		}
 		for _, p := range allProviders {
-			t.Run(c.name+"/"+providerNames[p], func(t *testing.T) {
+			t.Run(c.name+"/"+ProviderName(p), func(t *testing.T) {
 				req := cloneReq(c.req)
 				req.Provider = p
 				resp, err := Lower(req)
@@ -289,7 +282,7 @@ func TestLowerGolden(t *testing.T) {
 				if err != nil || again.GetBody() != resp.GetBody() || strings.Join(again.GetWarnings(), "\n") != strings.Join(resp.GetWarnings(), "\n") {
 					t.Fatalf("Lower is not deterministic")
 				}
-				golden(t, "lower/"+c.name+"."+providerNames[p]+".golden", renderLower(t, resp))
+				golden(t, "lower/"+c.name+"."+ProviderName(p)+".golden", renderLower(t, resp))
 				back, err := Lift(&compactorv1.LiftRequest{Body: resp.GetBody(), Provider: p})
 				if err != nil {
 					t.Fatalf("lowered body does not lift: %v", err)
@@ -330,8 +323,8 @@ func TestLiftGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := strings.SplitN(name, ".", 2)[0]; providerNames[resp.GetProvider()] != want {
-				t.Fatalf("detected %s, file is named for %s", providerNames[resp.GetProvider()], want)
+			if want := strings.SplitN(name, ".", 2)[0]; ProviderName(resp.GetProvider()) != want {
+				t.Fatalf("detected %s, file is named for %s", ProviderName(resp.GetProvider()), want)
 			}
 			if err := engine.DefaultLimits().Validate(resp.GetMessages()); err != nil {
 				t.Fatalf("lifted IR is invalid: %v", err)
@@ -391,4 +384,20 @@ func compactJSON(t *testing.T, j []byte) []byte {
 		t.Fatal(err)
 	}
 	return c.Bytes()
+}
+
+// TestProviderNames: ParseProvider reads back the name of every provider format, and of
+// nothing else.
+func TestProviderNames(t *testing.T) {
+	for v := range compactorv1.Provider_name {
+		p := compactorv1.Provider(v)
+		name := ProviderName(p)
+		got, ok := ParseProvider(name)
+		if known := slices.Contains(allProviders, p); ok != known || (ok && got != p) {
+			t.Errorf("ParseProvider(ProviderName(%v) = %q) = %v, %v", p, name, got, ok)
+		}
+	}
+	if _, ok := ParseProvider("Anthropic"); ok {
+		t.Error(`ParseProvider("Anthropic") took a name in another case`)
+	}
 }

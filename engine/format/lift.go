@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -392,14 +393,23 @@ func (lt *lifter) call(id, name string) { lt.names[id] = name }
 
 // unknownKeys warns about members of obj outside known.
 func (lt *lifter) unknownKeys(obj string, p *jpath, known ...string) {
-	lt.unknownKeysC(obj, p, nil, known...)
+	lt.unknownKeysC(obj, p, nil, "", nil, known...)
 }
 
-// unknownKeysC warns about members of obj outside known and carried (the members kept in
-// provider_options; see carry).
-func (lt *lifter) unknownKeysC(obj string, p *jpath, carried []string, known ...string) {
-	for k := range members(obj) {
-		if !isOneOf(k, known) && !isOneOf(k, carried) {
+// unknownKeysC warns about members of obj outside known and carried, and in the same walk
+// keeps the carried members as carry does: provider_options[provider][name] in *o, the first
+// member of each name, left out when null. carried holds at most 64 names.
+func (lt *lifter) unknownKeysC(obj string, p *jpath, o *map[string]*structpb.Struct, provider string, carried []string, known ...string) {
+	var seen uint64 // the carried names met so far, by index: field finds the first
+	for k, v := range members(obj) {
+		if i := slices.Index(carried, k); i >= 0 {
+			if seen&(1<<i) == 0 && v != "null" {
+				setOpt(o, provider, k, toValue(v))
+			}
+			seen |= 1 << i
+			continue
+		}
+		if !isOneOf(k, known) {
 			lt.warn(p.k(k), "field not carried by the IR; ignored")
 		}
 	}

@@ -144,7 +144,8 @@ func (l *lowerer) baseField(k string) string {
 }
 
 // warn records a warning. Warnings that differ only in their first argument (the location)
-// are reported once, at the first location, with their count.
+// are reported once, at the first location, with their count: the text is formatted for
+// the first only.
 func (l *lowerer) warn(format string, args ...any) {
 	key := format
 	var at any
@@ -154,7 +155,9 @@ func (l *lowerer) warn(format string, args ...any) {
 	if len(args) > 1 {
 		key += fmt.Sprint(args[1:]...)
 	}
-	l.note(fmt.Sprintf(format, args...), key, at)
+	if !l.repeated(key) {
+		l.note(fmt.Sprintf(format, args...), key, at)
+	}
 }
 
 // parseBase checks base_body and returns its members in order.

@@ -379,7 +379,8 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 	cp := p.k("content")
 	switch role {
 	case "system", "developer":
-		lt.unknownKeysC(m, p, chatMessageCarried, "role", "content")
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(m, p, &o, "openai", chatMessageCarried, "role", "content")
 		parts, err := lt.chatTextParts(content, cp)
 		if err != nil {
 			return err
@@ -388,10 +389,11 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 			lt.warn(cp, "empty system message skipped")
 		}
 		if msg := lt.add(compactorv1.Role_ROLE_SYSTEM, parts); msg != nil {
-			carry(&msg.ProviderOptions, m, "openai", chatMessageCarried)
+			msg.ProviderOptions = o
 		}
 	case "user":
-		lt.unknownKeysC(m, p, chatMessageCarried, "role", "content")
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(m, p, &o, "openai", chatMessageCarried, "role", "content")
 		var parts []*compactorv1.Part
 		switch kindOf(content) {
 		case kindString:
@@ -411,7 +413,7 @@ func (lt *lifter) chatMessage(m string, p *jpath) error {
 			lt.warn(cp, "empty content; message skipped")
 		}
 		if msg := lt.add(compactorv1.Role_ROLE_USER, parts); msg != nil {
-			carry(&msg.ProviderOptions, m, "openai", chatMessageCarried)
+			msg.ProviderOptions = o
 		}
 	case "assistant":
 		return lt.chatAssistant(m, p)
@@ -568,7 +570,8 @@ func chatUserPart(e string, p *jpath) (*compactorv1.Part, error) {
 }
 
 func (lt *lifter) chatAssistant(m string, p *jpath) error {
-	lt.unknownKeysC(m, p, chatAssistantCarried, "role", "content", "tool_calls", "refusal", optReasoningText)
+	var o map[string]*structpb.Struct
+	lt.unknownKeysC(m, p, &o, "openai", chatAssistantCarried, "role", "content", "tool_calls", "refusal", optReasoningText)
 	content := field(m, "content")
 	cp := p.k("content")
 	var text, refusal strings.Builder
@@ -672,7 +675,6 @@ func (lt *lifter) chatAssistant(m string, p *jpath) error {
 	if len(parts) == 0 {
 		parts = append(parts, textPart(""))
 	}
-	msg := lt.add(compactorv1.Role_ROLE_ASSISTANT, parts)
-	carry(&msg.ProviderOptions, m, "openai", chatAssistantCarried)
+	lt.add(compactorv1.Role_ROLE_ASSISTANT, parts).ProviderOptions = o
 	return nil
 }

@@ -173,7 +173,7 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse b
 			w.kstr("type", "message")
 			w.kstr("role", "assistant")
 			w.kstr("content", c.Text.GetText())
-			l.writeCarried(o, "openai", []string{"phase"})
+			l.writeCarried(o, "openai", responsesInputCarried)
 			w.endObj()
 		case *compactorv1.Part_ToolCall:
 			if c.ToolCall.GetProviderExecuted() {
@@ -221,7 +221,8 @@ func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
 	for k, p := range parts {
 		po := p.GetProviderOptions()
 		if k > 0 { // the item's members were written from the first part
-			for _, n := range []string{optItemID, "status", "phase"} {
+			l.opt(po, "openai", optItemID)
+			for _, n := range responsesItemCarried {
 				l.opt(po, "openai", n)
 			}
 		}
@@ -251,19 +252,23 @@ func (l *lowerer) responsesOutputMessage(parts []*compactorv1.Part) {
 func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse bool) bool {
 	w := &l.w
 	o := p.GetProviderOptions()
-	id := optionString(o, "openai", optItemID)
-	enc := optionString(o, "openai", optEncrypted)
+	// Each option is looked up once; the id and encrypted content count as carried only
+	// when they are non-empty strings, as they are only then written.
+	idv, encv, sum := option(o, "openai", optItemID), option(o, "openai", optEncrypted), option(o, "openai", "summary")
+	id, enc := idv.GetStringValue(), encv.GetStringValue()
 	text := p.GetReasoning().GetText()
 	switch {
-	case option(o, "openai", "summary") != nil || (storeFalse && enc != ""):
+	case sum != nil || (storeFalse && enc != ""):
 		w.obj()
 		w.kstr("type", "reasoning")
 		if id != "" {
-			w.kstr("id", l.optString(o, "openai", optItemID))
+			l.use(idv)
+			w.kstr("id", id)
 		}
 		w.key("summary")
-		if sum := option(o, "openai", "summary"); sum != nil && summaryText(sum) == text {
-			w.value(l.opt(o, "openai", "summary"))
+		if sum != nil && summaryText(sum) == text {
+			l.use(sum)
+			w.value(sum)
 		} else {
 			w.arr()
 			if text != "" {
@@ -272,18 +277,20 @@ func (l *lowerer) responsesReasoning(p *compactorv1.Part, at loc, storeFalse boo
 			w.endArr()
 		}
 		if enc != "" {
-			w.kstr("encrypted_content", l.optString(o, "openai", optEncrypted))
+			l.use(encv)
+			w.kstr("encrypted_content", enc)
 		}
-		l.writeCarried(o, "openai", []string{"content", "status"})
+		l.writeCarried(o, "openai", responsesReasonRest)
 		w.endObj()
 		return storeFalse && enc != ""
 	case id != "":
 		w.obj()
 		w.kstr("type", "item_reference")
-		w.kstr("id", l.optString(o, "openai", optItemID))
+		l.use(idv)
+		w.kstr("id", id)
 		w.endObj()
 		if enc != "" { // the stored item holds it
-			l.opt(o, "openai", optEncrypted)
+			l.use(encv)
 		}
 	default:
 		l.dropPart(p, "%s: reasoning without an OpenAI item id (or encrypted content with store=false) cannot be sent; dropped", at)
@@ -356,7 +363,8 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 	case "", "message":
 		return lt.responsesMessage(item, p)
 	case "function_call":
-		lt.unknownKeysC(item, p, responsesCallCarried, "type", "id", "call_id", "name", "arguments")
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(item, p, &o, "openai", responsesCallCarried, "type", "id", "call_id", "name", "arguments")
 		id, err := str(field(item, "call_id"), p.k("call_id"), true)
 		if err != nil {
 			return err
@@ -371,13 +379,14 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		}
 		lt.call(id, name)
 		part := callPart(id, name, args)
+		part.ProviderOptions = o
 		if err := itemID(&part.ProviderOptions, item, p); err != nil {
 			return err
 		}
-		carry(&part.ProviderOptions, item, "openai", responsesCallCarried)
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	case "function_call_output":
-		lt.unknownKeysC(item, p, responsesOutputCarried, "type", "id", "call_id", "output")
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(item, p, &o, "openai", responsesOutputCarried, "type", "id", "call_id", "output")
 		id, err := str(field(item, "call_id"), p.k("call_id"), true)
 		if err != nil {
 			return err
@@ -407,15 +416,15 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			return op.invalid("must be a string or an array of content parts, not " + kindName(kindOf(output)))
 		}
 		part := resultPart(id, lt.names[id], out)
+		part.ProviderOptions = o
 		if err := itemID(&part.ProviderOptions, item, p); err != nil {
 			return err
 		}
-		carry(&part.ProviderOptions, item, "openai", responsesOutputCarried)
 		lt.appendTo(compactorv1.Role_ROLE_TOOL, part)
 	case "reasoning":
-		lt.unknownKeysC(item, p, responsesReasonCarried, "type", "id", "encrypted_content")
-		id, err := str(field(item, "id"), p.k("id"), false)
-		if err != nil {
+		var o map[string]*structpb.Struct
+		lt.unknownKeysC(item, p, &o, "openai", responsesReasonCarried, "type", "id", "encrypted_content")
+		if err := itemID(&o, item, p); err != nil { // the id first, so that its error comes first
 			return err
 		}
 		enc, err := str(field(item, "encrypted_content"), p.k("encrypted_content"), false)
@@ -430,14 +439,10 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			}
 			texts = append(texts, t)
 		}
-		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: strings.Join(texts, "\n\n")}}}
-		if id != "" {
-			setOpt(&part.ProviderOptions, "openai", "itemId", structpb.NewStringValue(id))
-		}
+		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{Text: strings.Join(texts, "\n\n")}}, ProviderOptions: o}
 		if enc != "" {
 			setOpt(&part.ProviderOptions, "openai", optEncrypted, structpb.NewStringValue(enc))
 		}
-		carry(&part.ProviderOptions, item, "openai", responsesReasonCarried)
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	case "compaction":
 		// A compaction /responses/compact made: opaque, a summary boundary of its own.
@@ -448,7 +453,7 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 			return err
 		}
 		part := &compactorv1.Part{Content: &compactorv1.Part_Reasoning{Reasoning: &compactorv1.ReasoningPart{}}}
-		setOpt(&part.ProviderOptions, "openai", "itemId", structpb.NewStringValue(id))
+		setOpt(&part.ProviderOptions, "openai", optItemID, structpb.NewStringValue(id))
 		lt.appendTo(compactorv1.Role_ROLE_ASSISTANT, part)
 	default:
 		return p.k("type").invalid(`unsupported input item type "` + typ + `"`)
@@ -496,8 +501,7 @@ func (lt *lifter) responsesMessage(item string, p *jpath) error {
 						return err
 					}
 					part := withItem(textPart(t))
-					carry(&part.ProviderOptions, e, "openai", responsesTextCarried)
-					lt.unknownKeysC(e, ep, responsesTextCarried, "type", "text")
+					lt.unknownKeysC(e, ep, &part.ProviderOptions, "openai", responsesTextCarried, "type", "text")
 					parts = append(parts, part)
 				case "refusal":
 					t, err := str(field(e, "refusal"), ep.k("refusal"), true)

@@ -194,7 +194,7 @@ func TestPairingCheckerRejects(t *testing.T) {
 	}
 	for i, b := range bad {
 		if checkPairing(b.p, b.body) == nil {
-			t.Errorf("case %d (%s): pairing check accepted %s", i, formatName(b.p), b.body)
+			t.Errorf("case %d (%s): pairing check accepted %s", i, ProviderName(b.p), b.body)
 		}
 	}
 }

@@ -177,7 +177,7 @@ func stateOutcome(t *testing.T, c stateCase, lifted *compactorv1.LiftResponse, t
 	// the boundary is not sent (TestProviderCompactionIsABoundary).
 	out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: target, BaseBody: base, KeepHistory: true})
 	if err != nil {
-		t.Fatalf("lower to %s: %v", formatName(target), err)
+		t.Fatalf("lower to %s: %v", ProviderName(target), err)
 	}
 	if !c.nonstandard || target != c.from {
 		checkConformance(t, target, out.GetBody())
@@ -194,7 +194,7 @@ func stateOutcome(t *testing.T, c stateCase, lifted *compactorv1.LiftResponse, t
 	}
 	if frag := c.mapped[target]; frag != "" {
 		if !strings.Contains(out.GetBody(), frag) {
-			t.Errorf("to %s: %q not in %s", formatName(target), frag, out.GetBody())
+			t.Errorf("to %s: %q not in %s", ProviderName(target), frag, out.GetBody())
 		}
 		return "mapped"
 	}
@@ -203,7 +203,7 @@ func stateOutcome(t *testing.T, c stateCase, lifted *compactorv1.LiftResponse, t
 			return "dropped, warned"
 		}
 	}
-	t.Errorf("to %s: no warning names %s: %q\n%s", formatName(target), c.at, out.GetWarnings(), out.GetBody())
+	t.Errorf("to %s: no warning names %s: %q\n%s", ProviderName(target), c.at, out.GetWarnings(), out.GetBody())
 	return "SILENT"
 }
 
@@ -213,7 +213,7 @@ func stateOutcome(t *testing.T, c stateCase, lifted *compactorv1.LiftResponse, t
 // are the table in docs/PROVIDERS.md (TestProvidersTable).
 func TestProviderStateSurvives(t *testing.T) {
 	for _, c := range stateCases() {
-		t.Run(formatName(c.from)+"/"+c.field, func(t *testing.T) {
+		t.Run(ProviderName(c.from)+"/"+c.field, func(t *testing.T) {
 			if !c.nonstandard {
 				checkConformance(t, c.from, c.body) // the fixture is what the SDK type allows
 			}
@@ -245,7 +245,7 @@ func TestProvidersTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.WriteString("| `" + c.field + "` | " + formatName(c.from) + " (`" + c.sdk + "`) |")
+		b.WriteString("| `" + c.field + "` | " + ProviderName(c.from) + " (`" + c.sdk + "`) |")
 		for _, p := range allProviders {
 			b.WriteString(" " + stateOutcome(t, c, lifted, p) + " |")
 		}
@@ -314,13 +314,13 @@ func TestProviderCompactionIsABoundary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := strings.Join(out.GetWarnings(), "\n"); !strings.Contains(w, "messages[1].parts[0].provider.anthropic.compaction: not carried to "+formatName(p)) {
-			t.Errorf("to %s: the compaction's drop is not named: %s", formatName(p), w)
+		if w := strings.Join(out.GetWarnings(), "\n"); !strings.Contains(w, "messages[1].parts[0].provider.anthropic.compaction: not carried to "+ProviderName(p)) {
+			t.Errorf("to %s: the compaction's drop is not named: %s", ProviderName(p), w)
 		}
 		_, err = Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: p, Strict: true})
 		var se *StrictError
 		if !errors.As(err, &se) || !slices.Contains(se.Fields(), "messages[1].parts[0].provider.anthropic.compaction") {
-			t.Errorf("strict to %s: got %v, want a StrictError naming the compaction", formatName(p), err)
+			t.Errorf("strict to %s: got %v, want a StrictError naming the compaction", ProviderName(p), err)
 		}
 	}
 }
