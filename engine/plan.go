@@ -147,11 +147,13 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
 		cut := int(d.Response.CutIndex)
 		d.Response.PrefixHash = HexHash(c.chain.at(&c.keys, msgs, in.keys, cut))
-		d.counter, d.msgs = c, msgs
-		if in.cv != nil {
-			d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
-		} else {
-			d.keys = append([]contentKey(nil), in.keys[:cut]...) // keys is pooled scratch
+		if withPruned { // only Compact (through Decide) asks for PrefixChain; Plan drops d
+			d.counter, d.msgs = c, msgs
+			if in.cv != nil {
+				d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
+			} else {
+				d.keys = append([]contentKey(nil), in.keys[:cut]...) // keys is pooled scratch
+			}
 		}
 	}
 	if remember {
