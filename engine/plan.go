@@ -114,8 +114,9 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	defer c.scratch.put(sc)
 
 	// Plan answers a conversation it memoized with a copy of the plan it made before
-	// under the same policy and caller token counts, if it still remembers it.
-	remember := !withPruned && !opt.Force
+	// under the same policy and caller token counts, if it still remembers it. Plan is the
+	// one caller without withPruned, and it passes Options{}, so opt.Force is false here.
+	remember := !withPruned
 	need := needUncounted
 	if remember {
 		need = needToRecall
