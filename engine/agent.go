@@ -283,8 +283,11 @@ func IsFileName(w string) bool {
 // maxPathBytes bounds a word that can be a path.
 const maxPathBytes = 120
 
-// IsPathLike reports whether w looks like a file path (a/b/c.go, ./x, /etc/hosts, src/lib)
-// or a file name (IsFileName). URLs and words with "//" are not.
+// IsPathLike reports whether w looks like a file path or a file name (IsFileName): a word of
+// letters, digits, _ - . @ and / with a letter, whose last element is a file name, or which
+// has two slashes or more (a/b/c.go, /etc/hosts, src/lib/), or starts with ./ or ../ (./x).
+// A word with one slash and no file name, such as src/lib, is not; nor are URLs and words
+// with "//".
 func IsPathLike(w string) bool {
 	if len(w) < 3 || len(w) > maxPathBytes || strings.Contains(w, "://") || strings.HasPrefix(w, "//") {
 		return false
