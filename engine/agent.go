@@ -22,12 +22,29 @@ var observationPrefixes = []string{"<returncode>", "<output>", "<tool_result", "
 // ("(Open file: …) (Current directory: …) bash-$").
 func IsObservation(text string) bool {
 	text = strings.TrimSpace(text)
+	// observed reads dir only together with last's suffix, so testing the suffix first
+	// spares scanning the text for the marker and gives the same answer.
+	return observed(text, text, strings.HasSuffix(text, promptStateEnd) && strings.Contains(text, promptStateDir))
+}
+
+// SWE-agent's prompt state line, "(Open file: …) (Current directory: …) bash-$", contains
+// promptStateDir and ends with promptStateEnd.
+const (
+	promptStateDir = "(Current directory:"
+	promptStateEnd = "bash-$"
+)
+
+// observed is the observation rule (IsObservation) over a user text given as its first and
+// last nonblank text parts, trimmed (the whole trimmed text for both when it is one), and
+// whether any part contains promptStateDir. No prefix or marker contains a newline, so the
+// rule reads the parts as it would their join.
+func observed(first, last string, dir bool) bool {
 	for _, p := range observationPrefixes {
-		if strings.HasPrefix(text, p) {
+		if strings.HasPrefix(first, p) {
 			return true
 		}
 	}
-	return strings.Contains(text, "(Current directory:") && strings.HasSuffix(text, "bash-$")
+	return dir && strings.HasSuffix(last, promptStateEnd)
 }
 
 // demonstrationMarkers mark few-shot demonstrations (SWE-agent's "--- DEMONSTRATION ---"
@@ -188,26 +205,18 @@ func messageFlags(m *compactorv1.Message) textFlags {
 			fl |= flagCommand
 		}
 	case compactorv1.Role_ROLE_USER:
-		textOnly, empty, obs, demo := readUserMessage(m)
-		for _, b := range []struct {
-			on bool
-			f  textFlags
-		}{{textOnly, flagTextOnly}, {empty, flagEmpty}, {obs, flagObservation}, {demo, flagDemo}} {
-			if b.on {
-				fl |= b.f
-			}
-		}
+		fl |= readUserMessage(m)
 	}
 	return fl
 }
 
 // readUserMessage reads a user message as eachRequest needs it, without joining its text
-// parts: whether it is text only, has no text, is an observation (IsObservation of its
-// joined text) or carries a demonstration.
-func readUserMessage(m *compactorv1.Message) (textOnly, empty, obs, demo bool) {
-	textOnly, empty = true, true
+// parts: flagTextOnly (no tool results, images or files), flagEmpty (no text),
+// flagObservation (IsObservation of its joined text) and flagDemo (carries a
+// demonstration).
+func readUserMessage(m *compactorv1.Message) textFlags {
+	textOnly, empty, demo, dir := true, true, false, false
 	first, last := "", ""
-	dir := false
 	for _, p := range m.GetParts() {
 		t := p.GetText()
 		if t == nil {
@@ -223,15 +232,22 @@ func readUserMessage(m *compactorv1.Message) (textOnly, empty, obs, demo bool) {
 		}
 		empty, last = false, s
 		demo = demo || IsDemonstration(s)
-		dir = dir || strings.Contains(s, "(Current directory:")
+		dir = dir || strings.Contains(s, promptStateDir)
 	}
-	for _, p := range observationPrefixes {
-		if strings.HasPrefix(first, p) {
-			obs = true
-		}
+	var fl textFlags
+	if textOnly {
+		fl |= flagTextOnly
 	}
-	obs = obs || dir && strings.HasSuffix(last, "bash-$")
-	return textOnly, empty, obs, demo
+	if empty {
+		fl |= flagEmpty
+	}
+	if observed(first, last, dir) {
+		fl |= flagObservation
+	}
+	if demo {
+		fl |= flagDemo
+	}
+	return fl
 }
 
 // sourceExtensions are the file extensions that make a bare word a file name.
@@ -267,8 +283,11 @@ func IsFileName(w string) bool {
 // maxPathBytes bounds a word that can be a path.
 const maxPathBytes = 120
 
-// IsPathLike reports whether w looks like a file path (a/b/c.go, ./x, /etc/hosts, src/lib)
-// or a file name (IsFileName). URLs and words with "//" are not.
+// IsPathLike reports whether w looks like a file path or a file name (IsFileName): a word of
+// letters, digits, _ - . @ and / with a letter, whose last element is a file name, or which
+// has two slashes or more (a/b/c.go, /etc/hosts, src/lib/), or starts with ./ or ../ (./x).
+// A word with one slash and no file name, such as src/lib, is not; nor are URLs and words
+// with "//".
 func IsPathLike(w string) bool {
 	if len(w) < 3 || len(w) > maxPathBytes || strings.Contains(w, "://") || strings.HasPrefix(w, "//") {
 		return false

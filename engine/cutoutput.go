@@ -40,12 +40,7 @@ func (dc *deciding) cutOutputs(sh *shape, from int) {
 		return
 	}
 	var cands []cutCandidate
-	pruned := map[[2]int]bool{}
-	for _, pp := range dc.pr.parts {
-		if !pp.Input && dc.pr.saved[pp.Message] > 0 {
-			pruned[[2]int{pp.Message, pp.Part}] = true
-		}
-	}
+	pruned := dc.prunedOutputs()
 	for i := from; i < len(dc.msgs); i++ {
 		if dc.lay.class[i] != classActive {
 			continue
@@ -83,6 +78,22 @@ func (dc *deciding) cutOutputs(sh *shape, from int) {
 		saved += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
 	}
 	sh.cut, sh.tail, sh.after = saved, sh.tail-saved, sh.after-saved
+}
+
+// prunedOutputs returns the set of tool outputs (message, part; part −1 for an observation)
+// that pruning replaces in messages where it saves tokens. It depends only on dc.pr, fixed
+// for the plan, so it is built once, on the first call: cutOutputs runs once per shape the
+// plan tries.
+func (dc *deciding) prunedOutputs() map[[2]int]bool {
+	if dc.prunedSet == nil {
+		dc.prunedSet = map[[2]int]bool{}
+		for _, pp := range dc.pr.parts {
+			if !pp.Input && dc.pr.saved[pp.Message] > 0 {
+				dc.prunedSet[[2]int{pp.Message, pp.Part}] = true
+			}
+		}
+	}
+	return dc.prunedSet
 }
 
 // cutCandidate is one tool output that cutting may shorten: a tool result's part, or a whole

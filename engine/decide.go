@@ -33,6 +33,9 @@ type deciding struct {
 	costs
 	sc   *scratch
 	tail []int64 // tail sizes after pruning, per turn start (see tailSizes), once summarizing needs them
+	// prunedSet is the tool outputs pruning replaces, by message and part (−1 for an
+	// observation), once cutting needs them (see prunedOutputs).
+	prunedSet map[[2]int]bool
 }
 
 // decide returns the shape the conversation takes: the steps of the file's comment, in

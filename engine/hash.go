@@ -164,7 +164,12 @@ func (pc *prefixChain) upTo(kr *keyer, msgs []*compactorv1.Message, keys []conte
 }
 
 // HexHash formats a chain value as PlanResponse.prefix_hash does.
-func HexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }
+// It encodes into a stack array, so the string is its one allocation.
+func HexHash(h [32]byte) string {
+	var b [2 * len(h)]byte
+	hex.Encode(b[:], h[:])
+	return string(b[:])
+}
 
 // prefixKey identifies a prefix by its length and two independent folds of its messages'
 // content keys.

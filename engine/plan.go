@@ -114,8 +114,9 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	defer c.scratch.put(sc)
 
 	// Plan answers a conversation it memoized with a copy of the plan it made before
-	// under the same policy and caller token counts, if it still remembers it.
-	remember := !withPruned && !opt.Force
+	// under the same policy and caller token counts, if it still remembers it. Plan is the
+	// one caller without withPruned, and it passes Options{}, so opt.Force is false here.
+	remember := !withPruned
 	need := needUncounted
 	if remember {
 		need = needToRecall
@@ -147,11 +148,13 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
 		cut := int(d.Response.CutIndex)
 		d.Response.PrefixHash = HexHash(c.chain.at(&c.keys, msgs, in.keys, cut))
-		d.counter, d.msgs = c, msgs
-		if in.cv != nil {
-			d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
-		} else {
-			d.keys = append([]contentKey(nil), in.keys[:cut]...) // keys is pooled scratch
+		if withPruned { // only Compact (through Decide) asks for PrefixChain; Plan drops d
+			d.counter, d.msgs = c, msgs
+			if in.cv != nil {
+				d.keys = in.keys[:cut:cut] // the memoized conversation's: immutable, all valid
+			} else {
+				d.keys = append([]contentKey(nil), in.keys[:cut]...) // keys is pooled scratch
+			}
 		}
 	}
 	if remember {

@@ -48,10 +48,21 @@ func (p *scratchPool) get() *scratch {
 }
 
 // put drops the references sc holds (memo values, ids) and returns it to the pool.
+//
+// counts and pruned are cleared only within their length, then truncated, so that a plan
+// which did not use them (a memo hit) does not clear their whole capacity: nothing past
+// their length holds a reference. counts is set at most once per plan, by resize (which
+// zeroes it), and written within its length; pruned is set once per plan, by appends from
+// length zero (selectPruneParts, selectObservations), and only filtered in place after
+// (keepSaving, whose result is shorter but leaves pruned's length alone). open and
+// approvals are cleared to their capacity: analyze removes from them by shifting
+// (append(s[:k], s[k+1:]...)), which leaves stale ids past their length.
 func (p *scratchPool) put(sc *scratch) {
-	clear(sc.counts[:cap(sc.counts)])
+	clear(sc.counts)
+	sc.counts = sc.counts[:0]
 	clear(sc.open[:cap(sc.open)])
 	clear(sc.approvals[:cap(sc.approvals)])
-	clear(sc.pruned[:cap(sc.pruned)])
+	clear(sc.pruned)
+	sc.pruned = sc.pruned[:0]
 	p.pool.Put(sc)
 }
