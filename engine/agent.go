@@ -17,16 +17,6 @@ import (
 var observationPrefixes = []string{"<returncode>", "<output>", "<tool_result", "<function_results>",
 	"Observation:", "OBSERVATION:", "[Tool result", "Tool output:"}
 
-// IsObservation reports whether a user text is a text-protocol agent's tool output: it starts
-// with a known observation prefix, or ends with SWE-agent's prompt state line
-// ("(Open file: …) (Current directory: …) bash-$").
-func IsObservation(text string) bool {
-	text = strings.TrimSpace(text)
-	// observed reads dir only together with last's suffix, so testing the suffix first
-	// spares scanning the text for the marker and gives the same answer.
-	return observed(text, text, strings.HasSuffix(text, promptStateEnd) && strings.Contains(text, promptStateDir))
-}
-
 // SWE-agent's prompt state line, "(Open file: …) (Current directory: …) bash-$", contains
 // promptStateDir and ends with promptStateEnd.
 const (
@@ -34,9 +24,10 @@ const (
 	promptStateEnd = "bash-$"
 )
 
-// observed is the observation rule (IsObservation) over a user text given as its first and
-// last nonblank text parts, trimmed (the whole trimmed text for both when it is one), and
-// whether any part contains promptStateDir. No prefix or marker contains a newline, so the
+// observed is the observation rule (a text-protocol agent's tool output starts with a known
+// observation prefix, or ends with SWE-agent's prompt state line) over a user text given as
+// its first and last nonblank text parts, trimmed (the whole trimmed text for both when it
+// is one), and whether any part contains promptStateDir. No prefix or marker contains a newline, so the
 // rule reads the parts as it would their join.
 func observed(first, last string, dir bool) bool {
 	for _, p := range observationPrefixes {

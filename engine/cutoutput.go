@@ -15,7 +15,7 @@ import (
 // to their head and tail, with a note saying how much was cut and that the rest is gone, as
 // coding agents do with outputs too large for their window. Tool outputs are tool results
 // with a text or JSON output and the observations text-protocol agents send as user messages
-// (IsObservation); never a request. cutOutputs decides what a shape cuts (decide.go calls
+// (ClassifyUsers' UserObservation); never a request. cutOutputs decides what a shape cuts (decide.go calls
 // it); ApplyPrune carries the cuts out with cutOutput.
 
 // MinCutOutputTokens is the least a cut tool output keeps of its head and tail.
