@@ -1,0 +1,163 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/internal/hold"
+)
+
+// The first stage of a summarizing Compact: which cached summary serves it as it is, and what a
+// new summary builds on (a cached earlier prefix, the conversation's latest summary, or nothing).
+
+// maxAnchorCandidates bounds how many earlier prefixes one Compact looks up in the cache
+// (one MGET) when searching for a summary to build on.
+const maxAnchorCandidates = 256
+
+// base is what a new summary builds on: the summary of msgs[0:from] (anchor; "" when from
+// is 0), whose text left out the requests at released because they stayed verbatim beside
+// it, and which this compaction folds into the summary instead.
+type base struct {
+	from     int
+	anchor   string
+	released []int32
+}
+
+// summary returns the summary of msgs[0:cut] and how the cache served it: the exact prefix
+// from the cache, or a new summary built on the longest cached earlier prefix (or on the
+// conversation's latest summary), computed once across replicas and stored. A cached summary
+// of this very prefix that does not serve this compaction (see usable) is rewritten for it
+// and served uncached (cache.StatusBypass): the stored one stays.
+//
+// A caller that joins a computation another call of this process started gets its result:
+// its summary (a hit, unless the leader's was not stored: then the leader's outcome) or its
+// error, as if it were its own; only a computation that ran out of its starter's time is
+// started again.
+func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, error) {
+	scope := cache.Scope{Tenant: tenant(ctx), Summarizer: c.sum.Fingerprint().String(), Instructions: c.req.GetInstructions()}
+
+	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
+	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
+	keys := scope.Keys(c.chain[lo : c.cut+1])
+	key := keys[len(keys)-1]
+
+	b, stale := c.start(), (*cache.Entry)(nil)
+	idx, found, err := c.s.cache.Longest(ctx, keys)
+	switch {
+	case err == nil && idx == len(keys)-1 && c.usable(found):
+		return found, cache.StatusHit, nil
+	case err == nil && idx == len(keys)-1:
+		stale = found
+	case err == nil:
+		b = c.on(lo+idx, found) // build on the longest cached earlier prefix
+	case errors.Is(err, cache.ErrNotFound):
+	default:
+		e, err := c.summarize(ctx, b)
+		return e, cache.StatusUnavailable, err
+	}
+
+	// One computation per key in this process (flights), and one across replicas
+	// (cache.Fill's lock). Each caller gives up at its own deadline. The computation runs
+	// detached from the caller that started it, to that caller's deadline, holding what the
+	// caller's call holds (its slot, its tenant's concurrent-Compacts lease, its request's
+	// memory: package hold); a caller that joined a computation which ran out of its
+	// starter's time starts a new one. Compactions that share a flight serve each other:
+	// they keep the same requests and have the same summary room.
+	flightKey := key.String() + "/" + c.servesKey()
+	for {
+		fl, lead := c.s.flights.join(flightKey)
+		if lead {
+			b, stale := b, stale // the computation's copies: the hit path moves nothing to the heap
+			c.detach(ctx, fl, func(ctx context.Context) (*cache.Entry, cache.Status, error) {
+				return c.compute(ctx, key, b, stale)
+			})
+		} else {
+			hold.Yield(ctx) // waiting on another call's work is not engine work
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, fmt.Errorf("compact: waiting for the summary: %w", ctx.Err())
+		case <-fl.done:
+		}
+		if fl.err != nil {
+			if !lead && ctx.Err() == nil && (errors.Is(fl.err, context.DeadlineExceeded) || errors.Is(fl.err, context.Canceled)) {
+				continue // the starter's time ran out, not ours
+			}
+			return nil, 0, fl.err
+		}
+		if !lead && fl.status == cache.StatusMiss {
+			return fl.entry, cache.StatusHit, nil // stored by the call it joined
+		}
+		return fl.entry, fl.status, nil
+	}
+}
+
+// start is where a summary with no cached prefix starts: after the conversation's latest
+// summary, on top of its text.
+func (c *compaction) start() base {
+	if si := c.plan.GetSummaryIndex(); si >= 0 {
+		return base{from: int(si) + 1, anchor: engine.SummaryText(c.msgs[si])}
+	}
+	return base{}
+}
+
+// on is the base of a summary built on e, the cached summary of msgs[0:from]: the requests
+// e left out because they stayed verbatim beside it, and which this compaction does not
+// keep, go into the new summary.
+func (c *compaction) on(from int, e *cache.Entry) base {
+	b := base{from: from, anchor: e.Text}
+	for _, k := range e.Kept {
+		if _, ok := slices.BinarySearch(c.kept, k); !ok && int(k) < from {
+			b.released = append(b.released, k)
+		}
+	}
+	return b
+}
+
+// usable reports whether e, a cached summary of msgs[0:cut], serves this compaction as it
+// is: it fits the summary room and holds every request this compaction does not keep.
+func (c *compaction) usable(e *cache.Entry) bool { return c.holds(e) && c.fits(e.Text) }
+
+// rewrite is the base of this compaction's own summary of msgs[0:cut] when e, the cached
+// one, does not serve it: built on e, folding in the requests e left out that this
+// compaction does not keep; or from the start when e is longer than the summary room (it
+// was written for a larger one).
+func (c *compaction) rewrite(e *cache.Entry) base {
+	if !c.fits(e.Text) {
+		return c.start()
+	}
+	return c.on(c.cut, e)
+}
+
+// holds reports whether e, a summary of msgs[0:cut], holds every request this compaction
+// does not keep: it left out only requests this compaction keeps verbatim beside it.
+func (c *compaction) holds(e *cache.Entry) bool {
+	for _, k := range e.Kept {
+		if _, ok := slices.BinarySearch(c.kept, k); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// fits reports whether a summary text fits the plan's summary room.
+func (c *compaction) fits(text string) bool {
+	return int64(c.count(text)) <= c.room
+}
+
+// servesKey names what decides whether a summary of msgs[0:cut] serves this compaction (see
+// usable): the requests it keeps and its summary room. Compactions of one prefix share a
+// computation in this process (flights) only when these are the same.
+func (c *compaction) servesKey() string {
+	var b strings.Builder
+	for _, k := range c.kept {
+		fmt.Fprintf(&b, "%d,", k)
+	}
+	fmt.Fprintf(&b, "/%d", c.room)
+	return b.String()
+}
