@@ -85,10 +85,13 @@ func issuesCommand(m *compactorv1.Message) bool {
 }
 
 // Requests returns the indexes of the user's requests among msgs, oldest first: the first
-// user message that is not a demonstration (the task), and every later user message of text
-// only that is neither a tool observation (IsObservation, or the answer to a text-protocol
-// command) nor a demonstration. Head messages (InHead), compaction prompts and summaries,
-// and user messages without text are never requests.
+// user message that is not a demonstration nor host blocks alone (the task), every later user
+// message of text only that is neither a tool observation (IsObservation, or the answer to a
+// text-protocol command), a demonstration nor host blocks alone (UserContext), and the user
+// messages a summary says its compaction kept verbatim as requests (KeptAfter). Compaction
+// prompts and summaries, user messages without text and head messages are never requests,
+// but for a message of standing instructions that holds the user's words too (a harness's
+// task beside its instructions), which the head keeps.
 func Requests(msgs []*compactorv1.Message) []int {
 	var out []int
 	eachUserText(msgs, 0, true, func(i int, k UserKind) {
@@ -115,6 +118,10 @@ const (
 	// UserOther is any other user message with text: text beside tool results, images or
 	// files.
 	UserOther
+	// UserContext is a text-only user message of transient host blocks and nothing of the
+	// user's (a todo reminder, a hook's output, a slash command's bookkeeping: see the host
+	// block rules): neither a request nor an observation; it may be summarized away.
+	UserContext
 )
 
 // ClassifyUsers returns the kind of each message of msgs: 0 for messages that are not user
@@ -139,12 +146,20 @@ func eachUserText(msgs []*compactorv1.Message, from int, taskRule bool, f func(i
 func eachUserKind(msgs []*compactorv1.Message, from int, taskRule bool, flags func(i int) textFlags, f func(i int, k UserKind)) {
 	task := !taskRule
 	command := false // the previous message was an assistant's text-protocol command
+	// The user messages a summary right before from says are the requests its compaction
+	// kept verbatim are requests, whatever they read as (a SWE-agent task ends with the
+	// prompt line its observations end with).
+	kept := 0
+	if from > 0 {
+		kept = KeptAfter(msgs[from-1])
+	}
 	for i := from; i < len(msgs); i++ {
 		m := msgs[i]
 		afterCommand := command
 		switch m.GetRole() {
 		case compactorv1.Role_ROLE_ASSISTANT:
 			command = flags(i)&flagCommand != 0
+			kept = 0 // the kept requests come before the tail
 			continue
 		case compactorv1.Role_ROLE_USER:
 			command = false
@@ -152,14 +167,38 @@ func eachUserKind(msgs []*compactorv1.Message, from int, taskRule bool, flags fu
 			command = false
 			continue
 		}
-		if InHead(m) || m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_UNSPECIFIED {
+		if m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+			kept = KeptAfter(m)
+			continue
+		}
+		if m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_UNSPECIFIED {
 			continue
 		}
 		fl := flags(i)
+		if kept > 0 && fl&flagEmpty == 0 && !InHead(m) {
+			kept--
+			task = true
+			f(i, UserRequest)
+			continue
+		}
+		if fl&flagStandingOnly != 0 {
+			// Standing instructions alone are head (InHead); with the user's words among them
+			// (a harness's task beside its instructions) they are a request the head keeps.
+			if fl&flagNoWords == 0 {
+				task = true
+				f(i, UserRequest)
+			}
+			continue
+		}
+		if InHead(m) {
+			continue
+		}
 		switch {
 		case fl&flagEmpty != 0:
 		case fl&flagDemo != 0:
 			f(i, UserDemonstration)
+		case fl&flagTextOnly != 0 && fl&flagNoWords != 0:
+			f(i, UserContext)
 		case !task:
 			task = true
 			f(i, UserRequest)
@@ -176,15 +215,18 @@ func eachUserKind(msgs []*compactorv1.Message, from int, taskRule bool, flags fu
 // textFlags are what the rules of agent talk read of one message's text: set once per
 // message content (messageFlags), so that classifying a conversation does not read its text
 // again.
-type textFlags uint8
+type textFlags uint16
 
 const (
-	flagKnown       textFlags = 1 << iota // the flags below were read
-	flagTextOnly                          // a user message of text only
-	flagEmpty                             // a user message without text
-	flagObservation                       // a user message whose text reads as a tool's output (IsObservation)
-	flagDemo                              // a user message carrying a few-shot demonstration
-	flagCommand                           // an assistant message issuing a text-protocol command (issuesCommand)
+	flagKnown        textFlags = 1 << iota // the flags below were read
+	flagTextOnly                           // a user message of text only
+	flagEmpty                              // a user message without text
+	flagObservation                        // a user message whose text reads as a tool's output (IsObservation)
+	flagDemo                               // a user message carrying a few-shot demonstration
+	flagCommand                            // an assistant message issuing a text-protocol command (issuesCommand)
+	flagStanding                           // a user message with a part holding standing instructions (StandingPart)
+	flagStandingOnly                       // a user message whose every part holds standing instructions
+	flagNoWords                            // a user message with text, all of it host blocks: no words of the user's
 )
 
 // messageFlags reads the text flags of m.
@@ -203,8 +245,9 @@ func messageFlags(m *compactorv1.Message) textFlags {
 
 // readUserMessage reads a user message as eachRequest needs it, without joining its text
 // parts: flagTextOnly (no tool results, images or files), flagEmpty (no text),
-// flagObservation (IsObservation of its joined text) and flagDemo (carries a
-// demonstration).
+// flagObservation (IsObservation of its joined text), flagDemo (carries a demonstration), and,
+// unless it is an observation, the host blocks it holds (flagStanding, flagStandingOnly,
+// flagNoWords; see hostBlocks).
 func readUserMessage(m *compactorv1.Message) textFlags {
 	textOnly, empty, demo, dir := true, true, false, false
 	first, last := "", ""
@@ -232,13 +275,395 @@ func readUserMessage(m *compactorv1.Message) textFlags {
 	if empty {
 		fl |= flagEmpty
 	}
-	if observed(first, last, dir) {
-		fl |= flagObservation
-	}
 	if demo {
 		fl |= flagDemo
 	}
+	if observed(first, last, dir) {
+		return fl | flagObservation // tool output: never host blocks
+	}
+	if !empty {
+		fl |= hostFlags(m)
+	}
 	return fl
+}
+
+// Host blocks. Hosts put context of their own into user messages beside the user's words:
+// Claude Code a <system-reminder> holding the CLAUDE.md files ("# claudeMd"), and others with
+// the todo state, the file open in the IDE or a hook's output; a slash command's bookkeeping
+// (<command-name>, <local-command-stdout>); Codex the AGENTS.md files ("# AGENTS.md
+// instructions for <dir>" and an <INSTRUCTIONS> block, or <user_instructions>) and an
+// <environment_context>; Cline an <environment_details>. A host block is an XML-style element
+// <tag …>…</tag> standing alone in a text part or at its start or end (or Codex's AGENTS.md
+// heading), whose tag or content one of the rules below names: an element no rule names (a
+// harness's <pr_description>, say) is the user's words.
+//
+// Standing instructions are the blocks that hold the user's or the project's instructions
+// for the whole session (instruction files, <…instructions> elements, the environment and
+// permissions a host states): a compaction keeps them like the head, byte-identical, never
+// summarized or cut. The other host blocks are transient and may be summarized away. What is
+// left of a user message without its host blocks is the user's own words (UserWords).
+
+// partKind is what one text part of a user message holds.
+type partKind uint8
+
+const (
+	partWords     partKind = iota // the user's words (host blocks around them perhaps)
+	partTransient                 // transient host blocks only
+	partStanding                  // standing instructions (other blocks or words beside them perhaps)
+)
+
+// transientTags are the tags of the transient host blocks (compared without case).
+var transientTags = []string{"system-reminder", "command-name", "command-message", "command-args",
+	"local-command-stdout", "local-command-stderr", "local-command-caveat", "user-prompt-submit-hook",
+	"bash-input", "bash-stdout", "bash-stderr", "environment_details", "ide_opened_file",
+	"ide_selection", "ide_diagnostics", "recommended_plugins"}
+
+// standingTags are the tags of elements that hold standing instructions whatever they say
+// (compared without case), besides any tag ending in "instructions" (Codex's <INSTRUCTIONS>,
+// <user_instructions>, a harness's <instructions>).
+var standingTags = []string{"environment_context", "permissions"}
+
+// instructionFiles are the instruction files whose contents a host's block may quote ("Contents
+// of /repo/CLAUDE.md (project instructions, …)", as Claude Code writes them).
+var instructionFiles = []string{"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "GEMINI.md"}
+
+// claudeMdHeading opens the CLAUDE.md section of Claude Code's context reminder.
+const claudeMdHeading = "# claudeMd"
+
+// standingHeading is in the first line of a text part that Codex opens with its AGENTS.md
+// heading ("# AGENTS.md instructions for /repo").
+const standingHeading = " instructions for "
+
+// StandingPart reports whether p is a text part holding standing instructions (see the host
+// block rules above): a compaction keeps it byte-identical, never summarized or cut.
+func StandingPart(p *compactorv1.Part) bool {
+	t := p.GetText()
+	if t == nil {
+		return false
+	}
+	k, _ := textKind(t.GetText())
+	return k == partStanding
+}
+
+// hostFlags returns, for a user message with text, flagStanding when a part holds standing
+// instructions, flagStandingOnly when every part does, and flagNoWords when its text is host
+// blocks only.
+func hostFlags(m *compactorv1.Message) textFlags {
+	var fl textFlags
+	only, words := true, false
+	for _, p := range m.GetParts() {
+		t := p.GetText()
+		if t == nil {
+			only = false
+			continue
+		}
+		k, w := textKind(t.GetText())
+		words = words || w
+		switch {
+		case k == partStanding:
+			fl |= flagStanding
+		case strings.TrimSpace(t.GetText()) != "":
+			only = false
+		}
+	}
+	if fl&flagStanding != 0 && only {
+		fl |= flagStandingOnly
+	}
+	if !words {
+		fl |= flagNoWords
+	}
+	return fl
+}
+
+// standingOnly reports whether m is a user message whose every part holds standing
+// instructions: a message of the head (InHead).
+func standingOnly(m *compactorv1.Message) bool {
+	if m.GetRole() != compactorv1.Role_ROLE_USER || m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_UNSPECIFIED {
+		return false
+	}
+	for _, p := range m.GetParts() {
+		if t := p.GetText(); t == nil || !mayHoldBlock(t.GetText()) {
+			return false // the cheap test first: most user text opens with no block
+		}
+	}
+	return messageFlags(m)&flagStandingOnly != 0
+}
+
+// mayHoldBlock reports whether text could start or end with a host block.
+func mayHoldBlock(text string) bool {
+	s := strings.TrimSpace(text)
+	return s != "" && (s[0] == '<' || s[0] == '#' || s[len(s)-1] == '>')
+}
+
+// textKind returns what a text part of a user message holds, and whether any of it is the
+// user's words.
+func textKind(text string) (partKind, bool) {
+	s := strings.TrimSpace(text)
+	if s == "" || !mayHoldBlock(s) {
+		return partWords, s != ""
+	}
+	if agentsHeading(s) {
+		return partStanding, false
+	}
+	standing, transient, words := false, false, false
+	eachHostBlock(s, func(k partKind, _, _ int) {
+		switch k {
+		case partStanding:
+			standing = true
+		case partTransient:
+			transient = true
+		default:
+			words = true
+		}
+	})
+	switch {
+	case standing:
+		return partStanding, words
+	case transient && !words:
+		return partTransient, false
+	}
+	return partWords, words
+}
+
+// agentsHeading reports whether s opens with Codex's heading of an instruction file.
+func agentsHeading(s string) bool {
+	if !strings.HasPrefix(s, "# ") {
+		return false
+	}
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.Contains(line, standingHeading) && strings.Contains(line, ".md")
+}
+
+// eachHostBlock calls f with the kind and the span of each part of s (trimmed) in order: the
+// elements s starts with, then what lies between them and the elements it ends with (the
+// words, as partWords), then those. An element no rule names is partWords.
+func eachHostBlock(s string, f func(k partKind, start, end int)) {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		name, body, n, ok := leadingElement(s[lo:hi])
+		if !ok {
+			break
+		}
+		f(elementKind(name, body), lo, lo+n)
+		lo += n
+		for lo < hi && isSpace(s[lo]) {
+			lo++
+		}
+	}
+	type span struct {
+		k          partKind
+		start, end int
+	}
+	var tail [4]span // the elements s ends with, last first; more than four are words
+	nt := 0
+	for lo < hi && nt < len(tail) {
+		name, body, at, ok := trailingElement(s[lo:hi])
+		if !ok {
+			break
+		}
+		tail[nt] = span{elementKind(name, body), lo + at, hi}
+		nt++
+		hi = lo + at
+		for hi > lo && isSpace(s[hi-1]) {
+			hi--
+		}
+	}
+	if lo < hi {
+		f(partWords, lo, hi)
+	}
+	for i := nt - 1; i >= 0; i-- {
+		f(tail[i].k, tail[i].start, tail[i].end)
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+// elementKind is the kind of the element <name>body</name>.
+func elementKind(name, body string) partKind {
+	switch {
+	case standingTag(name) || quotesInstructionFiles(body):
+		return partStanding
+	case anyFold(transientTags, name):
+		return partTransient
+	}
+	return partWords
+}
+
+// standingTag reports whether an element named name holds standing instructions whatever it
+// says.
+func standingTag(name string) bool {
+	const suffix = "instructions"
+	n := len(name)
+	return n >= len(suffix) && strings.EqualFold(name[n-len(suffix):], suffix) || anyFold(standingTags, name)
+}
+
+// quotesInstructionFiles reports whether a block's body quotes instruction files as Claude
+// Code's context reminder does.
+func quotesInstructionFiles(body string) bool {
+	if strings.Contains(body, claudeMdHeading) {
+		return true
+	}
+	const contents = "Contents of "
+	for rest := body; ; {
+		k := strings.Index(rest, contents)
+		if k < 0 {
+			return false
+		}
+		rest = rest[k+len(contents):]
+		line, _, _ := strings.Cut(rest, "\n")
+		for _, f := range instructionFiles {
+			if strings.Contains(line, f) {
+				return true
+			}
+		}
+	}
+}
+
+func anyFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// tagByte reports whether c may be in an element's name (a letter first).
+func tagByte(c byte, first bool) bool {
+	letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	return letter || !first && (c >= '0' && c <= '9' || c == '_' || c == '-' || c == ':')
+}
+
+// leadingElement parses the element s starts with, "<name …>body</name>": its name, its body
+// and its length; ok is false when s starts with no complete element.
+func leadingElement(s string) (name, body string, n int, ok bool) {
+	if len(s) < 3 || s[0] != '<' {
+		return "", "", 0, false
+	}
+	i := 1
+	for i < len(s) && tagByte(s[i], i == 1) {
+		i++
+	}
+	if i == 1 || i == len(s) || s[i] != '>' && !isSpace(s[i]) {
+		return "", "", 0, false
+	}
+	name = s[1:i]
+	gt := strings.IndexByte(s[i:], '>')
+	if gt < 0 {
+		return "", "", 0, false
+	}
+	open := i + gt + 1
+	end := indexClose(s[open:], name)
+	if end < 0 {
+		return "", "", 0, false
+	}
+	return name, s[open : open+end], open + end + len(name) + 3, true
+}
+
+// indexClose returns the index in s of the closing tag </name>, or -1.
+func indexClose(s, name string) int {
+	for off := 0; ; {
+		k := strings.Index(s[off:], "</")
+		if k < 0 {
+			return -1
+		}
+		at := off + k
+		if rest := s[at+2:]; strings.HasPrefix(rest, name) && len(rest) > len(name) && rest[len(name)] == '>' {
+			return at
+		}
+		off = at + 2
+	}
+}
+
+// trailingElement parses the element s ends with, "<name …>body</name>", preceded by nothing
+// or by white space: its name, its body and where it starts; ok is false when s ends with no
+// complete element.
+func trailingElement(s string) (name, body string, at int, ok bool) {
+	if len(s) < 3 || s[len(s)-1] != '>' {
+		return "", "", 0, false
+	}
+	k := strings.LastIndex(s, "</")
+	if k < 0 {
+		return "", "", 0, false
+	}
+	name = s[k+2 : len(s)-1]
+	for i := 0; i < len(name); i++ {
+		if !tagByte(name[i], i == 0) {
+			return "", "", 0, false
+		}
+	}
+	if name == "" {
+		return "", "", 0, false
+	}
+	for j := k - 1; j >= 0; j-- {
+		j = strings.LastIndexByte(s[:j+1], '<')
+		if j < 0 {
+			break
+		}
+		rest := s[j+1:]
+		if !strings.HasPrefix(rest, name) || len(rest) == len(name) || rest[len(name)] != '>' && !isSpace(rest[len(name)]) {
+			continue
+		}
+		if j > 0 && !isSpace(s[j-1]) {
+			return "", "", 0, false
+		}
+		gt := strings.IndexByte(rest, '>')
+		if j+1+gt+1 > k {
+			return "", "", 0, false
+		}
+		return name, s[j+1+gt+1 : k], j, true
+	}
+	return "", "", 0, false
+}
+
+// UserWords returns the user's own words in m: its text parts, each without the host blocks
+// around its words (see the host block rules above), joined by newlines. The words inside an
+// element no rule names stay, tags included.
+func UserWords(m *compactorv1.Message) string {
+	var b strings.Builder
+	for _, p := range m.GetParts() {
+		t := p.GetText()
+		if t == nil {
+			continue
+		}
+		s := strings.TrimSpace(t.GetText())
+		if s == "" || agentsHeading(s) {
+			continue
+		}
+		prev := -1 // the end of the words just written, while no block follows them
+		eachHostBlock(s, func(k partKind, start, end int) {
+			switch {
+			case k != partWords:
+				prev = -1
+				return
+			case prev >= 0:
+				b.WriteString(s[prev:start]) // words next to words: as they were
+			case b.Len() > 0:
+				b.WriteByte('\n')
+			}
+			b.WriteString(s[start:end])
+			prev = end
+		})
+	}
+	return b.String()
+}
+
+// SplitInstructions returns the parts of m that hold standing instructions as a message of
+// their own (m's role and kind, nothing else), and m without them (see withParts); for a message without such parts, nil and m. m is not modified; the
+// parts are shared.
+func SplitInstructions(m *compactorv1.Message) (standing, rest *compactorv1.Message) {
+	var keep, other []*compactorv1.Part
+	for _, p := range m.GetParts() {
+		if StandingPart(p) {
+			keep = append(keep, p)
+		} else {
+			other = append(other, p)
+		}
+	}
+	if keep == nil {
+		return nil, m
+	}
+	return &compactorv1.Message{Role: m.GetRole(), Kind: m.GetKind(), Parts: keep}, withParts(m, other)
 }
 
 // sourceExtensions are the file extensions that make a bare word a file name.

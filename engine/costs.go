@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/bits"
+	"slices"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine/tokenizer"
@@ -18,6 +19,8 @@ import (
 type sizes struct {
 	tokens                        []int64
 	head, summary, active, before int64
+	// instructions is the head's messages of standing instructions alone (InHead).
+	instructions int64
 }
 
 // pruning is what pruning old tool outputs would save.
@@ -37,8 +40,24 @@ type costs struct {
 	kinds  []UserKind // the kind of each active user message with text (see UserKind); 0 for the others
 	reqs   []int32    // the active requests, oldest first
 	pr     pruning
+	sp     splits
+	turn   int64 // the session's median tokens per turn (turnTokens)
 	frame  int64 // the summary message's framing (SummaryFrameTokens)
 	tc     tokenizer.Text
+}
+
+// splits is what a compaction's split of the active user messages that mix standing
+// instructions with other parts costs (SplitInstructions): when it folds such a message or
+// keeps it as a request, its standing parts go to the head as a message of their own.
+type splits struct {
+	// head holds, per message, the tokens its standing parts take in the head once split
+	// (scaled to its token count, with a message's overhead); nil when no message mixes.
+	head []int64
+	// rest holds, per message, what the rest of it costs once split (the tokens with head
+	// taken out and a message's overhead added): what a request kept verbatim costs. It is
+	// the messages' token counts when no message mixes.
+	rest  []int64
+	total int64 // the sum of head
 }
 
 // measureCosts measures the costs of the conversation in (see costs) into tokens (one per
@@ -46,6 +65,7 @@ type costs struct {
 // Unless withPruned, the pruned parts' tool names may be left out (see selectPruneParts).
 func measureCosts(c *Counter, msgs []*compactorv1.Message, in *measurement, pol *policy, force, withPruned bool, sc *scratch, tokens []int64) (costs, error) {
 	cs := costs{sz: measureSizes(msgs, in, pol, tokens)}
+	cs.turn = turnTokens(msgs, &in.lay, tokens, sc)
 	if cs.acting = force || cs.sz.before > pol.trigger; !cs.acting {
 		return cs, nil
 	}
@@ -62,6 +82,9 @@ func measureCosts(c *Counter, msgs []*compactorv1.Message, in *measurement, pol 
 		}
 	}
 	cs.measurePruning(c, msgs, in, pol, sc, withPruned)
+	if cs.sp, err = measureSplits(c, msgs, in, pol.tokenizer, cs.sz.tokens, sc); err != nil {
+		return costs{}, err
+	}
 	cs.frame = c.frames.tokens(pol.tokenizer, cs.tc, len(msgs))
 	return cs, nil
 }
@@ -83,6 +106,9 @@ func measureSizes(msgs []*compactorv1.Message, in *measurement, pol *policy, tok
 		switch cl {
 		case classHead:
 			sz.head += tokens[i]
+			if fl := in.counts[i].flags; fl&flagStandingOnly != 0 || fl&flagKnown == 0 && standingOnly(msgs[i]) {
+				sz.instructions += tokens[i]
+			}
 		case classSummary:
 			sz.summary += tokens[i]
 		case classActive:
@@ -185,4 +211,71 @@ func (cs *costs) measurePruning(c *Counter, msgs []*compactorv1.Message, in *mea
 		total += saved[i]
 	}
 	cs.pr = pruning{parts: parts, saved: saved, total: total}
+}
+
+// measureSplits measures the splits of the active messages that mix standing instructions
+// with other parts (see splits), into sc's memory.
+func measureSplits(c *Counter, msgs []*compactorv1.Message, in *measurement, id tokenizer.ID, tokens []int64, sc *scratch) (splits, error) {
+	sp := splits{rest: tokens}
+	for i, m := range msgs {
+		if in.lay.class[i] != classActive || m.GetRole() != compactorv1.Role_ROLE_USER {
+			continue
+		}
+		mc := in.counts[i]
+		if mc.flags&flagKnown == 0 {
+			mc.flags = messageFlags(m)
+		}
+		if mc.flags&(flagStanding|flagStandingOnly) != flagStanding {
+			continue
+		}
+		if mc.total == 0 { // the caller counted it, and nothing needed it counted yet
+			tc, err := tokenizer.New(id)
+			if err != nil {
+				return splits{}, err
+			}
+			mc = countMessage(tc, m, c.counts.seed)
+		}
+		if sp.head == nil {
+			sc.splitHead = resize(sc.splitHead, len(msgs))
+			sc.splitRest = append(sc.splitRest[:0], tokens...)
+			sp.head, sp.rest = sc.splitHead, sc.splitRest
+		}
+		h := min(scaleSaving(int64(mc.standing), tokens[i], mc.total)+MessageOverheadTokens, tokens[i])
+		sp.head[i] = h
+		sp.rest[i] = tokens[i] - h + MessageOverheadTokens
+		sp.total += h
+	}
+	return sp, nil
+}
+
+// turnTokens returns the session's median tokens per turn over its active region, a turn
+// being an assistant message with the messages that follow it up to the next one (what one
+// model call adds to the conversation); 0 when it has fewer than MinTurnsForMedian turns.
+func turnTokens(msgs []*compactorv1.Message, lay *layout, tokens []int64, sc *scratch) int64 {
+	steps := sc.steps[:0]
+	var cur int64
+	open := false
+	for i, cl := range lay.class {
+		if cl != classActive {
+			continue
+		}
+		if msgs[i].GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+			if open {
+				steps = append(steps, cur)
+			}
+			cur, open = 0, true
+		}
+		if open {
+			cur += tokens[i]
+		}
+	}
+	if open {
+		steps = append(steps, cur)
+	}
+	sc.steps = steps
+	if len(steps) < MinTurnsForMedian {
+		return 0
+	}
+	slices.Sort(steps)
+	return steps[len(steps)/2]
 }

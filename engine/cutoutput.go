@@ -10,7 +10,7 @@ import (
 	"github.com/compactord/compactord/engine/tokenizer"
 )
 
-// Cutting oversized tool outputs: when a conversation cannot fit under its trigger even with
+// Cutting oversized tool outputs: when a conversation cannot fit under its target even with
 // the smallest summary room, the tool outputs it keeps (the protected tail included) are cut
 // to their head and tail, with a note saying how much was cut and that the rest is gone, as
 // coding agents do with outputs too large for their window. Tool outputs are tool results
@@ -32,16 +32,19 @@ type CutPart struct {
 	Saved int64
 }
 
-// cutOutputs cuts the tool outputs of the active messages from message from on that are not
-// pruned (nor requests) until sh fits under the trigger, or as far as cutting goes.
-func (dc *deciding) cutOutputs(sh *shape, from int) {
-	need := sh.after - dc.pol.trigger
+// cutOutputs cuts the tool outputs of the active messages from message from up to message to
+// that are not pruned (nor requests) until sh fits under goal, or as far as cutting goes. It
+// replaces the cuts sh had.
+func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
+	sh.tail, sh.after = sh.tail+sh.cut, sh.after+sh.cut // without the cuts sh had
+	sh.cuts, sh.cut = nil, 0
+	need := sh.after - goal
 	if need <= 0 {
 		return
 	}
 	var cands []cutCandidate
 	pruned := dc.prunedOutputs()
-	for i := from; i < len(dc.msgs); i++ {
+	for i := from; i < to; i++ {
 		if dc.lay.class[i] != classActive {
 			continue
 		}

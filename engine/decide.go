@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
@@ -8,19 +10,26 @@ import (
 // conversation and its costs (measure.go, costs.go) and the policy alone:
 //
 //  1. under the trigger: nothing (unless forced);
-//  2. pruning old tool outputs reaches the target: prune;
-//  3. otherwise compact to fit under the trigger: summarize the older turns, keeping the
-//     newest ones verbatim (as many as the tail budget allows, at least keep_recent_turns)
-//     and the user's requests after the summary. When that does not fit, the shape shrinks
-//     step by step, each step only when the previous ones are not enough: the requests
-//     other than the newest go into the summary, the summary room shrinks, oversized tool
-//     outputs are cut (the protected tail included), and fewer turns are kept (down to one).
-//     With too few turns to summarize, pruning and cutting alone are tried first.
+//  2. pruning old tool outputs reaches the target, removing enough to pay back the prompt
+//     cache it rewrites (clearAtLeast): prune;
+//  3. otherwise compact to the target: summarize the older turns, keeping the newest ones
+//     verbatim (as many as the tail budget allows, at least keep_recent_turns) and the
+//     user's requests after the summary. Toward the target the shape gives up only what the
+//     next turns need least: more turns go into the summary, and oversized tool outputs the
+//     agent has acted on already (in the tail's older turns) are cut. What it keeps for the
+//     next turns, the newest turn whole, keep_recent_turns, the requests kept verbatim and
+//     the summary room, yields only to the trigger: when the shape is still above the
+//     trigger it shrinks step by step, each step only when the previous ones are not
+//     enough: the requests other than the newest go into the summary, the summary room
+//     shrinks, the newest turn's outputs are cut too, and fewer turns are kept (down to
+//     one). With too few turns to summarize, pruning and cutting alone are tried first.
 //
-// What cannot get under the trigger even so is compacted as far as it goes when that fits the
-// usable window (the reason says the next turn will compact again), and is irreducible
-// otherwise. The requests kept verbatim are chosen here (keptRequests), the tool outputs cut
-// in cutoutput.go; the response is written by response.go.
+// Landing at the target rather than just under the trigger leaves the session turns of
+// headroom before its next compaction (see policy.sessionTarget); a shape that stays above the
+// target says why. What cannot get under the trigger even so is compacted as far as it goes
+// when that fits the usable window (the reason says the next turn compacts again), and is
+// irreducible otherwise. The requests kept verbatim are chosen here (keptRequests), the tool
+// outputs cut in cutoutput.go; the response is written by response.go.
 
 // deciding is one decision in progress: the measured conversation and the policy. None of
 // its methods counts a message the measurement counted.
@@ -33,6 +42,7 @@ type deciding struct {
 	costs
 	sc   *scratch
 	tail []int64 // tail sizes after pruning, per turn start (see tailSizes), once summarizing needs them
+	head []int64 // the head per turn start (see headAt), once summarizing needs it and messages split
 	// prunedSet is the tool outputs pruning replaces, by message and part (−1 for an
 	// observation), once cutting needs them (see prunedOutputs).
 	prunedSet map[[2]int]bool
@@ -47,7 +57,7 @@ func (dc *deciding) decide() shape {
 		return shape{action: compactorv1.Action_ACTION_NONE, after: sz.before}
 	}
 	turns := len(dc.lay.turnStarts)
-	if !dc.opt.Force && pr.total > 0 && pr.total >= pol.clearAtLeast && sz.before-pr.total <= pol.target {
+	if !dc.opt.Force && pr.total > 0 && pr.total >= dc.clearAtLeast() && sz.before-pr.total <= pol.target {
 		return shape{action: compactorv1.Action_ACTION_PRUNE, after: sz.before - pr.total, pruned: true, enough: true}
 	}
 	if turns <= pol.keepTurns && sz.before-pr.total <= pol.trigger {
@@ -70,8 +80,10 @@ type shape struct {
 	// Tool outputs cut (never below MinCutOutputTokens): how much that saves.
 	cuts []CutPart
 	cut  int64
-	// The tokens after: head + summary + requests + tail.
-	tail, after int64
+	// The tokens after: head + summary + requests + tail. The head is the conversation's,
+	// with the standing instructions split from the messages a summary folds or keeps as
+	// requests (see splits).
+	head, tail, after int64
 	// keep is the number of newest turns the shape keeps at least; few is set when that is
 	// every active turn (nothing can be summarized).
 	keep int
@@ -91,15 +103,15 @@ type shape struct {
 func (dc *deciding) withoutSummary(turns int) shape {
 	pol, sz, prunable := &dc.pol, dc.sz, dc.pr.total
 	sh := shape{action: compactorv1.Action_ACTION_NONE, after: sz.before, keep: turns, few: true}
-	if prunable > 0 && (sz.before > pol.usable || !dc.opt.Force && prunable >= pol.clearAtLeast) {
+	if prunable > 0 && (sz.before > pol.usable || !dc.opt.Force && prunable >= dc.clearAtLeast()) {
 		sh.action, sh.pruned, sh.after = compactorv1.Action_ACTION_PRUNE, true, sz.before-prunable
 	}
 	return sh
 }
 
-// compact returns the shape that fits under the trigger keeping the most (see the file's
-// comment), or, when none does, the smallest one, marked irreducible unless it fits the
-// usable window.
+// compact returns the shape that reaches the target keeping the most, or, when none does,
+// the first that fits under the trigger (see the file's comment); when none does, the
+// smallest one, marked irreducible unless it fits the usable window.
 func (dc *deciding) compact(turns int) shape {
 	pol := &dc.pol
 	if sh := dc.neverCut(); sh.irreducible {
@@ -113,7 +125,7 @@ func (dc *deciding) compact(turns int) shape {
 		} else {
 			sh = dc.pruneShape(turns)
 		}
-		if sh.after <= pol.trigger {
+		if sh.after <= pol.trigger { // at the target, or as near as its levers go
 			return sh
 		}
 		if best.action == compactorv1.Action_ACTION_UNSPECIFIED || sh.after < best.after {
@@ -138,12 +150,16 @@ func (dc *deciding) compact(turns int) shape {
 }
 
 // pruneShape prunes every prunable output of the active region, then cuts oversized tool
-// outputs until the conversation fits under the trigger or nothing more can be cut.
+// outputs: those of the older turns toward the target, the newest turn's too when that is not
+// under the trigger, until it fits or nothing more can be cut.
 func (dc *deciding) pruneShape(turns int) shape {
 	sh := shape{action: compactorv1.Action_ACTION_PRUNE, pruned: dc.pr.total > 0, keep: turns, few: turns <= dc.pol.keepTurns}
-	sh.tail = dc.sz.active - dc.pr.total
-	sh.after = dc.sz.head + dc.sz.summary + sh.tail
-	dc.cutOutputs(&sh, dc.lay.summary+1)
+	sh.head, sh.tail = dc.sz.head, dc.sz.active-dc.pr.total
+	sh.after = sh.head + dc.sz.summary + sh.tail
+	dc.cutOutputs(&sh, dc.lay.summary+1, dc.newestTurn(), dc.pol.target)
+	if sh.after > dc.pol.trigger {
+		dc.cutOutputs(&sh, dc.lay.summary+1, len(dc.msgs), dc.pol.trigger)
+	}
 	if !sh.pruned && sh.cuts == nil {
 		sh.action = compactorv1.Action_ACTION_NONE
 	}
@@ -151,30 +167,31 @@ func (dc *deciding) pruneShape(turns int) shape {
 }
 
 // summarizeShape summarizes the turns before a cut that keeps at least keep turns, shrinking
-// the shape step by step until it fits under the trigger (see the file's comment).
+// the shape step by step until it fits under the target (see the file's comment).
 func (dc *deciding) summarizeShape(turns, keep int) shape {
-	pol, sz := &dc.pol, dc.sz
+	pol := &dc.pol
 	if dc.tail == nil {
 		dc.prepareSummary(turns)
 	}
 	kMax := turns - keep // the last cut that keeps keep turns; ≥ 1
 	sh := shape{action: compactorv1.Action_ACTION_SUMMARIZE, pruned: true, room: max(pol.summaryRoom, dc.minRoom()), optional: true, keep: keep}
 	requests := func(k int) int64 {
-		return keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), sz.tokens, pol.keepRequests, sh.optional, nil)
+		return keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), dc.sp.rest, pol.keepRequests, sh.optional, nil)
 	}
 	// The cut: the most turns whose tail fits keep_recent_tokens and whose whole fits the
 	// target; else the fewest turns allowed.
 	sh.k = kMax
 	for j := 1; j <= kMax; j++ {
-		if dc.tail[j] <= pol.keepTokens && sz.head+requests(j)+sh.room+dc.tail[j] <= pol.target {
+		if dc.tail[j] <= pol.keepTokens && dc.headAt(j)+requests(j)+sh.room+dc.tail[j] <= pol.target {
 			sh.k = preferUserTurn(dc.msgs, &dc.lay, dc.tail, j, kMax)
 			break
 		}
 	}
 	total := func() {
 		sh.reqs = requests(sh.k)
+		sh.head = dc.headAt(sh.k)
 		sh.tail = dc.tail[sh.k] - sh.cut
-		sh.after = sz.head + sh.room + sh.reqs + sh.tail
+		sh.after = sh.head + sh.room + sh.reqs + sh.tail
 	}
 	total()
 	if slack := pol.target - sh.after; slack > 0 && pol.roomGrows {
@@ -183,10 +200,16 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 		sh.room += min(slack, sh.room)
 		total()
 	}
+	if sh.after <= pol.target {
+		return sh
+	}
+	// Toward the target: cut the oversized tool outputs the agent has acted on already, those
+	// of the tail's older turns.
+	dc.cutOutputs(&sh, int(dc.lay.turnStarts[sh.k]), dc.newestTurn(), pol.target)
 	if sh.after <= pol.trigger {
 		return sh
 	}
-	// 1. Only the newest request verbatim; the others go into the summary.
+	// Under the trigger: 1. Only the newest request verbatim; the others go into the summary.
 	sh.optional = false
 	total()
 	// 2. A smaller summary room.
@@ -194,9 +217,9 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 		sh.room = max(dc.minRoom(), sh.room-over)
 		total()
 	}
-	// 3. Cut oversized tool outputs after the cut; what that frees beyond the need goes back
-	// to the summary room, then to the other requests.
-	dc.cutOutputs(&sh, int(dc.lay.turnStarts[sh.k]))
+	// 3. Cut oversized tool outputs after the cut, the newest turn's included; what that frees
+	// beyond the need goes back to the summary room, then to the other requests.
+	dc.cutOutputs(&sh, int(dc.lay.turnStarts[sh.k]), len(dc.msgs), pol.trigger)
 	if slack := pol.trigger - sh.after; slack > 0 && sh.cuts != nil {
 		sh.room = min(max(pol.summaryRoom, dc.minRoom()), sh.room+slack)
 		sh.optional = true
@@ -208,28 +231,68 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 	return sh
 }
 
-// prepareSummary computes what every summarizing shape needs: the tail sizes.
+// newestTurn is the index of the first message of the newest turn.
+func (dc *deciding) newestTurn() int {
+	if n := len(dc.lay.turnStarts); n > 0 {
+		return int(dc.lay.turnStarts[n-1])
+	}
+	return len(dc.msgs)
+}
+
+// prepareSummary computes what every summarizing shape needs: the tail sizes, and the head
+// at each cut when messages split (see headAt).
 func (dc *deciding) prepareSummary(turns int) {
 	dc.sc.tail = resize(dc.sc.tail, turns+1)
 	dc.tail = dc.sc.tail
 	tailSizes(dc.tail, &dc.lay, dc.sz.tokens, dc.pr.saved)
+	if dc.sp.head != nil {
+		dc.sc.headAt = resize(dc.sc.headAt, turns+1)
+		dc.head = dc.sc.headAt
+		headSizes(dc.head, &dc.lay, dc.sz.head, dc.sp.head)
+	}
+}
+
+// headAt is the head a summary cutting before turn k keeps: the conversation's head and the
+// standing instructions split from the messages before the cut.
+func (dc *deciding) headAt(k int) int64 {
+	if dc.head == nil {
+		return dc.sz.head
+	}
+	return dc.head[k]
+}
+
+// headSizes sets head[k] to the head a cut before turn start k keeps: head plus split of the
+// active messages before it.
+func headSizes(head []int64, lay *layout, base int64, split []int64) {
+	sum, k := base, 0
+	for i := range lay.class {
+		for k < len(lay.turnStarts) && int(lay.turnStarts[k]) == i {
+			head[k] = sum
+			k++
+		}
+		sum += split[i]
+	}
+	for ; k < len(head); k++ {
+		head[k] = sum
+	}
 }
 
 // minRoom is the least summary room: the framing and MinSummaryTextTokens of text.
 func (dc *deciding) minRoom() int64 { return dc.frame + MinSummaryTextTokens }
 
 // neverCut returns, marked irreducible, the floor of what no compaction cuts when it alone
-// exceeds the usable window: the head (system prompt, prefaces, pinned messages) and the
-// user's newest request.
+// exceeds the usable window: the head (system prompt, prefaces, pinned messages, standing
+// instructions) and the user's newest request.
 func (dc *deciding) neverCut() shape {
 	var newest int64
 	for i, k := range dc.kinds {
 		if k == UserRequest {
-			newest = dc.sz.tokens[i]
+			newest = dc.sp.rest[i]
 		}
 	}
-	floor := dc.sz.head + newest
-	return shape{after: floor, reqs: newest, irreducible: floor > dc.pol.usable, neverCut: true}
+	head := dc.sz.head + dc.sp.total
+	floor := head + newest
+	return shape{head: head, after: floor, reqs: newest, irreducible: floor > dc.pol.usable, neverCut: true}
 }
 
 // The user's requests a compaction keeps verbatim after its summary (DISPOSITION_KEEP_REQUEST)
@@ -310,4 +373,31 @@ func preferUserTurn(msgs []*compactorv1.Message, lay *layout, tail []int64, k, k
 		}
 	}
 	return k
+}
+
+// clearAtLeast is the least pruning in place must remove: prune.clear_at_least_tokens when
+// set, else the least that pays back the rewrite of the provider's prompt cache within
+// PaybackTurns turns. Pruning that removes F tokens rewrites the R tokens from the first
+// message it changes to the end: the R − F left are written at price w instead of read at r,
+// an extra w(R − F) − rR, and each turn after reads F fewer tokens, saving rF; so it pays back
+// within P turns when F ≥ (w − r)R / (w + P·r).
+func (dc *deciding) clearAtLeast() int64 {
+	pol := &dc.pol
+	if pol.clearAtLeast > 0 || len(dc.pr.parts) == 0 {
+		return pol.clearAtLeast
+	}
+	first := len(dc.msgs)
+	for _, pp := range dc.pr.parts {
+		if dc.pr.saved[pp.Message] > 0 {
+			first = min(first, pp.Message)
+		}
+	}
+	var rewritten int64
+	for i := first; i < len(dc.msgs); i++ {
+		if dc.lay.class[i] != classDrop {
+			rewritten += dc.sz.tokens[i]
+		}
+	}
+	w, r := pol.cacheWrite, pol.cacheRead
+	return int64(math.Ceil((w - r) * float64(rewritten) / (w + PaybackTurns*r)))
 }

@@ -83,10 +83,14 @@ type IrreducibleError struct {
 	Usable int64
 	// Excess is Floor − Usable (> 0).
 	Excess int64
-	// NeverCut is set when the floor is what no compaction cuts: the head and the user's
-	// newest request alone.
+	// NeverCut is set when the floor is what no compaction cuts: the head (its standing
+	// instructions included) and the user's newest request alone.
 	NeverCut bool
-	msg      string
+	// Head, Instructions and NewestRequest are, when NeverCut, the terms of the floor: the
+	// head (system prompt, prefaces, pinned messages and standing instructions), the share of
+	// it that is standing instructions, and the user's newest request.
+	Head, Instructions, NewestRequest int64
+	msg                               string
 }
 
 // Error says what the floor is made of and by how many tokens it exceeds the window.

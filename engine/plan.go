@@ -140,6 +140,7 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	}
 
 	dc := deciding{msgs: msgs, pol: pol, opt: opt, lay: in.lay, counts: in.counts, costs: cs, sc: sc}
+	dc.pol.target = pol.sessionTarget(cs.turn)
 	sh := dc.decide()
 
 	if err := dc.write(d, sh, withPruned); err != nil {

@@ -3,7 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +116,7 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		t.Fatalf("%d dispositions, %d token counts for %d messages", len(r.Dispositions), len(r.MessageTokens), n)
 	}
 	last := LatestSummary(msgs)
+	pol.target = refTarget(msgs, r.MessageTokens, pol)
 	if int(r.SummaryIndex) != last || r.UsableTokens != pol.usable || r.TriggerAtTokens != pol.trigger || r.TargetTokens != pol.target {
 		t.Errorf("summary_index %d usable %d trigger %d target %d; want %d %d %d %d", r.SummaryIndex, r.UsableTokens,
 			r.TriggerAtTokens, r.TargetTokens, last, pol.usable, pol.trigger, pol.target)
@@ -124,6 +128,14 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 			if InHead(msgs[i]) {
 				head += r.MessageTokens[i]
 			}
+		}
+	}
+	// A summary splits the standing instructions from the messages before its cut that mix
+	// them with other parts: they join the head, and a request kept verbatim loses them.
+	split := refSplits(t, msgs, r.MessageTokens, pol)
+	if r.Action == compactorv1.Action_ACTION_SUMMARIZE {
+		for i := 0; i < int(r.CutIndex); i++ {
+			head += split[i]
 		}
 	}
 	if r.TokensBefore != before {
@@ -190,6 +202,9 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 			switch {
 			case disp == dKeepRequest:
 				keptReqs += r.MessageTokens[i]
+				if split[i] > 0 {
+					keptReqs += MessageOverheadTokens - split[i]
+				}
 				if !isRequest[i] {
 					t.Errorf("message %d kept as a request but is not one", i)
 				}
@@ -221,15 +236,17 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		t.Errorf("tokens_after %d != head %d (want %d) + summary %d + requests %d + tail %d", r.TokensAfter, r.HeadTokens, head,
 			r.SummaryTokens, r.KeptRequestTokens, r.TailTokens)
 	}
-	above := strings.Contains(r.Reason, "is above the trigger")
 	compacts := r.Action != compactorv1.Action_ACTION_NONE
-	switch {
-	case compacts && r.TokensAfter > pol.usable:
+	if compacts && r.TokensAfter > pol.usable {
 		t.Errorf("%v leaves %d tokens, above usable %d", r.Action, r.TokensAfter, pol.usable)
-	case compacts && before > pol.trigger && r.TokensAfter > pol.trigger && !above:
-		t.Errorf("%v leaves %d tokens, above the trigger %d, without saying so: %s", r.Action, r.TokensAfter, pol.trigger, r.Reason)
-	case above && r.TokensAfter <= pol.trigger:
-		t.Errorf("reason says above the trigger, but %d ≤ %d", r.TokensAfter, pol.trigger)
+	}
+	// A compaction lands at the target, unless nothing smaller can be kept (checkLeast).
+	if compacts && r.TokensAfter > pol.target {
+		checkLeast(t, msgs, r, pol, split)
+	}
+	cached := refCachedPrefix(msgs, r, d)
+	if r.CachedPrefixTokens != cached || compacts && r.RewrittenTokens != r.TokensAfter-cached || !compacts && r.RewrittenTokens != 0 {
+		t.Errorf("cached prefix %d, rewritten %d; the messages say %d, %d", r.CachedPrefixTokens, r.RewrittenTokens, cached, r.TokensAfter-cached)
 	}
 	num := func(x int64) string { return strconv.FormatInt(x, 10) }
 	quotes := []string{"total " + num(before), "trigger " + num(pol.trigger), "usable " + num(pol.usable)}
@@ -244,16 +261,14 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		if r.TokensAfter != before-pruned {
 			t.Errorf("tokens_after %d, want %d − %d", r.TokensAfter, before, pruned)
 		}
-		nothing := strings.Contains(r.Reason, "nothing to summarize") || strings.Contains(r.Reason, "no compaction makes it smaller")
-		if r.Action == compactorv1.Action_ACTION_NONE && before > pol.trigger && !nothing {
-			t.Errorf("NONE over the trigger: %s", r.Reason)
+		if r.Action == compactorv1.Action_ACTION_NONE && before > pol.trigger {
+			// Over the trigger, nothing is done only when nothing can be summarized or no
+			// compaction makes it smaller.
+			checkLeast(t, msgs, r, pol, split)
 		}
 		if r.Action == compactorv1.Action_ACTION_PRUNE {
-			if pruned == 0 || r.CutTokens == 0 && pruned < pol.clearAtLeast && before <= pol.usable && r.TokensAfter > pol.trigger {
-				t.Errorf("PRUNE removing %d tokens (clear_at_least %d)", pruned, pol.clearAtLeast)
-			}
-			if r.TokensAfter > pol.target && strings.Contains(r.Reason, "prune only") {
-				t.Errorf("PRUNE to %d, above target %d: %s", r.TokensAfter, pol.target, r.Reason)
+			if pruned == 0 {
+				t.Errorf("PRUNE removing nothing")
 			}
 			quotes = append(quotes, num(r.TokensAfter))
 		}
@@ -277,9 +292,17 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		if k < 1 {
 			t.Fatalf("cut %d is not the start of a turn after the first (turn starts %v)", cut, starts)
 		}
-		fewer := strings.Contains(r.Reason, "fewer turns than keep_recent_turns")
-		if tailTurns != d.TailTurns || tailTurns < 1 || tailTurns < pol.keepTurns && !fewer {
-			t.Errorf("tail keeps %d turns (decision says %d), keep_recent_turns %d: %s", tailTurns, d.TailTurns, pol.keepTurns, r.Reason)
+		if tailTurns != d.TailTurns || tailTurns < 1 {
+			t.Errorf("tail keeps %d turns (decision says %d): %s", tailTurns, d.TailTurns, r.Reason)
+		}
+		// Fewer turns than keep_recent_turns only when keeping them cannot reach the target:
+		// a summary keeping them, at its least (the least room, only the newest request, its
+		// tail unpruned and uncut), would be over it.
+		if tailTurns < pol.keepTurns && len(starts) > pol.keepTurns {
+			if u := refLeastSummary(t, msgs, r, pol, split, starts[len(starts)-pol.keepTurns]); u <= pol.target {
+				t.Errorf("tail keeps %d turns, fewer than keep_recent_turns %d, but keeping them fits in %d ≤ target %d: %s",
+					tailTurns, pol.keepTurns, u, pol.target, r.Reason)
+			}
 		}
 		if r.PrefixHash != HexHash(hashChain(msgs)[cut]) {
 			t.Errorf("prefix_hash is not h[cut]")
@@ -295,6 +318,11 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		tail := tailOf(cut)
 		if r.TailTokens != tail || r.KeptRequestTokens != keptReqs {
 			t.Errorf("tail_tokens %d, kept_request_tokens %d; the dispositions say %d and %d", r.TailTokens, r.KeptRequestTokens, tail, keptReqs)
+		}
+		// The tail budget: the verbatim tail (pruned, before cutting) holds more than
+		// keep_recent_tokens only when it is down to keep_recent_turns turns or fewer.
+		if tail+r.CutTokens > pol.keepTokens && tailTurns > pol.keepTurns {
+			t.Errorf("tail of %d turns holds %d tokens, over keep_recent_tokens %d", tailTurns, tail+r.CutTokens, pol.keepTokens)
 		}
 		// The newest request before the cut, when it is the newest of the conversation, is kept.
 		if len(reqs) > 0 {
@@ -333,6 +361,177 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 			t.Errorf("reason %q does not quote %q", r.Reason, q)
 		}
 	}
+}
+
+// refTarget returns, by brute force, the target of a plan of msgs (with token counts tokens)
+// under pol: with the default target, the one that leaves headroom_turns of the session's
+// median turns (an assistant message with the messages up to the next one, over the active
+// messages) below the trigger, within its bounds.
+func refTarget(msgs []*compactorv1.Message, tokens []int64, pol *policy) int64 {
+	if !pol.targetFromTurns {
+		return pol.target
+	}
+	var steps []int64
+	cur := int64(-1)
+	for i, m := range msgs {
+		if !isActive(msgs, i) {
+			continue
+		}
+		if m.GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+			if cur >= 0 {
+				steps = append(steps, cur)
+			}
+			cur = 0
+		}
+		if cur >= 0 {
+			cur += tokens[i]
+		}
+	}
+	if cur >= 0 {
+		steps = append(steps, cur)
+	}
+	if len(steps) < MinTurnsForMedian {
+		return pol.target
+	}
+	slices.Sort(steps)
+	t := pol.trigger - int64(pol.headroomTurns)*steps[len(steps)/2]
+	return min(max(t, int64(math.Floor(DefaultMinTargetRatio*float64(pol.usable)+1e-6))), pol.target, pol.trigger)
+}
+
+// refSplits returns, per message, what splitting an active user message that mixes standing
+// instructions with other parts puts in the head: its standing parts as a message of their
+// own, counted, scaled to the message's token count.
+func refSplits(t *testing.T, msgs []*compactorv1.Message, tokens []int64, pol *policy) []int64 {
+	out := make([]int64, len(msgs))
+	tc := mustTokenizer(t, pol)
+	for i, m := range msgs {
+		if !isActive(msgs, i) || m.GetRole() != compactorv1.Role_ROLE_USER {
+			continue
+		}
+		standing, rest := SplitInstructions(m)
+		if standing == nil || len(rest.GetParts()) == 0 {
+			continue
+		}
+		whole := countMessage(tc, m, maphash.MakeSeed()).total
+		parts := countMessage(tc, standing, maphash.MakeSeed()).total - MessageOverheadTokens
+		out[i] = min(scaleSaving(parts, tokens[i], whole)+MessageOverheadTokens, tokens[i])
+	}
+	return out
+}
+
+// refLeastSummary returns, by brute force, what a summary cutting before message cut keeps at
+// most when it keeps the least it can: the head (with the standing instructions split from
+// the messages before the cut), the least summary room, the user's newest request when it is
+// before the cut, and the active messages from the cut on, unpruned and uncut.
+func refLeastSummary(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanResponse, pol *policy, split []int64, cut int) int64 {
+	u := SummaryFrameTokens(mustTokenizer(t, pol), len(msgs)) + MinSummaryTextTokens
+	newest := -1
+	eachUserText(msgs, LatestSummary(msgs)+1, LatestSummary(msgs) < 0, func(i int, k UserKind) {
+		if k == UserRequest && isActive(msgs, i) {
+			newest = i
+		}
+	})
+	for i, sent := range Sent(msgs) {
+		switch {
+		case !sent:
+		case InHead(msgs[i]):
+			u += r.MessageTokens[i]
+		case !isActive(msgs, i):
+		case i >= cut:
+			u += r.MessageTokens[i]
+		case i == newest:
+			u += r.MessageTokens[i] - split[i]
+			if split[i] > 0 {
+				u += MessageOverheadTokens
+			}
+			u += split[i]
+		default:
+			u += split[i]
+		}
+	}
+	return u
+}
+
+// checkLeast checks a plan that compacts to more than the target, or does nothing over the
+// trigger: no shape could do better with the levers it may use. Toward the target a plan gives
+// up turns down to keep_recent_turns (and the outputs of the tail's older turns), so a summary
+// keeping keep_recent_turns turns, the default room and every request before its cut,
+// unpruned and uncut (refTargetSummary), would be over the target; toward the trigger it gives
+// up everything, so a summary of every turn but the last at its least (refLeastSummary) would
+// be over the trigger; and a plan that does nothing could not make the conversation smaller.
+func checkLeast(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanResponse, pol *policy, split []int64) {
+	t.Helper()
+	starts := refTurnStarts(msgs)
+	if len(starts) < 2 {
+		return // nothing to summarize: only pruning and cutting
+	}
+	if k := len(starts) - pol.keepTurns; r.TokensAfter > pol.target && k >= 1 {
+		if u := refTargetSummary(t, msgs, r, pol, split, starts[k]); u <= pol.target {
+			t.Errorf("%v lands at %d > target %d, but a summary keeping %d turns fits in %d: %s", r.Action, r.TokensAfter, pol.target, pol.keepTurns, u, r.Reason)
+		}
+	}
+	u := refLeastSummary(t, msgs, r, pol, split, starts[len(starts)-1])
+	if r.TokensAfter > pol.trigger && u <= pol.trigger {
+		t.Errorf("%v lands at %d > trigger %d, but a summary of all but the last turn fits in %d: %s", r.Action, r.TokensAfter, pol.trigger, u, r.Reason)
+	}
+	if r.Action == compactorv1.Action_ACTION_NONE && u < r.TokensBefore {
+		t.Errorf("NONE over the trigger, but a summary of all but the last turn keeps %d < %d: %s", u, r.TokensBefore, r.Reason)
+	}
+}
+
+// refTargetSummary returns, by brute force, what a summary cutting before message cut keeps at
+// most toward the target: the head (with the standing instructions split from the messages
+// before the cut), the default summary room, every active request before the cut (less its
+// standing instructions), and the active messages from the cut on, unpruned and uncut.
+func refTargetSummary(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanResponse, pol *policy, split []int64, cut int) int64 {
+	u := max(pol.summaryRoom, SummaryFrameTokens(mustTokenizer(t, pol), len(msgs))+MinSummaryTextTokens)
+	isReq := map[int]bool{}
+	eachUserText(msgs, LatestSummary(msgs)+1, LatestSummary(msgs) < 0, func(i int, k UserKind) {
+		isReq[i] = k == UserRequest
+	})
+	for i, sent := range Sent(msgs) {
+		switch {
+		case !sent:
+		case InHead(msgs[i]), isActive(msgs, i) && i >= cut:
+			u += r.MessageTokens[i]
+		case !isActive(msgs, i):
+		case isReq[i]:
+			u += r.MessageTokens[i] + MessageOverheadTokens
+		default:
+			u += split[i]
+		}
+	}
+	return u
+}
+
+// refCachedPrefix returns, by brute force, the tokens of the sent messages that stay a
+// byte-identical prefix of what the plan returns.
+func refCachedPrefix(msgs []*compactorv1.Message, r *compactorv1.PlanResponse, d *Decision) int64 {
+	changed := map[int]bool{}
+	for _, pp := range d.Pruned {
+		changed[pp.Message] = true
+	}
+	for _, c := range d.Cuts {
+		changed[c.Message] = true
+	}
+	var n int64
+	for i, sent := range Sent(msgs) {
+		if !sent {
+			continue
+		}
+		switch r.Action {
+		case compactorv1.Action_ACTION_SUMMARIZE:
+			if !InHead(msgs[i]) {
+				return n
+			}
+		case compactorv1.Action_ACTION_PRUNE:
+			if changed[i] {
+				return n
+			}
+		}
+		n += r.MessageTokens[i]
+	}
+	return n
 }
 
 func mustTokenizer(t *testing.T, pol *policy) tokenizer.Text {

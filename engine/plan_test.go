@@ -77,7 +77,8 @@ func TestPlanNoneUnderTrigger(t *testing.T) {
 			t.Errorf("message %d: %v, want KEEP", i, disp)
 		}
 	}
-	want := fmt.Sprintf("total %d ≤ trigger 92160 (0.8 × usable 115200 = window 128000 − reserve 12800): nothing to do", r.TokensBefore)
+	want := fmt.Sprintf("total %d ≤ trigger 92160 (0.8 × usable 115200 = window 128000 − reserve 12800): nothing to do; %d turns of headroom before the trigger 92160 at the median turn of %d tokens",
+		r.TokensBefore, (92160-r.TokensBefore)/r.TurnTokens, r.TurnTokens)
 	if r.Reason != want {
 		t.Errorf("reason = %q, want %q", r.Reason, want)
 	}
@@ -291,7 +292,7 @@ func TestPlanIrreducibleFloor(t *testing.T) {
 		t.Errorf("floor %d usable %d excess %d never cut %v, want 8009 7200 809 true", ie.Floor, ie.Usable, ie.Excess, ie.NeverCut)
 	}
 	if !strings.Contains(err.Error(), "by 809 tokens") || !strings.Contains(err.Error(), "window 8000 − reserve 800") ||
-		!strings.Contains(err.Error(), "head (system prompt, prefaces, pinned messages) 8004 and the user's newest request 5") {
+		!strings.Contains(err.Error(), "head (system prompt, prefaces, pinned messages) 8004, the standing instructions 0 and the user's newest request 5") {
 		t.Errorf("message %q does not say by how much and against what", err)
 	}
 	// A head that fits, with short turns: the floor keeps every turn, since the least summary

@@ -82,7 +82,8 @@ func policyHash(kr *keyer, pol *policy) uint64 {
 		{uint64(pol.usageTokens), uint64(pol.usageCount)},
 		{b2u(pol.pruneOff) | b2u(pol.clearInputs)<<1 | uint64(len(pol.excludeTools))<<2, uint64(pol.keepResults)},
 		{uint64(pol.minOutput), uint64(pol.clearAtLeast)},
-		{uint64(pol.keepRequests), b2u(pol.roomGrows)},
+		{uint64(pol.keepRequests), b2u(pol.roomGrows) | b2u(pol.targetFromTurns)<<1 | uint64(pol.headroomTurns)<<2},
+		{math.Float64bits(pol.cacheRead), math.Float64bits(pol.cacheWrite)},
 	} {
 		h = wymix(w[0]^k[1], w[1]^h)
 	}
@@ -100,7 +101,9 @@ func (r *policy) equal(o *policy) bool {
 		r.tokenizer == o.tokenizer && r.usageTokens == o.usageTokens && r.usageCount == o.usageCount &&
 		r.pruneOff == o.pruneOff && r.keepResults == o.keepResults && r.minOutput == o.minOutput &&
 		slices.Equal(r.excludeTools, o.excludeTools) && r.clearInputs == o.clearInputs &&
-		r.clearAtLeast == o.clearAtLeast && r.keepRequests == o.keepRequests && r.roomGrows == o.roomGrows
+		r.clearAtLeast == o.clearAtLeast && r.keepRequests == o.keepRequests && r.roomGrows == o.roomGrows &&
+		r.targetFromTurns == o.targetFromTurns && r.headroomTurns == o.headroomTurns &&
+		r.cacheRead == o.cacheRead && r.cacheWrite == o.cacheWrite
 }
 
 // planMemo is the Counter's memo of plans.
@@ -152,5 +155,12 @@ func copyPlanResponse(r *compactorv1.PlanResponse) *compactorv1.PlanResponse {
 		KeptRequestTokens: r.GetKeptRequestTokens(),
 		TailTokens:        r.GetTailTokens(),
 		CutTokens:         r.GetCutTokens(),
+
+		InstructionIndexes: slices.Clone(r.GetInstructionIndexes()),
+		InstructionTokens:  r.GetInstructionTokens(),
+		CachedPrefixTokens: r.GetCachedPrefixTokens(),
+		RewrittenTokens:    r.GetRewrittenTokens(),
+		TurnTokens:         r.GetTurnTokens(),
+		HeadroomTurns:      r.GetHeadroomTurns(),
 	}
 }

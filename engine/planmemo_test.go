@@ -159,6 +159,8 @@ func TestCopyPlanResponseCopiesEveryField(t *testing.T) {
 			v = protoreflect.ValueOfInt32(int32(100 + i))
 		case protoreflect.Int64Kind:
 			v = protoreflect.ValueOfInt64(int64(1000 + i))
+		case protoreflect.DoubleKind:
+			v = protoreflect.ValueOfFloat64(float64(i) + 0.5)
 		default:
 			t.Fatalf("PlanResponse.%s: kind %v not handled by this test", fd.Name(), fd.Kind())
 		}
@@ -183,7 +185,7 @@ func TestCopyPlanResponseCopiesEveryField(t *testing.T) {
 // TestPolicyEqualCoversEveryField fails when a field is added to policy without deciding how
 // policy.equal and policyHash treat it.
 func TestPolicyEqualCoversEveryField(t *testing.T) {
-	if n := reflect.TypeOf(policy{}).NumField(); n != 20 {
+	if n := reflect.TypeOf(policy{}).NumField(); n != 24 {
 		t.Errorf("policy has %d fields: update policy.equal, policyHash and this test", n)
 	}
 	base, err := resolved(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
@@ -199,6 +201,8 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 		func(p *policy) { p.pruneOff = true }, func(p *policy) { p.keepResults++ }, func(p *policy) { p.minOutput++ },
 		func(p *policy) { p.excludeTools = []string{"b"} }, func(p *policy) { p.clearInputs = true },
 		func(p *policy) { p.clearAtLeast++ },
+		func(p *policy) { p.targetFromTurns = !p.targetFromTurns }, func(p *policy) { p.headroomTurns++ },
+		func(p *policy) { p.cacheRead += 0.01 }, func(p *policy) { p.cacheWrite += 0.01 },
 	} {
 		p := *base
 		change(&p)

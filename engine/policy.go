@@ -38,6 +38,26 @@ const (
 	DefaultPruneKeepRecent = 3
 	// DefaultPruneMinOutputTokens is the smallest tool output pruning touches.
 	DefaultPruneMinOutputTokens = 200
+	// DefaultHeadroomTurns is how many of the session's own turns the default target leaves
+	// below the trigger: a compaction that lands there is followed by that many turns, at
+	// the session's median size, before the next one, so each compaction's rewrite of the
+	// provider's prompt cache is paid over many cheap cached turns.
+	DefaultHeadroomTurns = 8
+	// DefaultMinTargetRatio is the least share of the usable window the default target goes
+	// down to for a session of large turns: below it a compaction would keep too little of
+	// the newest turns verbatim.
+	DefaultMinTargetRatio = 0.35
+	// MinTurnsForMedian is the fewest active turns whose median size sets the default
+	// target; with fewer, the target is DefaultTargetRatio of the usable window.
+	MinTurnsForMedian = 3
+	// DefaultCacheReadPrice and DefaultCacheWritePrice are a provider's prompt-cache prices
+	// as multiples of its input token price: Anthropic's (a read costs a tenth, a write a
+	// quarter more).
+	DefaultCacheReadPrice  = 0.1
+	DefaultCacheWritePrice = 1.25
+	// PaybackTurns is how many turns pruning in place must pay its cache rewrite back
+	// within, when clear_at_least_tokens is not set (see pruneClearAtLeast).
+	PaybackTurns = 8
 )
 
 // Tokenizer names accepted in Policy.tokenizer.
@@ -55,14 +75,21 @@ type policy struct {
 	trigger      int64
 	target       int64
 	triggerRatio float64 // 0 when trigger_tokens was given
-	keepTokens   int64
-	keepTurns    int
-	summaryRoom  int64 // the room reserved for the summary message
-	roomGrows    bool  // the room is the default, which grows into what the target leaves unused
-	keepRequests int64 // the budget of the requests kept verbatim; < 0: only the newest
-	tokenizer    tokenizer.ID
-	usageTokens  int64
-	usageCount   int
+	// targetFromTurns is set when the target is the default, which follows the session's
+	// turns (see sessionTarget); target is then DefaultTargetRatio of usable until a plan
+	// measures them.
+	targetFromTurns bool
+	headroomTurns   int
+	cacheRead       float64
+	cacheWrite      float64
+	keepTokens      int64
+	keepTurns       int
+	summaryRoom     int64 // the room reserved for the summary message
+	roomGrows       bool  // the room is the default, which grows into what the target leaves unused
+	keepRequests    int64 // the budget of the requests kept verbatim; < 0: only the newest
+	tokenizer       tokenizer.ID
+	usageTokens     int64
+	usageCount      int
 
 	pruneOff     bool
 	keepResults  int
@@ -150,6 +177,30 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 		r.trigger = floorRatio(tr, r.usable)
 	}
 	r.target = min(floorRatio(gr, r.usable), r.trigger)
+	r.targetFromTurns = p.GetTargetRatio() == 0
+	switch n := p.GetHeadroomTurns(); {
+	case n < 0:
+		add("headroom_turns", fmt.Sprintf("must not be negative, got %d", n))
+	case n == 0:
+		r.headroomTurns = DefaultHeadroomTurns
+	default:
+		r.headroomTurns = int(n)
+	}
+	r.cacheRead, r.cacheWrite = DefaultCacheReadPrice, DefaultCacheWritePrice
+	if cp := p.GetCachePrices(); cp != nil {
+		if w := cp.GetWrite(); w != 0 {
+			r.cacheWrite = w
+		}
+		if rd := cp.GetRead(); rd != 0 {
+			r.cacheRead = rd
+		}
+		switch {
+		case !(r.cacheWrite > 0) || math.IsInf(r.cacheWrite, 0):
+			add("cache_prices.write", fmt.Sprintf("must be positive, got %v", cp.GetWrite()))
+		case !(r.cacheRead > 0 && r.cacheRead < r.cacheWrite):
+			add("cache_prices.read", fmt.Sprintf("must be in (0, write %v), got %v", r.cacheWrite, r.cacheRead))
+		}
+	}
 
 	r.keepTokens = p.GetKeepRecentTokens()
 	switch {
@@ -244,4 +295,16 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 // (0.6 × 115200 is 69120, not 69119).
 func floorRatio(ratio float64, n int64) int64 {
 	return int64(math.Floor(ratio*float64(n) + 1e-6))
+}
+
+// sessionTarget returns the target of a session whose median turn is turn tokens (0: too few
+// turns to tell): with the default target, min(DefaultTargetRatio × usable, trigger −
+// headroom_turns × turn), at least DefaultMinTargetRatio × usable (and at most the trigger);
+// otherwise the target the policy resolved.
+func (pol *policy) sessionTarget(turn int64) int64 {
+	if !pol.targetFromTurns || turn <= 0 {
+		return pol.target
+	}
+	t := pol.trigger - int64(pol.headroomTurns)*turn
+	return min(max(t, floorRatio(DefaultMinTargetRatio, pol.usable)), pol.target, pol.trigger)
 }

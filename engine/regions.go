@@ -33,12 +33,13 @@ func ProviderCompaction(m *compactorv1.Message) bool {
 }
 
 // InHead reports whether m belongs to the head of a conversation: system messages, session
-// prefaces, pinned messages and provider compactions, which are never summarized or pruned
-// and always sent.
+// prefaces, pinned messages, provider compactions and user messages of standing instructions
+// only (StandingPart: a host's CLAUDE.md or AGENTS.md context), which are never summarized or
+// pruned and always sent.
 func InHead(m *compactorv1.Message) bool {
 	return m.GetRole() == compactorv1.Role_ROLE_SYSTEM ||
 		m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_SESSION_PREFACE ||
-		m.GetPinned() || ProviderCompaction(m)
+		m.GetPinned() || ProviderCompaction(m) || standingOnly(m)
 }
 
 // Sent reports, for each message, whether a model sees it: compaction prompts never; before

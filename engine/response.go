@@ -32,7 +32,10 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 	}
 	*d = Decision{Response: resp}
 	resp.Action = sh.action
-	resp.HeadTokens = sz.head
+	if sh.action != compactorv1.Action_ACTION_SUMMARIZE {
+		sh.head = sz.head // only a summary splits messages
+	}
+	resp.HeadTokens = sh.head
 	cut := -1
 	var prunedTail int64 // pruning's saving in what stays
 	switch sh.action {
@@ -52,11 +55,20 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 			prunedTail = dc.pr.total
 		}
 	}
-	resp.TailTokens = sh.after - sz.head - resp.SummaryTokens - resp.KeptRequestTokens
+	resp.TailTokens = sh.after - sh.head - resp.SummaryTokens - resp.KeptRequestTokens
 	resp.TokensAfter = sh.after
 	resp.CutTokens = sh.cut
 	resp.PrunedTokens = prunedTail + sh.cut
 	dc.fill(resp.Dispositions, cut, sh)
+	dc.instructions(resp, sh, cut)
+	resp.CachedPrefixTokens = dc.cachedPrefix(sh)
+	if sh.action != compactorv1.Action_ACTION_NONE {
+		resp.RewrittenTokens = max(sh.after-resp.CachedPrefixTokens, 0)
+	}
+	if dc.turn > 0 {
+		resp.TurnTokens = dc.turn
+		resp.HeadroomTurns = max(float64(pol.trigger-sh.after), 0) / float64(dc.turn)
+	}
 	if withPruned {
 		if sh.pruned {
 			d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, max(cut, 0)))
@@ -67,6 +79,67 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 	var buf [512]byte
 	resp.Reason = string(dc.reason(reason(buf[:0]), sh, cut, prunedTail, d.TailTurns))
 	return nil
+}
+
+// instructions sets the plan's standing instructions: the head's messages of standing
+// instructions alone, and, when the plan acts, the active messages that mix them with other
+// parts; their tokens in the head, those split from the messages before the cut included.
+func (dc *deciding) instructions(resp *compactorv1.PlanResponse, sh shape, cut int) {
+	resp.InstructionTokens = dc.sz.instructions
+	if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
+		resp.InstructionTokens += sh.head - dc.sz.head
+	}
+	if dc.sz.instructions == 0 && dc.sp.head == nil {
+		return
+	}
+	for i, cl := range dc.lay.class {
+		switch {
+		case cl == classHead && dc.standingOnly(i), cl == classActive && dc.sp.head != nil && dc.sp.head[i] > 0:
+			resp.InstructionIndexes = append(resp.InstructionIndexes, int32(i))
+		}
+	}
+}
+
+// standingOnly reports whether message i holds standing instructions alone.
+func (dc *deciding) standingOnly(i int) bool {
+	if fl := dc.counts[i].flags; fl&flagKnown != 0 {
+		return fl&flagStandingOnly != 0
+	}
+	return standingOnly(dc.msgs[i])
+}
+
+// cachedPrefix returns the tokens of the messages sent now that stay a byte-identical prefix
+// of what the shape returns: every one when nothing is done; those before the first message
+// pruning or cutting changes; the leading head messages before a summary (a message split
+// from its standing instructions changes).
+func (dc *deciding) cachedPrefix(sh shape) int64 {
+	first := len(dc.msgs) // the first message the shape changes or moves
+	switch sh.action {
+	case compactorv1.Action_ACTION_NONE:
+	case compactorv1.Action_ACTION_SUMMARIZE:
+		for i, cl := range dc.lay.class {
+			if cl != classDrop && cl != classHead {
+				first = i
+				break
+			}
+		}
+	default:
+		for _, pp := range dc.pr.parts {
+			if sh.pruned && dc.pr.saved[pp.Message] > 0 {
+				first = min(first, pp.Message)
+			}
+		}
+		for _, c := range sh.cuts {
+			first = min(first, c.Message)
+		}
+	}
+	var n int64
+	for i := 0; i < first; i++ {
+		if dc.lay.class[i] != classDrop {
+			n += dc.sz.tokens[i]
+		}
+	}
+	return n
 }
 
 // fill sets the dispositions disp: cut < 0 means no summary.
@@ -91,7 +164,7 @@ func (dc *deciding) fill(disp []compactorv1.Disposition, cut int, sh shape) {
 		disp[c.Message] = compactorv1.Disposition_DISPOSITION_PRUNE
 	}
 	if cut >= 0 {
-		keptRequests(dc.reqs, cut, dc.sz.tokens, dc.pol.keepRequests, sh.optional, func(i int) {
+		keptRequests(dc.reqs, cut, dc.sp.rest, dc.pol.keepRequests, sh.optional, func(i int) {
 			disp[i] = compactorv1.Disposition_DISPOSITION_KEEP_REQUEST
 		})
 	}
@@ -103,7 +176,7 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 	pol, sz, prunable := &dc.pol, dc.sz, dc.pr.total
 	rs = rs.start(pol, sz.before, dc.opt.Force)
 	if !dc.acting {
-		return rs.s(": nothing to do")
+		return rs.s(": nothing to do").headroom(sh, pol, dc.turn)
 	}
 	turns := len(dc.lay.turnStarts)
 	switch sh.action {
@@ -131,9 +204,9 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 		rs = rs.cuts(sh)
 		rs = rs.s(" → ").d(sh.after)
 		if sh.enough {
-			return rs.s(" ≤ target ").d(pol.target).s(": prune only")
+			return rs.s(" ≤ target ").d(pol.target).s(": prune only").headroom(sh, pol, dc.turn)
 		}
-		return rs.s(" (target ").d(pol.target).s(")").above(sh, pol)
+		return rs.landing(sh, pol, dc.turn)
 	}
 	switch {
 	case dc.opt.Force:
@@ -142,12 +215,13 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 	default:
 		rs = rs.s("; pruning alone would remove only ").d(prunable).s(" tokens (clear_at_least_tokens ").d(pol.clearAtLeast).s(")")
 	}
-	var summarized int64
+	var summarized int64 // what the summary replaces: the range, less what the head keeps of it
 	for i, cl := range dc.lay.class {
 		if i < cut && (cl == classActive || cl == classSummary) {
 			summarized += sz.tokens[i]
 		}
 	}
+	summarized -= sh.head - sz.head
 	rs = rs.s("; summarizing ").d(summarized - sh.reqs).s(" tokens before message ").d(int64(cut)).s(" into at most ").d(sh.room).
 		s(" tokens and keeping ").d(int64(tailTurns)).s(" turns verbatim from message ").d(int64(cut)).
 		s(" (").d(sh.tail).s(" tokens; keep_recent_tokens ").d(pol.keepTokens).s(")")
@@ -167,9 +241,9 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 	if sh.keep < pol.keepTurns {
 		rs = rs.s("; to fit, fewer turns than keep_recent_turns ").d(int64(pol.keepTurns)).s(" stay verbatim")
 	}
-	rs = rs.s(" → head ").d(sz.head).s(" + summary ").d(sh.room).s(" + requests ").d(sh.reqs).s(" + tail ").d(sh.tail).
+	rs = rs.s(" → head ").d(sh.head).s(" + summary ").d(sh.room).s(" + requests ").d(sh.reqs).s(" + tail ").d(sh.tail).
 		s(" = ").d(sh.after)
-	return rs.above(sh, pol)
+	return rs.landing(sh, pol, dc.turn)
 }
 
 // cuts appends what cutting tool outputs saves, if it cuts any.
@@ -180,14 +254,34 @@ func (r reason) cuts(sh shape) reason {
 	return r.s(", cutting ").d(int64(len(sh.cuts))).s(" oversized tool outputs to their head and tail removes ").d(sh.cut).s(" tokens")
 }
 
-// above appends, when the shape is still above the trigger, that the next turn compacts
-// again.
-func (r reason) above(sh shape, pol *policy) reason {
-	if sh.after <= pol.trigger {
+// landing appends where the shape lands against the target and the trigger, and the turns of
+// headroom it leaves.
+func (r reason) landing(sh shape, pol *policy, turn int64) reason {
+	switch {
+	case sh.after <= pol.target:
+		r = r.s(" ≤ target ").d(pol.target)
+	case sh.after <= pol.trigger:
+		r = r.s(" > target ").d(pol.target).
+			s(": the target yields to what the next turns need most (the newest turn whole, keep_recent_turns, the requests kept verbatim, the summary room), which only the trigger takes")
+	default:
+		return r.s("; ").d(sh.after).s(" is above the trigger ").d(pol.trigger).
+			s(": even the least this conversation can keep exceeds it, so the next turns will compact again")
+	}
+	return r.headroom(sh, pol, turn)
+}
+
+// headroom appends the turns of the session's median size that fit between the shape and the
+// trigger, when the session has turns enough to tell.
+func (r reason) headroom(sh shape, pol *policy, turn int64) reason {
+	if turn <= 0 || sh.after > pol.trigger {
 		return r
 	}
-	return r.s("; ").d(sh.after).s(" is above the trigger ").d(pol.trigger).
-		s(": even the least this conversation can keep exceeds it, so the next turns will compact again")
+	h := (pol.trigger - sh.after) / turn
+	r = r.s("; ").d(h).s(" turn")
+	if h != 1 {
+		r = r.s("s")
+	}
+	return r.s(" of headroom before the trigger ").d(pol.trigger).s(" at the median turn of ").d(turn).s(" tokens")
 }
 
 // windowParen appends how the usable window was set.
@@ -206,12 +300,15 @@ func (dc *deciding) irreducible(sh shape) error {
 	r = r.s(ErrIrreducible.Error()).s(": ")
 	switch {
 	case sh.neverCut:
-		r = r.s("what no compaction cuts, the head (system prompt, prefaces, pinned messages) ").d(sz.head).
+		ins := sz.instructions + dc.sp.total
+		r = r.s("what no compaction cuts, the head (system prompt, prefaces, pinned messages) ").d(sh.head - ins).
+			s(", the standing instructions ").d(ins).
 			s(" and the user's newest request ").d(sh.reqs).s(", alone ").d(sh.after).s(" tokens, exceeds the usable window ").d(pol.usable).
 			windowParen(pol).s(" by ").d(excess).s(" tokens")
-		return &IrreducibleError{Floor: sh.after, Usable: pol.usable, Excess: excess, NeverCut: true, msg: string(r)}
+		return &IrreducibleError{Floor: sh.after, Usable: pol.usable, Excess: excess, NeverCut: true,
+			Head: sh.head, Instructions: ins, NewestRequest: sh.reqs, msg: string(r)}
 	case sh.action == compactorv1.Action_ACTION_SUMMARIZE:
-		r = r.s("head ").d(sz.head)
+		r = r.s("head ").d(sh.head)
 		if sh.reqs > 0 {
 			r = r.s(" + newest request ").d(sh.reqs)
 		}

@@ -23,6 +23,10 @@ type scratch struct {
 	pruned     []PrunedPart
 	reqs       []int32
 	kinds      []UserKind
+	splitHead  []int64
+	splitRest  []int64
+	headAt     []int64
+	steps      []int64
 }
 
 // resize returns s with length n and zeroed elements, reallocating only when it must.

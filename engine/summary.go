@@ -167,27 +167,67 @@ func FitSummaryPrompt(in SummaryInput, maxBytes int) string {
 // starts the epilogue; SummaryText strips both.
 const (
 	summaryPreamble = "This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (%d messages); the messages after this one continue it verbatim."
-	summaryOpen     = "\n\n<summary>\n"
-	summaryClose    = "\n</summary>\n\n"
-	summaryEpilogue = "Continue from where the conversation left off, without asking the user to repeat anything above."
+	// summaryPreambleKept is the preamble of a summary followed by the requests a compaction
+	// kept verbatim: it tells the model, and the next compaction (KeptAfter), that they are
+	// the user's earlier requests rather than new ones.
+	summaryPreambleKept = "This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (%d messages); the %d user messages right after this one are the user's own requests from that part, kept word for word, and the messages after them continue it verbatim."
+	keptClause          = " user messages right after this one are the user's own requests"
+	summaryOpen         = "\n\n<summary>\n"
+	summaryClose        = "\n</summary>\n\n"
+	summaryEpilogue     = "Continue from where the conversation left off, without asking the user to repeat anything above."
 )
 
 // SummaryMessageText frames a summary as the text of the COMPACT_SUMMARY message, so the
-// model knows the session continues from a summary of covered earlier messages.
-func SummaryMessageText(summary string, covered int) string {
-	return fmt.Sprintf(summaryPreamble, covered) + summaryOpen + strings.TrimSpace(summary) + summaryClose + summaryEpilogue
+// model knows the session continues from a summary of covered earlier messages, followed by
+// kept user messages that are the user's requests from that part, kept verbatim.
+func SummaryMessageText(summary string, covered, kept int) string {
+	pre := fmt.Sprintf(summaryPreamble, covered)
+	if kept > 0 {
+		pre = fmt.Sprintf(summaryPreambleKept, covered, kept)
+	}
+	return pre + summaryOpen + strings.TrimSpace(summary) + summaryClose + summaryEpilogue
+}
+
+// KeptAfter returns how many user messages right after the COMPACT_SUMMARY message m are the
+// user's requests a compaction kept verbatim beside it, as its framing says (0 for a summary
+// compactord did not frame).
+func KeptAfter(m *compactorv1.Message) int {
+	if m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+		return 0
+	}
+	t := m.GetParts()
+	if len(t) == 0 {
+		return 0
+	}
+	s := t[0].GetText().GetText()
+	head, _, ok := strings.Cut(s, summaryOpen)
+	if !ok || !strings.HasPrefix(head, "This session continues from an earlier conversation") {
+		return 0
+	}
+	k := strings.Index(head, keptClause)
+	if k < 0 {
+		return 0
+	}
+	digits := head[:k]
+	digits = digits[strings.LastIndexByte(digits, ' ')+1:]
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // SummaryFrameTokens is the tokens a COMPACT_SUMMARY message covering covered messages costs
-// beyond its summary text (its framing and the message overhead), plus a margin for the
-// tokens that joining text to the framing can add: the summary room a plan reserves holds
-// the framing and the text.
-// The count is taken with covered written as all nines of its number of digits (the most
-// tokens those digits take), so that it depends on the digits alone.
+// beyond its summary text (its framing, with the kept requests' clause, and the message
+// overhead), plus a margin for the tokens that joining text to the framing can add: the
+// summary room a plan reserves holds the framing and the text.
+// The count is taken with covered (and the kept requests, never more) written as all nines
+// of its number of digits (the most tokens those digits take), so that it depends on the
+// digits alone.
 func SummaryFrameTokens(tc tokenizer.Text, covered int) int64 {
 	const joinMargin = 2
 	nines := strings.Repeat("9", len(strconv.Itoa(covered)))
-	return MessageOverheadTokens + tc.Count(strings.Replace(summaryPreamble, "%d", nines, 1)+summaryOpen) +
+	return MessageOverheadTokens + tc.Count(strings.ReplaceAll(summaryPreambleKept, "%d", nines)+summaryOpen) +
 		tc.Count(summaryClose+summaryEpilogue) + joinMargin
 }
 
@@ -230,12 +270,12 @@ func (c *Counter) SummaryFrameTokens(covered int, name string) (int64, error) {
 }
 
 // SummaryMessage returns the COMPACT_SUMMARY message (role user) carrying SummaryMessageText.
-func SummaryMessage(summary string, covered int) *compactorv1.Message {
+func SummaryMessage(summary string, covered, kept int) *compactorv1.Message {
 	return &compactorv1.Message{
 		Role: compactorv1.Role_ROLE_USER,
 		Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY,
 		Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{
-			Text: &compactorv1.TextPart{Text: SummaryMessageText(summary, covered)},
+			Text: &compactorv1.TextPart{Text: SummaryMessageText(summary, covered, kept)},
 		}}},
 	}
 }

@@ -27,8 +27,8 @@ func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
 		msg  *compactorv1.Message
 		want string
 	}{
-		{"framed", SummaryMessage("  ## User requests\n- fix the bug\n", 12), "## User requests\n- fix the bug"},
-		{"framed summary that mentions the closing tag", SummaryMessage("a </summary> b", 3), "a </summary> b"},
+		{"framed", SummaryMessage("  ## User requests\n- fix the bug\n", 12, 0), "## User requests\n- fix the bug"},
+		{"framed summary that mentions the closing tag", SummaryMessage("a </summary> b", 3, 1), "a </summary> b"},
 		{"foreign summary kept whole", irtest.User("Summary written elsewhere.\n<summary>x</summary>"), "Summary written elsewhere.\n<summary>x</summary>"},
 		{"empty", &compactorv1.Message{}, ""},
 	}
@@ -39,7 +39,7 @@ func TestSummaryTextRoundTripsTheFraming(t *testing.T) {
 			}
 		})
 	}
-	m := SummaryMessage("s", 42)
+	m := SummaryMessage("s", 42, 0)
 	if m.GetRole() != compactorv1.Role_ROLE_USER || m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
 		t.Errorf("SummaryMessage role %v kind %v", m.GetRole(), m.GetKind())
 	}

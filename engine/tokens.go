@@ -41,6 +41,9 @@ type msgCount struct {
 	total int64
 	parts []partCount
 	flags textFlags // what the rules of agent talk read of its text (flagKnown when read)
+	// standing is, for a user message mixing standing instructions with other parts
+	// (flagStanding without flagStandingOnly), the tokens of its standing parts.
+	standing int32
 }
 
 // partCount is the tokens of one part: total, and payload, the share pruning can remove
@@ -95,6 +98,14 @@ func countMessage(t tokenizer.Text, m *compactorv1.Message, seed maphash.Seed) m
 		}
 	}
 	mc.flags = messageFlags(m)
+	if mc.flags&(flagStanding|flagStandingOnly) == flagStanding {
+		for _, p := range m.GetParts() {
+			if StandingPart(p) {
+				total, _ := t.Part(p)
+				mc.standing += clamp32(total)
+			}
+		}
+	}
 	return mc
 }
 

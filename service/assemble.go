@@ -10,24 +10,29 @@ import (
 // The last stage of Compact: the compacted conversation, assembled from the head, the summary,
 // the requests kept verbatim and the tail.
 
-// messages is the compacted conversation: the head (pruned), [the compact prompt], the
-// summary of text, the requests kept verbatim, then the tail (pruned). The summary stands
-// for the messages before the cut that are not kept: the plan's summarized ones and those
-// an earlier summary covered (its dropped ones).
+// messages is the compacted conversation: the head (pruned; the standing instructions split
+// from the messages before the cut in their place), [the compact prompt], the summary of text,
+// the requests kept verbatim, then the tail (pruned). The summary stands for the messages
+// before the cut that are not kept: the plan's summarized ones and those an earlier summary
+// covered (its dropped ones).
 func (c *compaction) messages(pruned []*compactorv1.Message, text string) []*compactorv1.Message {
 	out := make([]*compactorv1.Message, 0, len(c.msgs)-c.cut+8)
+	head := 0
 	for i := range c.cut {
 		if c.plan.GetDispositions()[i] == compactorv1.Disposition_DISPOSITION_KEEP {
-			out = append(out, pruned[i]) // the head: system, prefaces, pinned
+			out = append(out, pruned[i]) // the head: system, prefaces, pinned, instructions
+			head++
+		} else if sp, ok := c.splits[i]; ok {
+			out = append(out, sp.standing)
 		}
 	}
-	folded := c.cut - len(out) - len(c.kept)
+	folded := c.cut - head - len(c.kept)
 	if c.req.GetEmitCompactPrompt() {
 		out = append(out, compactPromptMessage(c.req.GetInstructions()))
 	}
-	out = append(out, engine.SummaryMessage(text, folded))
+	out = append(out, engine.SummaryMessage(text, folded, len(c.kept)))
 	for _, k := range c.kept {
-		out = append(out, c.msgs[k])
+		out = append(out, c.folded(int(k)))
 	}
 	return append(out, pruned[c.cut:]...)
 }

@@ -92,6 +92,15 @@ func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compacto
 	plan := d.Response
 	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
 	c.kept = c.keptPositions()
+	for _, i := range plan.GetInstructionIndexes() {
+		if d := plan.GetDispositions()[i]; int(i) < c.cut && d != compactorv1.Disposition_DISPOSITION_KEEP {
+			standing, rest := engine.SplitInstructions(msgs[i])
+			if c.splits == nil {
+				c.splits = map[int]split{}
+			}
+			c.splits[int(i)] = split{standing, rest}
+		}
+	}
 	var err error
 	if c.room, err = c.textRoom(); err != nil {
 		return nil, err
@@ -156,6 +165,22 @@ type compaction struct {
 	kept []int32
 	// room is the summary text the plan's summary room holds (see textRoom).
 	room int64
+	// splits holds, by position, the messages before the cut that mix standing instructions
+	// with other parts (engine.SplitInstructions): their standing parts join the head, and
+	// what is left of them is summarized or kept as a request.
+	splits map[int]split
+}
+
+// split is a message split from its standing instructions.
+type split struct{ standing, rest *compactorv1.Message }
+
+// folded is message i as a summary folds it or keeps it as a request: without the standing
+// instructions it was split from.
+func (c *compaction) folded(i int) *compactorv1.Message {
+	if sp, ok := c.splits[i]; ok {
+		return sp.rest
+	}
+	return c.msgs[i]
 }
 
 // keptPositions returns the positions of the requests before the cut the plan keeps

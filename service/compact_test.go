@@ -170,9 +170,19 @@ func checkCompacted(t *testing.T, msgs []*compactorv1.Message, resp *compactorv1
 	if txt, want := sum.GetParts()[0].GetText().GetText(), fmt.Sprintf("(%d messages)", cut-1-kept); !strings.Contains(txt, want) {
 		t.Errorf("the summary's header does not say it covers %s: %.300q", want, txt)
 	}
+	// The tail is the messages from the cut on, those the plan prunes or cuts shortened.
 	for i, m := range out[2:] {
-		if !proto.Equal(m, msgs[cut+i]) {
-			t.Fatalf("tail message %d differs from messages[%d]", i, cut+i)
+		switch resp.GetPlan().GetDispositions()[cut+i] {
+		case compactorv1.Disposition_DISPOSITION_KEEP:
+			if !proto.Equal(m, msgs[cut+i]) {
+				t.Fatalf("tail message %d differs from messages[%d]", i, cut+i)
+			}
+		case compactorv1.Disposition_DISPOSITION_PRUNE:
+			if m.GetRole() != msgs[cut+i].GetRole() || proto.Size(m) >= proto.Size(msgs[cut+i]) {
+				t.Fatalf("tail message %d is not messages[%d] shortened", i, cut+i)
+			}
+		default:
+			t.Fatalf("tail message %d: disposition %v", i, resp.GetPlan().GetDispositions()[cut+i])
 		}
 	}
 	if got := resp.GetSummary().GetCoveredMessages(); int(got) != cut {
@@ -729,7 +739,7 @@ func TestCompactBoundsInstructionsAndAnchor(t *testing.T) {
 
 	anchor := "ANCHOR-HEAD " + strings.Repeat("an earlier summary that goes on and on. ", 4000) + " ANCHOR-TAIL"
 	msgs := irtest.Conversation(20)
-	msgs = append(msgs[:1], append([]*compactorv1.Message{engine.SummaryMessage(anchor, 40)}, msgs[1:]...)...)
+	msgs = append(msgs[:1], append([]*compactorv1.Message{engine.SummaryMessage(anchor, 40, 0)}, msgs[1:]...)...)
 	big := &compactorv1.CompactRequest{Messages: msgs, Summarizer: "llm", Force: true,
 		Policy: &compactorv1.Policy{ContextWindow: 200_000, Prune: &compactorv1.PrunePolicy{Disabled: true}}}
 	before := llm.Calls()
@@ -750,7 +760,11 @@ func TestCompactFoldsRequestsACachedSummaryLeftOut(t *testing.T) {
 	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{})})
 	msgs := irtest.Conversation(20)
 
-	keeping, err := client.Compact(t.Context(), compactReq(msgs))
+	// A target as high as the trigger: the cut is where the tail budget puts it, whatever the
+	// requests kept verbatim cost, so both compactions below cut the same prefix.
+	keepingReq := compactReq(msgs)
+	keepingReq.Policy.TargetRatio = engine.DefaultTriggerRatio
+	keeping, err := client.Compact(t.Context(), keepingReq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,7 +777,7 @@ func TestCompactFoldsRequestsACachedSummaryLeftOut(t *testing.T) {
 	// The same prefix, compacted by a policy that keeps only the newest request: the cached
 	// summary left the others out, so it cannot serve as it is.
 	req := compactReq(msgs)
-	req.Policy.KeepUserMessagesTokens = -1
+	req.Policy.KeepUserMessagesTokens, req.Policy.TargetRatio = -1, engine.DefaultTriggerRatio
 	newest, err := client.Compact(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -791,7 +805,7 @@ func TestCompactFoldsRequestsACachedSummaryLeftOut(t *testing.T) {
 	}
 
 	// The entry stored now holds every request: the first policy is served it as it is.
-	again, err := client.Compact(t.Context(), compactReq(msgs))
+	again, err := client.Compact(t.Context(), keepingReq)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
 	"github.com/compactord/compactord/limit"
@@ -80,10 +81,18 @@ func TestCompactBypass(t *testing.T) {
 	llm.Script(func(int64) (int, string) {
 		return 0, strings.Repeat("the agent edited m07.go and ran the tests again. ", 400)
 	}, 0)
-	first := compact(compactReq(irtest.Conversation(20)), compactorv1.CacheStatus_CACHE_STATUS_MISS)
+	// A target as high as the trigger: the cut is where the tail budget puts it, whatever the
+	// requests kept verbatim and the summary room cost, so the compactions below cut the same
+	// prefix.
+	highTarget := func() *compactorv1.CompactRequest {
+		req := compactReq(irtest.Conversation(20))
+		req.Policy.TargetRatio = engine.DefaultTriggerRatio
+		return req
+	}
+	first := compact(highTarget(), compactorv1.CacheStatus_CACHE_STATUS_MISS)
 
 	// The cached summary left out requests this compaction does not keep.
-	newest := compactReq(irtest.Conversation(20))
+	newest := highTarget()
 	newest.Policy.KeepUserMessagesTokens = -1
 	folded := compact(newest, compactorv1.CacheStatus_CACHE_STATUS_BYPASS)
 	if folded.GetPlan().GetCutIndex() != first.GetPlan().GetCutIndex() || folded.GetSummary().GetText() == first.GetSummary().GetText() {
@@ -91,7 +100,7 @@ func TestCompactBypass(t *testing.T) {
 	}
 
 	// The cached summary is longer than this compaction's summary room.
-	small := compactReq(irtest.Conversation(20))
+	small := highTarget()
 	small.Policy.SummaryMaxTokens = 500
 	shorter := compact(small, compactorv1.CacheStatus_CACHE_STATUS_BYPASS)
 	if shorter.GetPlan().GetCutIndex() != first.GetPlan().GetCutIndex() || len(shorter.GetSummary().GetText()) >= len(first.GetSummary().GetText()) {
@@ -101,7 +110,7 @@ func TestCompactBypass(t *testing.T) {
 
 	// Neither replaced the stored summary.
 	calls := llm.Calls()
-	again := compact(compactReq(irtest.Conversation(20)), compactorv1.CacheStatus_CACHE_STATUS_HIT)
+	again := compact(highTarget(), compactorv1.CacheStatus_CACHE_STATUS_HIT)
 	if again.GetSummary().GetText() != first.GetSummary().GetText() || llm.Calls() != calls {
 		t.Errorf("the first compaction's summary was not served from the cache as it was stored")
 	}

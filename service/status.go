@@ -64,6 +64,11 @@ func toStatus(err error) error {
 		if errors.As(err, &ie) {
 			meta = map[string]string{"floor_tokens": strconv.FormatInt(ie.Floor, 10),
 				"usable_tokens": strconv.FormatInt(ie.Usable, 10), "never_cut": strconv.FormatBool(ie.NeverCut)}
+			if ie.NeverCut {
+				meta["head_tokens"] = strconv.FormatInt(ie.Head, 10)
+				meta["instruction_tokens"] = strconv.FormatInt(ie.Instructions, 10)
+				meta["newest_request_tokens"] = strconv.FormatInt(ie.NewestRequest, 10)
+			}
 		}
 		return grpcerr.WithDetails(status.New(codes.FailedPrecondition, msg), grpcerr.ErrorInfo("CONTEXT_IRREDUCIBLE", meta))
 	case errors.Is(err, engine.ErrInvalid):

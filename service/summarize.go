@@ -67,17 +67,17 @@ func (c *compaction) job(b base) (summaryJob, error) {
 	var j summaryJob
 	j.anchor, j.inTokens = c.s.boundAnchor(b.anchor, c.tokenizer(), c.room)
 	for _, i := range b.released {
-		j.in = append(j.in, c.msgs[i])
+		j.in = append(j.in, c.folded(int(i)))
 		j.inTokens += c.plan.GetMessageTokens()[i]
 	}
 	for i := b.from; i < c.cut; i++ {
 		switch c.plan.GetDispositions()[i] {
 		case compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
-			j.in = append(j.in, c.msgs[i])
-			j.kept = append(j.kept, c.msgs[i])
+			j.in = append(j.in, c.folded(i))
+			j.kept = append(j.kept, c.folded(i))
 		case compactorv1.Disposition_DISPOSITION_SUMMARIZE:
 			if c.summarized(i) {
-				j.in = append(j.in, c.msgs[i])
+				j.in = append(j.in, c.folded(i))
 				j.inTokens += c.plan.GetMessageTokens()[i]
 			}
 		}
@@ -175,14 +175,17 @@ func (c *compaction) check(text string, budget int, count func(string) int) (str
 func (c *compaction) split() (rng, kept []*compactorv1.Message) {
 	for i := range c.cut {
 		d := c.plan.GetDispositions()[i]
+		if sp, ok := c.splits[i]; ok {
+			kept = append(kept, sp.standing)
+		}
 		switch {
 		case d == compactorv1.Disposition_DISPOSITION_KEEP:
 			kept = append(kept, c.msgs[i])
 		case d == compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
-			kept = append(kept, c.msgs[i])
-			rng = append(rng, c.msgs[i])
+			kept = append(kept, c.folded(i))
+			rng = append(rng, c.folded(i))
 		case i > int(c.plan.GetSummaryIndex()) && c.summarized(i):
-			rng = append(rng, c.msgs[i])
+			rng = append(rng, c.folded(i))
 		}
 	}
 	return rng, kept

@@ -41,28 +41,8 @@ func TestSummariesOnCorpus(t *testing.T) {
 	}
 }
 
-// firstRequest returns the first line (≤ 40 bytes) of the first user text that is not a
-// text-protocol observation.
+// firstRequest returns the first line (≤ 40 bytes) of the first request a summary of msgs
+// covers (see sumFirstUserText).
 func firstRequest(msgs []*compactorv1.Message) string {
-	for _, m := range msgs {
-		if m.GetRole() != compactorv1.Role_ROLE_USER || engine.InHead(m) {
-			continue
-		}
-		for _, p := range m.GetParts() {
-			t := strings.TrimSpace(p.GetText().GetText())
-			if t == "" || strings.HasPrefix(t, "<returncode>") || strings.HasPrefix(t, "<output>") ||
-				strings.Contains(t, "--- DEMONSTRATION ---") { // demonstrations are left out
-				continue
-			}
-			t, _, _ = strings.Cut(t, "\n")
-			if len(t) > 40 {
-				t = t[:40]
-				for len(t) > 0 && t[len(t)-1] >= 0x80 {
-					t = t[:len(t)-1]
-				}
-			}
-			return t
-		}
-	}
-	return ""
+	return sumPrefix(sumFirstUserText(msgs), 40)
 }

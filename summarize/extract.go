@@ -152,6 +152,9 @@ func (x *extractor) next() int {
 func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 	kinds := engine.ClassifyUsers(msgs, compacted)
 	for i, m := range msgs {
+		if engine.InHead(m) {
+			continue // kept beside the summary, never in it
+		}
 		switch m.GetKind() {
 		case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
 			continue

@@ -17,18 +17,31 @@ import (
 
 // sumFirstUserText and sumLastUserText return the first and last user requests (engine's
 // rule: not text-protocol tool outputs, not few-shot demonstrations).
+// sumFirstUserText returns the text of the first request a summary of msgs covers: the
+// first that is not kept in the head (a harness's task beside its standing instructions is).
 func sumFirstUserText(msgs []*compactorv1.Message) string {
-	if reqs := engine.Requests(msgs); len(reqs) > 0 {
+	if reqs := summarizedRequests(msgs); len(reqs) > 0 {
 		return messageText(msgs[reqs[0]])
 	}
 	return ""
 }
 
 func sumLastUserText(msgs []*compactorv1.Message) string {
-	if reqs := engine.Requests(msgs); len(reqs) > 0 {
+	if reqs := summarizedRequests(msgs); len(reqs) > 0 {
 		return messageText(msgs[reqs[len(reqs)-1]])
 	}
 	return ""
+}
+
+// summarizedRequests returns the requests of msgs a summary covers: those not in the head.
+func summarizedRequests(msgs []*compactorv1.Message) []int {
+	var out []int
+	for _, i := range engine.Requests(msgs) {
+		if !engine.InHead(msgs[i]) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // sumPrefix returns the first line of s, at most n bytes, for "is it quoted" checks.
@@ -310,7 +323,7 @@ func ExampleExtractiveSummary() {
 		text(compactorv1.Role_ROLE_ASSISTANT, "TestParse fails on empty input; fixing parse.go next."),
 	}
 	summary := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 512})
-	fmt.Print(engine.SummaryMessageText(summary, len(msgs)))
+	fmt.Print(engine.SummaryMessageText(summary, len(msgs), 0))
 	// Output:
 	// This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (4 messages); the messages after this one continue it verbatim.
 	//

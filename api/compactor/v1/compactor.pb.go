@@ -305,7 +305,10 @@ type Policy struct {
 	// estimate for that prefix.
 	ReportedUsage *Usage `protobuf:"bytes,9,opt,name=reported_usage,json=reportedUsage,proto3" json:"reported_usage,omitempty"`
 	// After acting, aim at ≤ target_ratio × (context_window − reserve_output_tokens); in (0, 1],
-	// default 0.6, at most trigger_ratio.
+	// at most trigger_ratio. Unset, the target leaves room for headroom_turns of the session's
+	// own turns below the trigger: min(0.6 × usable, trigger − headroom_turns × the session's
+	// median tokens per turn), at least 0.35 × usable (0.6 × usable when the session has too
+	// few turns to tell: fewer than 3).
 	TargetRatio float64 `protobuf:"fixed64,10,opt,name=target_ratio,json=targetRatio,proto3" json:"target_ratio,omitempty"`
 	// Tokens reserved for the summary message a compaction writes (its framing included);
 	// default min(2000, 15% of (context_window − reserve_output_tokens)), and the default grows
@@ -318,11 +321,18 @@ type Policy struct {
 	// always (the user's own newest text is never cut), then the task (the first request),
 	// then the others newest first; requests left out are in the summary instead. 0 means
 	// min(20000, 20% of (context_window − reserve_output_tokens)); negative keeps none but the
-	// newest. When the conversation cannot otherwise fit under the trigger, only the newest is
+	// newest. When the conversation cannot otherwise fit under the target, only the newest is
 	// kept.
 	KeepUserMessagesTokens int64 `protobuf:"varint,20,opt,name=keep_user_messages_tokens,json=keepUserMessagesTokens,proto3" json:"keep_user_messages_tokens,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// How many of the session's own turns (at its median tokens per turn) the default target
+	// leaves between itself and the trigger, so that the turns after a compaction do not
+	// compact again; default 8. Ignored when target_ratio is set.
+	HeadroomTurns int32 `protobuf:"varint,21,opt,name=headroom_turns,json=headroomTurns,proto3" json:"headroom_turns,omitempty"`
+	// The provider's prompt-cache prices, which decide when pruning pays for the cache it
+	// rewrites (PrunePolicy.clear_at_least_tokens); default Anthropic's.
+	CachePrices   *CachePrices `protobuf:"bytes,22,opt,name=cache_prices,json=cachePrices,proto3" json:"cache_prices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Policy) Reset() {
@@ -439,6 +449,77 @@ func (x *Policy) GetKeepUserMessagesTokens() int64 {
 	return 0
 }
 
+func (x *Policy) GetHeadroomTurns() int32 {
+	if x != nil {
+		return x.HeadroomTurns
+	}
+	return 0
+}
+
+func (x *Policy) GetCachePrices() *CachePrices {
+	if x != nil {
+		return x.CachePrices
+	}
+	return nil
+}
+
+// CachePrices are a provider's prompt-cache prices as multiples of its price of an input
+// token. Zero fields mean the defaults, Anthropic's: a cache read costs 0.1, a cache write
+// 1.25. OpenAI's cached input costs 0.5 or less (by model) and writes cost 1.
+type CachePrices struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The price of an input token read from the cache; in (0, write), default 0.1.
+	Read float64 `protobuf:"fixed64,1,opt,name=read,proto3" json:"read,omitempty"`
+	// The price of an input token written to the cache; default 1.25.
+	Write         float64 `protobuf:"fixed64,2,opt,name=write,proto3" json:"write,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CachePrices) Reset() {
+	*x = CachePrices{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CachePrices) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CachePrices) ProtoMessage() {}
+
+func (x *CachePrices) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CachePrices.ProtoReflect.Descriptor instead.
+func (*CachePrices) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CachePrices) GetRead() float64 {
+	if x != nil {
+		return x.Read
+	}
+	return 0
+}
+
+func (x *CachePrices) GetWrite() float64 {
+	if x != nil {
+		return x.Write
+	}
+	return 0
+}
+
 // PrunePolicy controls the pruning of old tool outputs.
 type PrunePolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -452,8 +533,13 @@ type PrunePolicy struct {
 	ExcludeTools []string `protobuf:"bytes,4,rep,name=exclude_tools,json=excludeTools,proto3" json:"exclude_tools,omitempty"`
 	// Also replace the inputs of the calls whose outputs are pruned.
 	ClearInputs bool `protobuf:"varint,5,opt,name=clear_inputs,json=clearInputs,proto3" json:"clear_inputs,omitempty"`
-	// Do not prune (and break prompt caches) unless at least this many tokens are removed;
-	// default 0.
+	// Do not prune in place (and rewrite the provider's prompt cache from the first pruned
+	// message on) unless at least this many tokens are removed. 0 means the least that pays
+	// the rewrite back within 8 turns at Policy.cache_prices: pruning that removes F tokens
+	// rewrites the R tokens from the first pruned message to the end, at write price w instead
+	// of read price r for the R − F left, and saves r × F on each turn after, so it pays back
+	// within P turns when F ≥ (w − r) × R / (w + P × r); with Anthropic's prices, about 56% of
+	// R. A conversation above the usable window is pruned whatever it removes.
 	ClearAtLeastTokens int64 `protobuf:"varint,6,opt,name=clear_at_least_tokens,json=clearAtLeastTokens,proto3" json:"clear_at_least_tokens,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
@@ -461,7 +547,7 @@ type PrunePolicy struct {
 
 func (x *PrunePolicy) Reset() {
 	*x = PrunePolicy{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[1]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +559,7 @@ func (x *PrunePolicy) String() string {
 func (*PrunePolicy) ProtoMessage() {}
 
 func (x *PrunePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[1]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +572,7 @@ func (x *PrunePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrunePolicy.ProtoReflect.Descriptor instead.
 func (*PrunePolicy) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{1}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PrunePolicy) GetDisabled() bool {
@@ -544,7 +630,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[2]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +642,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[2]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +655,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{2}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -599,7 +685,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[3]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +697,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[3]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +710,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{3}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PlanRequest) GetMessages() []*Message {
@@ -665,9 +751,9 @@ type PlanResponse struct {
 	TokensBefore int64 `protobuf:"varint,5,opt,name=tokens_before,json=tokensBefore,proto3" json:"tokens_before,omitempty"`
 	// Tokens the model will see after the action, at most: head_tokens + summary_tokens +
 	// kept_request_tokens + tail_tokens. What Compact returns never counts more (the summary
-	// is counted at the room reserved for it), and a compaction keeps it at most
-	// trigger_at_tokens unless even the least it can keep (the head, the newest request and the
-	// newest turn, with its tool outputs cut) exceeds the trigger, which reason then says.
+	// is counted at the room reserved for it), and a compaction keeps it at most target_tokens
+	// unless even the least it can keep (the head, the newest request and the newest turn,
+	// with its tool outputs cut) exceeds the target, which reason then says.
 	TokensAfter int64 `protobuf:"varint,6,opt,name=tokens_after,json=tokensAfter,proto3" json:"tokens_after,omitempty"`
 	// For ACTION_SUMMARIZE, the index in the request's messages of the first message of the
 	// verbatim tail: the messages before it are summarized, dropped, or kept as head or as
@@ -688,10 +774,10 @@ type PlanResponse struct {
 	UsableTokens int64 `protobuf:"varint,11,opt,name=usable_tokens,json=usableTokens,proto3" json:"usable_tokens,omitempty"`
 	// The threshold that triggers an action, in tokens.
 	TriggerAtTokens int64 `protobuf:"varint,12,opt,name=trigger_at_tokens,json=triggerAtTokens,proto3" json:"trigger_at_tokens,omitempty"`
-	// The threshold the action aims at, in tokens.
+	// The threshold the action aims at, in tokens (see Policy.target_ratio).
 	TargetTokens int64 `protobuf:"varint,13,opt,name=target_tokens,json=targetTokens,proto3" json:"target_tokens,omitempty"`
-	// The terms of tokens_after. The head: system messages, session prefaces and pinned
-	// messages, never cut.
+	// The terms of tokens_after. The head: system messages, session prefaces, pinned messages
+	// and standing instructions (instruction_tokens), never cut.
 	HeadTokens int64 `protobuf:"varint,14,opt,name=head_tokens,json=headTokens,proto3" json:"head_tokens,omitempty"`
 	// The summary message: for ACTION_SUMMARIZE the room reserved for the new summary (its
 	// framing included); otherwise the conversation's latest summary, 0 when there is none.
@@ -704,15 +790,40 @@ type PlanResponse struct {
 	TailTokens int64 `protobuf:"varint,17,opt,name=tail_tokens,json=tailTokens,proto3" json:"tail_tokens,omitempty"`
 	// Tokens removed by cutting oversized tool outputs (their head and tail kept, with a note
 	// saying how much was cut), which a compaction does only when the conversation cannot
-	// otherwise fit under the trigger; included in pruned_tokens.
-	CutTokens     int64 `protobuf:"varint,18,opt,name=cut_tokens,json=cutTokens,proto3" json:"cut_tokens,omitempty"`
+	// otherwise fit under the target; included in pruned_tokens.
+	CutTokens int64 `protobuf:"varint,18,opt,name=cut_tokens,json=cutTokens,proto3" json:"cut_tokens,omitempty"`
+	// The messages holding standing instructions, oldest first: user messages in which a host
+	// put the user's or the project's instructions for the session (Claude Code's CLAUDE.md
+	// reminder, Codex's AGENTS.md and environment context; docs/FIDELITY.md). Their standing
+	// parts are kept like the head: byte-identical, never summarized or cut. A message that
+	// holds nothing else is head (DISPOSITION_KEEP); one that also holds the user's words or
+	// transient reminders is split by a compaction that folds it or keeps it as a request: its
+	// standing parts become a message of their own in the head, before the summary.
+	InstructionIndexes []int32 `protobuf:"varint,19,rep,packed,name=instruction_indexes,json=instructionIndexes,proto3" json:"instruction_indexes,omitempty"`
+	// The tokens of the standing instructions, counted in head_tokens.
+	InstructionTokens int64 `protobuf:"varint,20,opt,name=instruction_tokens,json=instructionTokens,proto3" json:"instruction_tokens,omitempty"`
+	// The provider's prompt cache. The tokens of the messages sent now that stay a
+	// byte-identical prefix of what the action returns, so a provider's prompt cache still
+	// holds them: all of tokens_before for ACTION_NONE; up to the first message a pruning
+	// changes for ACTION_PRUNE; the leading head messages for ACTION_SUMMARIZE.
+	CachedPrefixTokens int64 `protobuf:"varint,21,opt,name=cached_prefix_tokens,json=cachedPrefixTokens,proto3" json:"cached_prefix_tokens,omitempty"`
+	// The tokens of what the action returns that the provider must write to its cache again:
+	// tokens_after − cached_prefix_tokens (0 for ACTION_NONE).
+	RewrittenTokens int64 `protobuf:"varint,22,opt,name=rewritten_tokens,json=rewrittenTokens,proto3" json:"rewritten_tokens,omitempty"`
+	// The session's median tokens per turn (an assistant message with the tool results and
+	// user messages that follow it), over its active turns; 0 when it has fewer than 3 or the
+	// plan does not act.
+	TurnTokens int64 `protobuf:"varint,23,opt,name=turn_tokens,json=turnTokens,proto3" json:"turn_tokens,omitempty"`
+	// How many turns of turn_tokens fit between tokens_after and trigger_at_tokens: the turns
+	// the session can take before it compacts again; 0 when turn_tokens is 0.
+	HeadroomTurns float64 `protobuf:"fixed64,24,opt,name=headroom_turns,json=headroomTurns,proto3" json:"headroom_turns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[4]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +835,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[4]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +848,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{4}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PlanResponse) GetAction() Action {
@@ -866,6 +977,48 @@ func (x *PlanResponse) GetCutTokens() int64 {
 	return 0
 }
 
+func (x *PlanResponse) GetInstructionIndexes() []int32 {
+	if x != nil {
+		return x.InstructionIndexes
+	}
+	return nil
+}
+
+func (x *PlanResponse) GetInstructionTokens() int64 {
+	if x != nil {
+		return x.InstructionTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetCachedPrefixTokens() int64 {
+	if x != nil {
+		return x.CachedPrefixTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetRewrittenTokens() int64 {
+	if x != nil {
+		return x.RewrittenTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetTurnTokens() int64 {
+	if x != nil {
+		return x.TurnTokens
+	}
+	return 0
+}
+
+func (x *PlanResponse) GetHeadroomTurns() float64 {
+	if x != nil {
+		return x.HeadroomTurns
+	}
+	return 0
+}
+
 // CompactRequest asks for a compaction.
 type CompactRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -893,7 +1046,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[5]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1058,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[5]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1071,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{5}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CompactRequest) GetMessages() []*Message {
@@ -996,7 +1149,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[6]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1161,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[6]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1174,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{6}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CompactResponse) GetCompacted() bool {
@@ -1120,7 +1273,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1285,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1298,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{7}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Summary) GetText() string {
@@ -1274,7 +1427,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1439,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1452,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{8}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Session) GetActive() bool {
@@ -1348,7 +1501,7 @@ type LowerRequest struct {
 
 func (x *LowerRequest) Reset() {
 	*x = LowerRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1513,7 @@ func (x *LowerRequest) String() string {
 func (*LowerRequest) ProtoMessage() {}
 
 func (x *LowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1526,7 @@ func (x *LowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowerRequest.ProtoReflect.Descriptor instead.
 func (*LowerRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{9}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LowerRequest) GetMessages() []*Message {
@@ -1451,7 +1604,7 @@ type LowerResponse struct {
 
 func (x *LowerResponse) Reset() {
 	*x = LowerResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1616,7 @@ func (x *LowerResponse) String() string {
 func (*LowerResponse) ProtoMessage() {}
 
 func (x *LowerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1629,7 @@ func (x *LowerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowerResponse.ProtoReflect.Descriptor instead.
 func (*LowerResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{10}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LowerResponse) GetBody() string {
@@ -1513,7 +1666,7 @@ type LiftRequest struct {
 
 func (x *LiftRequest) Reset() {
 	*x = LiftRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1678,7 @@ func (x *LiftRequest) String() string {
 func (*LiftRequest) ProtoMessage() {}
 
 func (x *LiftRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1691,7 @@ func (x *LiftRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftRequest.ProtoReflect.Descriptor instead.
 func (*LiftRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{11}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LiftRequest) GetBody() string {
@@ -1573,7 +1726,7 @@ type LiftResponse struct {
 
 func (x *LiftResponse) Reset() {
 	*x = LiftResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1738,7 @@ func (x *LiftResponse) String() string {
 func (*LiftResponse) ProtoMessage() {}
 
 func (x *LiftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1751,7 @@ func (x *LiftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftResponse.ProtoReflect.Descriptor instead.
 func (*LiftResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{12}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LiftResponse) GetMessages() []*Message {
@@ -1633,7 +1786,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\"\xa0\x04\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\"\x85\x05\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -1647,7 +1800,12 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\ftarget_ratio\x18\n" +
 	" \x01(\x01R\vtargetRatio\x12,\n" +
 	"\x12summary_max_tokens\x18\v \x01(\x03R\x10summaryMaxTokens\x129\n" +
-	"\x19keep_user_messages_tokens\x18\x14 \x01(\x03R\x16keepUserMessagesTokens\"\xf1\x01\n" +
+	"\x19keep_user_messages_tokens\x18\x14 \x01(\x03R\x16keepUserMessagesTokens\x12%\n" +
+	"\x0eheadroom_turns\x18\x15 \x01(\x05R\rheadroomTurns\x12<\n" +
+	"\fcache_prices\x18\x16 \x01(\v2\x19.compactor.v1.CachePricesR\vcachePrices\"7\n" +
+	"\vCachePrices\x12\x12\n" +
+	"\x04read\x18\x01 \x01(\x01R\x04read\x12\x14\n" +
+	"\x05write\x18\x02 \x01(\x01R\x05write\"\xf1\x01\n" +
 	"\vPrunePolicy\x12\x1a\n" +
 	"\bdisabled\x18\x01 \x01(\bR\bdisabled\x12\x1f\n" +
 	"\vkeep_recent\x18\x02 \x01(\x05R\n" +
@@ -1661,7 +1819,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"x\n" +
 	"\vPlanRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\"\xb8\x05\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\"\xbd\a\n" +
 	"\fPlanResponse\x12,\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x14.compactor.v1.ActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12=\n" +
@@ -1685,7 +1843,14 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\vtail_tokens\x18\x11 \x01(\x03R\n" +
 	"tailTokens\x12\x1d\n" +
 	"\n" +
-	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\"\xc6\x02\n" +
+	"cut_tokens\x18\x12 \x01(\x03R\tcutTokens\x12/\n" +
+	"\x13instruction_indexes\x18\x13 \x03(\x05R\x12instructionIndexes\x12-\n" +
+	"\x12instruction_tokens\x18\x14 \x01(\x03R\x11instructionTokens\x120\n" +
+	"\x14cached_prefix_tokens\x18\x15 \x01(\x03R\x12cachedPrefixTokens\x12)\n" +
+	"\x10rewritten_tokens\x18\x16 \x01(\x03R\x0frewrittenTokens\x12\x1f\n" +
+	"\vturn_tokens\x18\x17 \x01(\x03R\n" +
+	"turnTokens\x12%\n" +
+	"\x0eheadroom_turns\x18\x18 \x01(\x01R\rheadroomTurns\"\xc6\x02\n" +
 	"\x0eCompactRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\x12\x1e\n" +
@@ -1793,60 +1958,62 @@ func file_compactor_v1_compactor_proto_rawDescGZIP() []byte {
 }
 
 var file_compactor_v1_compactor_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_compactor_v1_compactor_proto_goTypes = []any{
 	(Provider)(0),           // 0: compactor.v1.Provider
 	(Action)(0),             // 1: compactor.v1.Action
 	(Disposition)(0),        // 2: compactor.v1.Disposition
 	(CacheStatus)(0),        // 3: compactor.v1.CacheStatus
 	(*Policy)(nil),          // 4: compactor.v1.Policy
-	(*PrunePolicy)(nil),     // 5: compactor.v1.PrunePolicy
-	(*Usage)(nil),           // 6: compactor.v1.Usage
-	(*PlanRequest)(nil),     // 7: compactor.v1.PlanRequest
-	(*PlanResponse)(nil),    // 8: compactor.v1.PlanResponse
-	(*CompactRequest)(nil),  // 9: compactor.v1.CompactRequest
-	(*CompactResponse)(nil), // 10: compactor.v1.CompactResponse
-	(*Summary)(nil),         // 11: compactor.v1.Summary
-	(*Session)(nil),         // 12: compactor.v1.Session
-	(*LowerRequest)(nil),    // 13: compactor.v1.LowerRequest
-	(*LowerResponse)(nil),   // 14: compactor.v1.LowerResponse
-	(*LiftRequest)(nil),     // 15: compactor.v1.LiftRequest
-	(*LiftResponse)(nil),    // 16: compactor.v1.LiftResponse
-	(*Message)(nil),         // 17: compactor.v1.Message
+	(*CachePrices)(nil),     // 5: compactor.v1.CachePrices
+	(*PrunePolicy)(nil),     // 6: compactor.v1.PrunePolicy
+	(*Usage)(nil),           // 7: compactor.v1.Usage
+	(*PlanRequest)(nil),     // 8: compactor.v1.PlanRequest
+	(*PlanResponse)(nil),    // 9: compactor.v1.PlanResponse
+	(*CompactRequest)(nil),  // 10: compactor.v1.CompactRequest
+	(*CompactResponse)(nil), // 11: compactor.v1.CompactResponse
+	(*Summary)(nil),         // 12: compactor.v1.Summary
+	(*Session)(nil),         // 13: compactor.v1.Session
+	(*LowerRequest)(nil),    // 14: compactor.v1.LowerRequest
+	(*LowerResponse)(nil),   // 15: compactor.v1.LowerResponse
+	(*LiftRequest)(nil),     // 16: compactor.v1.LiftRequest
+	(*LiftResponse)(nil),    // 17: compactor.v1.LiftResponse
+	(*Message)(nil),         // 18: compactor.v1.Message
 }
 var file_compactor_v1_compactor_proto_depIdxs = []int32{
-	5,  // 0: compactor.v1.Policy.prune:type_name -> compactor.v1.PrunePolicy
-	6,  // 1: compactor.v1.Policy.reported_usage:type_name -> compactor.v1.Usage
-	17, // 2: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
-	4,  // 3: compactor.v1.PlanRequest.policy:type_name -> compactor.v1.Policy
-	1,  // 4: compactor.v1.PlanResponse.action:type_name -> compactor.v1.Action
-	2,  // 5: compactor.v1.PlanResponse.dispositions:type_name -> compactor.v1.Disposition
-	17, // 6: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
-	4,  // 7: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
-	0,  // 8: compactor.v1.CompactRequest.target_provider:type_name -> compactor.v1.Provider
-	17, // 9: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
-	8,  // 10: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
-	11, // 11: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
-	3,  // 12: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
-	17, // 13: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
-	0,  // 14: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
-	12, // 15: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
-	0,  // 16: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
-	17, // 17: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
-	0,  // 18: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
-	7,  // 19: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
-	9,  // 20: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
-	13, // 21: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
-	15, // 22: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
-	8,  // 23: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
-	10, // 24: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
-	14, // 25: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
-	16, // 26: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 0: compactor.v1.Policy.prune:type_name -> compactor.v1.PrunePolicy
+	7,  // 1: compactor.v1.Policy.reported_usage:type_name -> compactor.v1.Usage
+	5,  // 2: compactor.v1.Policy.cache_prices:type_name -> compactor.v1.CachePrices
+	18, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
+	4,  // 4: compactor.v1.PlanRequest.policy:type_name -> compactor.v1.Policy
+	1,  // 5: compactor.v1.PlanResponse.action:type_name -> compactor.v1.Action
+	2,  // 6: compactor.v1.PlanResponse.dispositions:type_name -> compactor.v1.Disposition
+	18, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
+	4,  // 8: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
+	0,  // 9: compactor.v1.CompactRequest.target_provider:type_name -> compactor.v1.Provider
+	18, // 10: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
+	9,  // 11: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
+	12, // 12: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
+	3,  // 13: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
+	18, // 14: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
+	0,  // 15: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
+	13, // 16: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
+	0,  // 17: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
+	18, // 18: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
+	0,  // 19: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
+	8,  // 20: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
+	10, // 21: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
+	14, // 22: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
+	16, // 23: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
+	9,  // 24: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
+	11, // 25: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
+	15, // 26: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
+	17, // 27: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
+	24, // [24:28] is the sub-list for method output_type
+	20, // [20:24] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_compactor_proto_init() }
@@ -1861,7 +2028,7 @@ func file_compactor_v1_compactor_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactor_v1_compactor_proto_rawDesc), len(file_compactor_v1_compactor_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -74,6 +74,16 @@ export declare type Policy = Message<"compactor.v1.Policy"> & {
    * @generated from field: int64 keep_user_messages_tokens = 20;
    */
   keepUserMessagesTokens: bigint;
+
+  /**
+   * @generated from field: int32 headroom_turns = 21;
+   */
+  headroomTurns: number;
+
+  /**
+   * @generated from field: compactor.v1.CachePrices cache_prices = 22;
+   */
+  cachePrices?: CachePrices | undefined;
 };
 
 /**
@@ -81,6 +91,27 @@ export declare type Policy = Message<"compactor.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export declare const PolicySchema: GenMessage<Policy>;
+
+/**
+ * @generated from message compactor.v1.CachePrices
+ */
+export declare type CachePrices = Message<"compactor.v1.CachePrices"> & {
+  /**
+   * @generated from field: double read = 1;
+   */
+  read: number;
+
+  /**
+   * @generated from field: double write = 2;
+   */
+  write: number;
+};
+
+/**
+ * Describes the message compactor.v1.CachePrices.
+ * Use `create(CachePricesSchema)` to create a new message.
+ */
+export declare const CachePricesSchema: GenMessage<CachePrices>;
 
 /**
  * @generated from message compactor.v1.PrunePolicy
@@ -258,6 +289,36 @@ export declare type PlanResponse = Message<"compactor.v1.PlanResponse"> & {
    * @generated from field: int64 cut_tokens = 18;
    */
   cutTokens: bigint;
+
+  /**
+   * @generated from field: repeated int32 instruction_indexes = 19;
+   */
+  instructionIndexes: number[];
+
+  /**
+   * @generated from field: int64 instruction_tokens = 20;
+   */
+  instructionTokens: bigint;
+
+  /**
+   * @generated from field: int64 cached_prefix_tokens = 21;
+   */
+  cachedPrefixTokens: bigint;
+
+  /**
+   * @generated from field: int64 rewritten_tokens = 22;
+   */
+  rewrittenTokens: bigint;
+
+  /**
+   * @generated from field: int64 turn_tokens = 23;
+   */
+  turnTokens: bigint;
+
+  /**
+   * @generated from field: double headroom_turns = 24;
+   */
+  headroomTurns: number;
 };
 
 /**

@@ -28,6 +28,14 @@ PROVIDER_OPENAI_CHAT: Provider
 PROVIDER_OPENAI_RESPONSES: Provider
 PROVIDER_UNSPECIFIED: Provider
 
+class CachePrices(_message.Message):
+    __slots__ = ["read", "write"]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    WRITE_FIELD_NUMBER: _ClassVar[int]
+    read: float
+    write: float
+    def __init__(self, read: _Optional[float] = ..., write: _Optional[float] = ...) -> None: ...
+
 class CompactRequest(_message.Message):
     __slots__ = ["emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer", "target_provider"]
     EMIT_COMPACT_PROMPT_FIELD_NUMBER: _ClassVar[int]
@@ -123,17 +131,22 @@ class PlanRequest(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ...) -> None: ...
 
 class PlanResponse(_message.Message):
-    __slots__ = ["action", "cut_index", "cut_tokens", "dispositions", "head_tokens", "kept_request_tokens", "message_tokens", "prefix_hash", "pruned_tokens", "reason", "summary_index", "summary_tokens", "tail_tokens", "target_tokens", "tokens_after", "tokens_before", "trigger_at_tokens", "usable_tokens"]
+    __slots__ = ["action", "cached_prefix_tokens", "cut_index", "cut_tokens", "dispositions", "head_tokens", "headroom_turns", "instruction_indexes", "instruction_tokens", "kept_request_tokens", "message_tokens", "prefix_hash", "pruned_tokens", "reason", "rewritten_tokens", "summary_index", "summary_tokens", "tail_tokens", "target_tokens", "tokens_after", "tokens_before", "trigger_at_tokens", "turn_tokens", "usable_tokens"]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    CACHED_PREFIX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CUT_INDEX_FIELD_NUMBER: _ClassVar[int]
     CUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     DISPOSITIONS_FIELD_NUMBER: _ClassVar[int]
+    HEADROOM_TURNS_FIELD_NUMBER: _ClassVar[int]
     HEAD_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTION_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTION_TOKENS_FIELD_NUMBER: _ClassVar[int]
     KEPT_REQUEST_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PREFIX_HASH_FIELD_NUMBER: _ClassVar[int]
     PRUNED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    REWRITTEN_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_INDEX_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TAIL_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -141,17 +154,23 @@ class PlanResponse(_message.Message):
     TOKENS_AFTER_FIELD_NUMBER: _ClassVar[int]
     TOKENS_BEFORE_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_AT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TURN_TOKENS_FIELD_NUMBER: _ClassVar[int]
     USABLE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     action: Action
+    cached_prefix_tokens: int
     cut_index: int
     cut_tokens: int
     dispositions: _containers.RepeatedScalarFieldContainer[Disposition]
     head_tokens: int
+    headroom_turns: float
+    instruction_indexes: _containers.RepeatedScalarFieldContainer[int]
+    instruction_tokens: int
     kept_request_tokens: int
     message_tokens: _containers.RepeatedScalarFieldContainer[int]
     prefix_hash: str
     pruned_tokens: int
     reason: str
+    rewritten_tokens: int
     summary_index: int
     summary_tokens: int
     tail_tokens: int
@@ -159,12 +178,15 @@ class PlanResponse(_message.Message):
     tokens_after: int
     tokens_before: int
     trigger_at_tokens: int
+    turn_tokens: int
     usable_tokens: int
-    def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ..., head_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., kept_request_tokens: _Optional[int] = ..., tail_tokens: _Optional[int] = ..., cut_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ..., head_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., kept_request_tokens: _Optional[int] = ..., tail_tokens: _Optional[int] = ..., cut_tokens: _Optional[int] = ..., instruction_indexes: _Optional[_Iterable[int]] = ..., instruction_tokens: _Optional[int] = ..., cached_prefix_tokens: _Optional[int] = ..., rewritten_tokens: _Optional[int] = ..., turn_tokens: _Optional[int] = ..., headroom_turns: _Optional[float] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ["context_window", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
+    __slots__ = ["cache_prices", "context_window", "headroom_turns", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
+    CACHE_PRICES_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    HEADROOM_TURNS_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_TURNS_FIELD_NUMBER: _ClassVar[int]
     KEEP_USER_MESSAGES_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -176,7 +198,9 @@ class Policy(_message.Message):
     TOKENIZER_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_RATIO_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    cache_prices: CachePrices
     context_window: int
+    headroom_turns: int
     keep_recent_tokens: int
     keep_recent_turns: int
     keep_user_messages_tokens: int
@@ -188,7 +212,7 @@ class Policy(_message.Message):
     tokenizer: str
     trigger_ratio: float
     trigger_tokens: int
-    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ..., headroom_turns: _Optional[int] = ..., cache_prices: _Optional[_Union[CachePrices, _Mapping]] = ...) -> None: ...
 
 class PrunePolicy(_message.Message):
     __slots__ = ["clear_at_least_tokens", "clear_inputs", "disabled", "exclude_tools", "keep_recent", "min_output_tokens"]
