@@ -30,7 +30,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/compactord/compactord/internal/measure"
@@ -68,15 +67,11 @@ func run(ctx context.Context, o options, out string) error {
 		return err
 	}
 	rep.corpus = name
-	var w io.Writer = os.Stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	w, err := measure.Output(out)
+	if err != nil {
+		return err
 	}
+	defer w.Close()
 	writeMarkdown(w, rep)
 	m := rep.means()
 	fmt.Fprintf(os.Stderr, "recall over %d conversations (%s): compactord %.3f, truncation %.3f, masking %.3f; bare-name lines %.1f%% (worst %.1f%%); not measured %d\n",

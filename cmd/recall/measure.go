@@ -110,7 +110,7 @@ func (m *measurer) one(ctx context.Context, f corpus.File) row {
 	}
 	msgs := lifted.GetMessages()
 	r.msgs = len(msgs)
-	r.split = splitAt(msgs, m.opt.split)
+	r.split = measure.AssistantNear(msgs, m.opt.split)
 	if r.split < 0 {
 		r.err = fmt.Errorf("no assistant message to split before")
 		return r
@@ -138,32 +138,4 @@ func (m *measurer) one(ctx context.Context, f corpus.File) row {
 	r.kept[methodMask] = fidelity.Recall(r.needed, fidelity.ObservationMasking(history, r.budget, m.count))
 	r.bare, r.lines = fidelity.BareLines(resp.GetSummary().GetText())
 	return r
-}
-
-// splitAt returns the index of the assistant message nearest to share of the messages
-// (the later one on a tie), the first message of the future; -1 when no assistant message
-// follows a user message.
-func splitAt(msgs []*compactorv1.Message, share float64) int {
-	target := int(share * float64(len(msgs)))
-	firstUser := -1
-	best := -1
-	for i, msg := range msgs {
-		if msg.GetRole() == compactorv1.Role_ROLE_USER && firstUser < 0 {
-			firstUser = i
-		}
-		if msg.GetRole() != compactorv1.Role_ROLE_ASSISTANT || firstUser < 0 || i <= firstUser {
-			continue
-		}
-		if best < 0 || abs(i-target) <= abs(best-target) {
-			best = i
-		}
-	}
-	return best
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

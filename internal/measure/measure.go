@@ -5,6 +5,7 @@ package measure
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -100,3 +101,42 @@ func (s *Summarizer) Close() { s.close() }
 func (s *Summarizer) Server(counter *engine.Counter) *service.Server {
 	return service.New(service.Options{Summarizers: s.Registry, Cache: cache.NewMemory(cache.MemoryOptions{}), Counter: counter})
 }
+
+// AssistantNear returns the index of the assistant message nearest to share of msgs (the
+// later one on a tie) among those that follow a user message: where a conversation is split
+// into history and future. It is -1 when no assistant message follows a user message.
+func AssistantNear(msgs []*compactorv1.Message, share float64) int {
+	target := int(share * float64(len(msgs)))
+	best, user := -1, false
+	for i, m := range msgs {
+		switch m.GetRole() {
+		case compactorv1.Role_ROLE_USER:
+			user = true
+		case compactorv1.Role_ROLE_ASSISTANT:
+			if user && (best < 0 || abs(i-target) <= abs(best-target)) {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Output returns where a report goes: the file at path, created, or standard output when path
+// is empty. Closing it closes the file (and never standard output).
+func Output(path string) (io.WriteCloser, error) {
+	if path == "" {
+		return nopCloser{os.Stdout}, nil
+	}
+	return os.Create(path)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
