@@ -72,7 +72,7 @@ func (f figures) cost() float64 {
 // block, and the cost of its requests.
 func measureEnd(s *session, tr trace) figures {
 	f := figures{task: -1, claudeMD: -1}
-	hay := finalHaystack(tr.final)
+	hay := sentHaystack(tr.final)
 	f.requests = requestShare(hay, s.requests)
 	if s.task >= 0 {
 		f.task = lineShare(hay, s.requests[s.task].Lines)
@@ -97,7 +97,24 @@ func requestShare(hay fidelity.Haystack, reqs []fidelity.Request) float64 {
 	return sum / float64(len(reqs))
 }
 
-// finalHaystack is what a model is sent of msgs, for verbatim look-ups.
-func finalHaystack(msgs []*compactorv1.Message) fidelity.Haystack {
+// sentHaystack is what a model is sent of msgs, for verbatim look-ups.
+func sentHaystack(msgs []*compactorv1.Message) fidelity.Haystack {
 	return fidelity.NewHaystack(nil, sentOf(msgs))
+}
+
+// keptBefore returns what msgs, held at turn t, show of the session's requests before t
+// (the mean share of their lines) and of its CLAUDE.md block (-1: none).
+func keptBefore(s *session, t int, msgs []*compactorv1.Message) (requests, claudeMD float64) {
+	hay := sentHaystack(msgs)
+	var reqs []fidelity.Request
+	for _, r := range s.requests {
+		if r.Index < t {
+			reqs = append(reqs, r)
+		}
+	}
+	claudeMD = -1
+	if s.block != "" {
+		claudeMD = lineShare(hay, s.blockLines)
+	}
+	return requestShare(hay, reqs), claudeMD
 }

@@ -58,7 +58,7 @@ func TestReplay(t *testing.T) {
 			}
 			checkBlock(t, s, lifted.GetMessages(), block, tt.withBlock)
 
-			tr := h.replay(ctx, s.msgs, tt.window)
+			tr := h.replay(ctx, &s, tt.window)
 			if len(tr.compactions) < 2 {
 				t.Fatalf("no compaction at window %d (N %d): the test needs two", tr.window, s.tokens)
 			}
@@ -126,6 +126,9 @@ func checkTrace(t *testing.T, s session, tr trace) {
 		}
 		if c.needed == 0 || c.kept > c.needed {
 			t.Errorf("compaction %d: kept %d of %d identifiers", c.n, c.kept, c.needed)
+		}
+		if c.requests < 0 || c.requests > 1 || (c.claudeMD >= 0) != (s.block != "") {
+			t.Errorf("compaction %d: requests %v, CLAUDE.md %v after it", c.n, c.requests, c.claudeMD)
 		}
 	}
 	compacted := 0

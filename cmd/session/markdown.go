@@ -187,8 +187,8 @@ func writeSessions(w io.Writer, results []result) {
 }
 
 func writeCompactions(w io.Writer, results []result) {
-	fmt.Fprintf(w, "Turn: the index of the assistant message the compaction came before. Tokens: before (the host's plan), after (a Plan of what Compact returned) and the Compact response's tokens_after; target, trigger and usable window from the host's plan. Consecutive: `yes` on the request right after another compaction, `allowed` when that turn added more than trigger − target (its growth given).\n\n")
-	fmt.Fprintf(w, "| session | # | turn | action | before | after | tokens_after | target | trigger | usable | consecutive | identifiers kept / needed | cache | plan's reason |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "Turn: the index of the assistant message the compaction came before. Tokens: before (the host's plan), after (a Plan of what Compact returned) and the Compact response's tokens_after; target, trigger and usable window from the host's plan. Consecutive: `yes` on the request right after another compaction, `allowed` when that turn added more than trigger − target (its growth given). Requests and CLAUDE.md: what the conversation holds right after the compaction of the requests made before it and of the block.\n\n")
+	fmt.Fprintf(w, "| session | # | turn | action | before | after | tokens_after | target | trigger | usable | consecutive | identifiers kept / needed | requests | CLAUDE.md | cache | plan's reason |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		for _, c := range r.tr.compactions {
 			consec := ""
@@ -198,9 +198,9 @@ func writeCompactions(w io.Writer, results []result) {
 					consec = fmt.Sprintf("allowed (+%d)", c.added)
 				}
 			}
-			fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %d | %d | %d | %s | %d / %d | %s | %s |\n", r.s.name, c.n, c.turn,
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %d | %d | %d | %s | %d / %d | %s | %s | %s | %s |\n", r.s.name, c.n, c.turn,
 				strings.TrimPrefix(c.action, "ACTION_"), c.before, c.after, c.planAfter, c.target, c.trigger, c.usable, consec,
-				c.kept, c.needed, strings.TrimPrefix(c.cache, "CACHE_STATUS_"), cell(c.reason))
+				c.kept, c.needed, opt(c.requests), opt(c.claudeMD), strings.TrimPrefix(c.cache, "CACHE_STATUS_"), cell(c.reason))
 		}
 	}
 }

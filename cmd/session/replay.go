@@ -46,6 +46,9 @@ type compaction struct {
 	// needed are the identifiers the agent wrote from this turn on that the conversation held
 	// before the compaction; kept how many of them it held right after.
 	needed, kept int
+	// requests and claudeMD are what the conversation held right after the compaction of the
+	// requests before this turn and of the CLAUDE.md block (-1: none), as measureEnd counts.
+	requests, claudeMD float64
 }
 
 // consecutive reports whether c ran on the turn right after another compaction, given the
@@ -83,47 +86,49 @@ type trace struct {
 	final       []*compactorv1.Message // what the host held at the end (the conversation's last message appended)
 }
 
-// replay replays msgs at a context window of window: before each assistant message, with
+// replay replays s at a context window of window: before each assistant message, with
 // anything persisted, the host plans; when the plan acts, it compacts (not forced, the same
 // policy) and persists what Compact returns; then it appends the message. Each plan is one
 // model request. A failed call leaves what the host holds as it was; after a failed Plan no
 // request is counted (the host has no plan to send by).
-func (h host) replay(ctx context.Context, msgs []*compactorv1.Message, window int64) trace {
-	tr := trace{window: window}
-	policy := &compactorv1.Policy{ContextWindow: window}
+func (h host) replay(ctx context.Context, s *session, window int64) trace {
+	r := replayer{host: h, s: s, policy: &compactorv1.Policy{ContextWindow: window}, tr: trace{window: window}}
 	var held, prev []*compactorv1.Message // what the host holds; the previous request's sent messages
-	for t, m := range msgs {
+	for t, m := range s.msgs {
 		if m.GetRole() != compactorv1.Role_ROLE_ASSISTANT || len(held) == 0 {
 			held = append(held, m)
 			continue
 		}
-		plan, err := h.srv.Plan(ctx, &compactorv1.PlanRequest{Messages: held, Policy: policy})
-		tr.calls++
+		plan, err := h.srv.Plan(ctx, &compactorv1.PlanRequest{Messages: held, Policy: r.policy})
+		r.tr.calls++
 		if err != nil {
-			tr.fail(t, "Plan", err)
+			r.tr.fail(t, "Plan", err)
 			held = append(held, m)
 			continue
 		}
 		req := request{turn: t}
 		if plan.GetAction() != compactorv1.Action_ACTION_NONE {
-			if c, after, ok := h.compact(ctx, &tr, msgs, t, held, plan, policy); ok {
-				c.request = len(tr.requests)
-				if n := len(tr.requests); n > 0 {
-					c.added = plan.GetTokensBefore() - tr.requests[n-1].tokens
-				}
-				tr.compactions = append(tr.compactions, c)
+			if after, ok := r.compact(ctx, t, held, plan); ok {
 				held, plan, req.compacted = after.msgs, after.plan, true
 			}
 		}
 		sent, tokens := sentTokens(held, plan)
 		req.tokens = plan.GetTokensBefore()
 		req.prefix = sharedPrefix(prev, sent, tokens)
-		tr.requests = append(tr.requests, req)
+		r.tr.requests = append(r.tr.requests, req)
 		prev = sent
 		held = append(held, m)
 	}
-	tr.final = held
-	return tr
+	r.tr.final = held
+	return r.tr
+}
+
+// replayer is one replay under way.
+type replayer struct {
+	host
+	s      *session
+	policy *compactorv1.Policy
+	tr     trace
 }
 
 // compacted is what a compaction left: the messages to persist and a plan of them.
@@ -132,40 +137,44 @@ type compacted struct {
 	plan *compactorv1.PlanResponse
 }
 
-// compact compacts held (the plan acted before the message at turn t of msgs) and records
-// the compaction; ok is false when nothing was persisted (an error, or compacted=false).
-func (h host) compact(ctx context.Context, tr *trace, msgs []*compactorv1.Message, t int, held []*compactorv1.Message,
-	plan *compactorv1.PlanResponse, policy *compactorv1.Policy) (compaction, compacted, bool) {
-	resp, err := h.srv.Compact(ctx, &compactorv1.CompactRequest{Messages: held, Policy: policy, Summarizer: h.summarizer})
-	tr.calls++
+// compact compacts held, on which plan acted before the message at turn t, and records the
+// compaction; ok is false when nothing is to be persisted (an error, or compacted=false).
+func (r *replayer) compact(ctx context.Context, t int, held []*compactorv1.Message, plan *compactorv1.PlanResponse) (after compacted, ok bool) {
+	resp, err := r.srv.Compact(ctx, &compactorv1.CompactRequest{Messages: held, Policy: r.policy, Summarizer: r.summarizer})
+	r.tr.calls++
 	if err != nil {
-		tr.fail(t, "Compact", err)
-		return compaction{}, compacted{}, false
+		r.tr.fail(t, "Compact", err)
+		return after, false
 	}
 	if !resp.GetCompacted() {
-		tr.declined = append(tr.declined, declined{turn: t, reason: resp.GetReason()})
-		return compaction{}, compacted{}, false
+		r.tr.declined = append(r.tr.declined, declined{turn: t, reason: resp.GetReason()})
+		return after, false
 	}
-	after := compacted{msgs: resp.GetMessages()}
+	after.msgs = resp.GetMessages()
 	// What the host persists is counted as the next plan will count it.
-	if after.plan, err = h.srv.Plan(ctx, &compactorv1.PlanRequest{Messages: after.msgs, Policy: policy}); err != nil {
-		tr.fail(t, "Plan", fmt.Errorf("of the compacted conversation: %w", err))
-		return compaction{}, compacted{}, false
+	if after.plan, err = r.srv.Plan(ctx, &compactorv1.PlanRequest{Messages: after.msgs, Policy: r.policy}); err != nil {
+		r.tr.fail(t, "Plan", fmt.Errorf("of the compacted conversation: %w", err))
+		return after, false
 	}
 	c := compaction{
-		n: len(tr.compactions) + 1, turn: t, action: resp.GetPlan().GetAction().String(), reason: plan.GetReason(),
-		cache: resp.GetCacheStatus().String(), before: plan.GetTokensBefore(), trigger: plan.GetTriggerAtTokens(),
-		target: plan.GetTargetTokens(), usable: plan.GetUsableTokens(),
+		n: len(r.tr.compactions) + 1, turn: t, request: len(r.tr.requests), action: resp.GetPlan().GetAction().String(),
+		reason: plan.GetReason(), cache: resp.GetCacheStatus().String(), before: plan.GetTokensBefore(),
+		trigger: plan.GetTriggerAtTokens(), target: plan.GetTargetTokens(), usable: plan.GetUsableTokens(),
 		after: after.plan.GetTokensBefore(), planAfter: resp.GetPlan().GetTokensAfter(),
 	}
-	needed := fidelity.Needed(sentOf(held), msgs[t:])
+	if n := len(r.tr.requests); n > 0 {
+		c.added = c.before - r.tr.requests[n-1].tokens
+	}
+	needed := fidelity.Needed(sentOf(held), r.s.msgs[t:])
 	c.needed = len(needed)
 	for _, k := range fidelity.Recall(needed, sentOf(after.msgs)) {
 		if k {
 			c.kept++
 		}
 	}
-	return c, after, true
+	c.requests, c.claudeMD = keptBefore(r.s, t, after.msgs)
+	r.tr.compactions = append(r.tr.compactions, c)
+	return after, true
 }
 
 func (tr *trace) fail(turn int, call string, err error) {

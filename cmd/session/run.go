@@ -103,14 +103,14 @@ func replayAll(ctx context.Context, o options, files []corpus.File) (report, err
 			return
 		}
 		window := s.window(o.windows[w])
-		tr := newHost().replay(ctx, s.msgs, window)
+		tr := newHost().replay(ctx, s, window)
 		rep.cold[w][i] = result{s: s, tr: tr, fig: measureEnd(s, tr)}
 		if !o.warm {
 			return
 		}
 		h := newHost()
 		calls, failed := h.fill(ctx, s)
-		tr = h.replay(ctx, s.msgs, window)
+		tr = h.replay(ctx, s, window)
 		rep.warm[w][i] = result{s: s, tr: tr, fig: measureEnd(s, tr), fillCalls: calls, fillFailed: failed}
 	})
 	return rep, nil

@@ -39,6 +39,6 @@ func (h host) fill(ctx context.Context, s *session) (calls, failed int) {
 			failed++
 		}
 	}
-	tr := h.replay(ctx, s.msgs, s.window(fillReplayRatio))
+	tr := h.replay(ctx, s, s.window(fillReplayRatio))
 	return calls + tr.calls, failed + len(tr.failures)
 }
