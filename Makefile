@@ -18,7 +18,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build install docker test test-clients lint deadcode generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity recall clean
+.PHONY: all build install docker test test-clients lint deadcode generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity recall session clean
 
 all: lint test build
 
@@ -160,6 +160,15 @@ fidelity:
 RECALL_OUT ?= docs/recall-report.md
 recall:
 	$(GO) run ./cmd/recall $(if $(CORPUS),-corpus $(CORPUS)) -o $(RECALL_OUT)
+
+# The session replay (cmd/session) over the project's corpus (or CORPUS=dir): each conversation
+# replayed turn by turn as a host runs it (Plan before every assistant message at a window of
+# 35% and 60% of its tokens, Compact when the plan acts, what it returns persisted); Claude Code
+# conversations carry the real CLAUDE.md block. WARM=1 also replays each session after other
+# calls filled the cache with summaries of it (issue 37). Writes docs/session-report.md.
+SESSION_OUT ?= docs/session-report.md
+session:
+	$(GO) run ./cmd/session $(if $(CORPUS),-corpus $(CORPUS)) $(if $(WARM),-warm) -o $(SESSION_OUT)
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -21,12 +21,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/measure"
 )
 
 func main() {
@@ -68,15 +68,11 @@ func run(dir string, summarizers []string, shares []float64, out string) error {
 	for i, f := range list {
 		files[i] = f.Path
 	}
-	var w io.Writer = os.Stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	w, err := measure.Output(out)
+	if err != nil {
+		return err
 	}
+	defer w.Close()
 	ctx := context.Background()
 	var reports []report
 	for _, share := range shares {

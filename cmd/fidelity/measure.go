@@ -3,19 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
-	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/engine/tokenizer"
 	"github.com/compactord/compactord/fidelity"
-	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/internal/measure"
 	"github.com/compactord/compactord/service"
-	"github.com/compactord/compactord/summarize"
 )
 
 // row is one conversation's measurement.
@@ -53,25 +49,12 @@ const minWindow = 4000
 // of each conversation's tokens (minWindow at least).
 func measureAll(ctx context.Context, name string, files []string, share float64) (report, error) {
 	rep := report{summarizer: name, share: share}
-	var cfg *summarize.Config
-	sumName := ""
-	switch name {
-	case "extractive":
-	case "oneline":
-		llm := llmtest.StartOneLine()
-		defer llm.Close()
-		cfg = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
-			Name: "oneline", Kind: "openai", BaseURL: llm.URL + "/v1", Model: "one-line", Timeout: 30e9,
-		}}}
-		sumName = "oneline"
-	default:
-		return rep, fmt.Errorf("unknown summarizer %q (extractive, oneline)", name)
-	}
-	reg, err := summarize.NewRegistry(cfg, "", summarize.Options{})
+	sum, err := measure.NewSummarizer(name)
 	if err != nil {
 		return rep, err
 	}
-	srv := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})})
+	defer sum.Close()
+	srv, sumName := sum.Server(nil), sum.Name
 	for _, f := range files {
 		rep.rows = append(rep.rows, measureOne(ctx, srv, sumName, f, share))
 	}
@@ -84,14 +67,9 @@ func measureAll(ctx context.Context, name string, files []string, share float64)
 // failure is reported in the row's err.
 func measureOne(ctx context.Context, srv *service.Server, sumName, path string, share float64) row {
 	r := row{name: filepath.Base(path)}
-	body, err := os.ReadFile(path)
+	lifted, err := measure.Lift(path)
 	if err != nil {
 		r.err = err
-		return r
-	}
-	lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(body)})
-	if err != nil {
-		r.err = fmt.Errorf("lift: %w", err)
 		return r
 	}
 	msgs := lifted.GetMessages()

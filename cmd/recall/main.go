@@ -30,11 +30,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 
-	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/measure"
 )
 
 func main() {
@@ -60,7 +58,7 @@ func run(ctx context.Context, o options, out string) error {
 	if !(o.split > 0 && o.split < 1) || !(o.window > 0 && o.window <= 1) {
 		return errors.New("-split must be in (0, 1) and -window in (0, 1]")
 	}
-	files, name, err := conversations(o.corpus)
+	files, name, err := measure.Conversations(o.corpus)
 	if err != nil {
 		return err
 	}
@@ -69,35 +67,14 @@ func run(ctx context.Context, o options, out string) error {
 		return err
 	}
 	rep.corpus = name
-	var w io.Writer = os.Stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	w, err := measure.Output(out)
+	if err != nil {
+		return err
 	}
+	defer w.Close()
 	writeMarkdown(w, rep)
 	m := rep.means()
 	fmt.Fprintf(os.Stderr, "recall over %d conversations (%s): compactord %.3f, truncation %.3f, masking %.3f; bare-name lines %.1f%% (worst %.1f%%); not measured %d\n",
 		m.n, rep.corpus, m.recall[methodCompact], m.recall[methodTruncate], m.recall[methodMask], 100*m.bare, 100*m.worstBare, m.errors)
 	return nil
-}
-
-// conversations returns the conversations of dir, else the project's corpus (the fixtures and
-// the real conversations, see corpus.All), and a name for the report.
-func conversations(dir string) ([]corpus.File, string, error) {
-	if dir == "" {
-		files, err := corpus.All()
-		return files, "the project's corpus (internal/corpus/testdata)", err
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, "", fmt.Errorf("no corpus at %s: pass -corpus DIR", dir)
-	}
-	files, err := corpus.List(dir)
-	if err == nil && len(files) == 0 {
-		err = fmt.Errorf("no conversations (*.openai.json, *.anthropic.json) in %s", dir)
-	}
-	return files, filepath.Base(dir), err
 }

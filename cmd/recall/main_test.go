@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
 )
 
@@ -56,31 +55,4 @@ func TestRecallOnFixtures(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-}
-
-func TestSplitAt(t *testing.T) {
-	// user, assistant, user, assistant, …: the assistant message nearest to 70%.
-	tests := []struct {
-		roles string
-		want  int
-	}{
-		{"uauauauaua", 7},
-		{"suauauauau", 8},
-		{"uu", -1},
-		{"au", -1},
-	}
-	for _, tt := range tests {
-		if got := splitAt(rolesMsgs(tt.roles), 0.7); got != tt.want {
-			t.Errorf("splitAt(%s) = %d, want %d", tt.roles, got, tt.want)
-		}
-	}
-}
-
-func rolesMsgs(roles string) []*compactorv1.Message {
-	var out []*compactorv1.Message
-	for _, r := range roles {
-		role := map[rune]compactorv1.Role{'u': compactorv1.Role_ROLE_USER, 'a': compactorv1.Role_ROLE_ASSISTANT, 's': compactorv1.Role_ROLE_SYSTEM}[r]
-		out = append(out, &compactorv1.Message{Role: role})
-	}
-	return out
 }

@@ -3,17 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
-	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
-	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/corpus"
-	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/internal/measure"
 	"github.com/compactord/compactord/service"
-	"github.com/compactord/compactord/summarize"
 )
 
 // The methods compared, in report order.
@@ -67,30 +63,13 @@ type report struct {
 // measureAll measures every file with the summarizer o names.
 func measureAll(ctx context.Context, o options, files []corpus.File) (report, error) {
 	rep := report{summarizer: o.summarizer, opt: o}
-	var cfg *summarize.Config
-	sumName := ""
-	switch o.summarizer {
-	case "extractive":
-	case "oneline":
-		llm := llmtest.StartOneLine()
-		defer llm.Close()
-		cfg = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
-			Name: "oneline", Kind: "openai", BaseURL: llm.URL + "/v1", Model: "one-line", Timeout: 30e9,
-		}}}
-		sumName = "oneline"
-	default:
-		return rep, fmt.Errorf("unknown summarizer %q (extractive, oneline)", o.summarizer)
-	}
-	reg, err := summarize.NewRegistry(cfg, "", summarize.Options{})
+	sum, err := measure.NewSummarizer(o.summarizer)
 	if err != nil {
 		return rep, err
 	}
-	m := measurer{
-		srv:     service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})}),
-		counter: engine.NewCounter(64 << 20),
-		sumName: sumName,
-		opt:     o,
-	}
+	defer sum.Close()
+	counter := engine.NewCounter(64 << 20)
+	m := measurer{srv: sum.Server(counter), counter: counter, sumName: sum.Name, opt: o}
 	for _, f := range files {
 		rep.rows = append(rep.rows, m.one(ctx, f))
 	}
@@ -124,19 +103,14 @@ func (m *measurer) total(msgs []*compactorv1.Message) int64 {
 // one measures one conversation.
 func (m *measurer) one(ctx context.Context, f corpus.File) row {
 	r := row{name: f.Name}
-	body, err := os.ReadFile(f.Path)
+	lifted, err := measure.Lift(f.Path)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(body)})
-	if err != nil {
-		r.err = fmt.Errorf("lift: %w", err)
-		return r
-	}
 	msgs := lifted.GetMessages()
 	r.msgs = len(msgs)
-	r.split = splitAt(msgs, m.opt.split)
+	r.split = measure.AssistantNear(msgs, m.opt.split)
 	if r.split < 0 {
 		r.err = fmt.Errorf("no assistant message to split before")
 		return r
@@ -164,32 +138,4 @@ func (m *measurer) one(ctx context.Context, f corpus.File) row {
 	r.kept[methodMask] = fidelity.Recall(r.needed, fidelity.ObservationMasking(history, r.budget, m.count))
 	r.bare, r.lines = fidelity.BareLines(resp.GetSummary().GetText())
 	return r
-}
-
-// splitAt returns the index of the assistant message nearest to share of the messages
-// (the later one on a tie), the first message of the future; -1 when no assistant message
-// follows a user message.
-func splitAt(msgs []*compactorv1.Message, share float64) int {
-	target := int(share * float64(len(msgs)))
-	firstUser := -1
-	best := -1
-	for i, msg := range msgs {
-		if msg.GetRole() == compactorv1.Role_ROLE_USER && firstUser < 0 {
-			firstUser = i
-		}
-		if msg.GetRole() != compactorv1.Role_ROLE_ASSISTANT || firstUser < 0 || i <= firstUser {
-			continue
-		}
-		if best < 0 || abs(i-target) <= abs(best-target) {
-			best = i
-		}
-	}
-	return best
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

@@ -1,0 +1,107 @@
+// Command session replays real agent conversations turn by turn through compactord exactly
+// as a host does, and measures what a whole session of compactions keeps and costs (issue
+// 32, and issue 37's warm cache).
+//
+// For each conversation of the corpus (*.openai.json, *.anthropic.json), at each context
+// window W = max(8,000, ratio × N) (-windows; N the conversation's tokens): the host holds
+// what it persisted, at first nothing; before each assistant message it calls Plan on what it
+// holds (one model request); when the plan acts it calls Compact (not forced, the same
+// policy) and persists the messages returned; then it appends the message. Claude Code
+// conversations carry the real CLAUDE.md block, read at run time from the Claude Code request
+// in the repository's corpus, as the first text part of their first user message.
+//
+// It reports, per session and as means over the sessions that compacted: the lines of the
+// user's requests and of the CLAUDE.md block present verbatim at the end; the identifiers the
+// agent wrote after each compaction (and held before it) present right after it; compactions
+// on the turn right after another, and which of them that one turn's growth allows; the size
+// after each compaction as a share of the usable window; the input cost of the session's
+// requests at Anthropic's cache prices against the same requests had each extended the
+// previous one; and Compact's errors. With -warm, each session is also replayed on a server
+// whose cache other calls of the same tenant filled with summaries of the same conversation
+// (forced compactions at 50% of N, then the replay at 25%), and both are reported.
+//
+// Usage:
+//
+//	session [-corpus DIR] [-windows 0.35,0.6] [-summarizer extractive|oneline] [-warm] [-o FILE]
+//
+// The corpus defaults to the project's own: the fixtures written for compactord and the real
+// conversations copied into the repository (internal/corpus/testdata and its real/).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/compactord/compactord/internal/measure"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.corpus, "corpus", "", "corpus directory (default: the project's corpus, the fixtures and real conversations under internal/corpus/testdata)")
+	flag.StringVar(&o.summarizer, "summarizer", "extractive", "summarizer under test: "+measure.SummarizerNames+" (a fake LLM answering one line)")
+	windows := flag.String("windows", "0.35,0.6", "comma-separated context windows, as shares of each conversation's tokens (8,000 at least)")
+	flag.BoolVar(&o.warm, "warm", false, "also replay each session on a server whose cache other calls filled with summaries of it, and compare")
+	out := flag.String("o", "", "write the markdown report to this file (default: stdout)")
+	flag.Parse()
+	var err error
+	if o.windows, err = parseShares(*windows); err != nil {
+		fmt.Fprintln(os.Stderr, "session:", err)
+		os.Exit(2)
+	}
+	if err := run(context.Background(), o, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "session:", err)
+		os.Exit(1)
+	}
+}
+
+// parseShares parses a comma-separated list of shares in (0, 1].
+func parseShares(list string) ([]float64, error) {
+	var out []float64
+	for _, w := range strings.Split(list, ",") {
+		f, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return nil, fmt.Errorf("-windows %q: want shares in (0, 1]", w)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// options are the command's flags.
+type options struct {
+	corpus, summarizer string
+	windows            []float64
+	warm               bool
+}
+
+func run(ctx context.Context, o options, out string) error {
+	start := time.Now()
+	files, name, err := measure.Conversations(o.corpus)
+	if err != nil {
+		return err
+	}
+	rep, err := replayAll(ctx, o, files)
+	if err != nil {
+		return err
+	}
+	rep.corpus = name
+	rep.env = environment(time.Since(start))
+	w, err := measure.Output(out)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	writeMarkdown(w, rep)
+	for i, ratio := range o.windows {
+		m := rep.means(rep.cold[i])
+		fmt.Fprintf(os.Stderr, "session at %.0f%% (%s): %d of %d sessions compacted, %d compactions; requests %.3f, CLAUDE.md %.3f, identifiers %.3f, consecutive %d (allowed %d), size after max %.2f, cache cost %.2f×, errors %d\n",
+			100*ratio, name, m.compacted, m.sessions, m.compactions, m.requests.mean(), m.claudeMD.mean(), m.ident.mean(), m.consecutive, m.allowed, m.size.max, m.cost.mean(), m.failures)
+	}
+	fmt.Fprintf(os.Stderr, "session: %s\n", rep.env.elapsed.Round(time.Second))
+	return nil
+}

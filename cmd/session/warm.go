@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/internal/measure"
+)
+
+// What fills the cache before a warm replay (issue 37): other calls of the same tenant on the
+// same conversation.
+const (
+	// fillForcedRatio is the context window, as a share of the session's tokens, of the forced
+	// compactions: a host that forced a compaction earlier.
+	fillForcedRatio = 0.5
+	// fillReplayRatio is the context window of the replay that runs first: the same session
+	// at a smaller window (a retry with a smaller model).
+	fillReplayRatio = 0.25
+)
+
+// fillPoints are where the forced compactions cut the conversation: before the assistant
+// message nearest each share of its messages.
+var fillPoints = []float64{0.25, 0.5, 0.75, 1}
+
+// fill fills h's cache with summaries of s written by other calls: forced compactions of
+// prefixes of s (fillPoints) at fillForcedRatio of its tokens, then a replay of s at
+// fillReplayRatio, in that order. It returns how many calls it made and how many failed.
+func (h host) fill(ctx context.Context, s *session) (calls, failed int) {
+	policy := &compactorv1.Policy{ContextWindow: max(minWindow, int64(fillForcedRatio*float64(s.tokens)))}
+	done := map[int]bool{}
+	for _, share := range fillPoints {
+		end := measure.AssistantNear(s.msgs, share)
+		if end <= 0 || done[end] {
+			continue
+		}
+		done[end] = true
+		calls++
+		if _, err := h.srv.Compact(ctx, &compactorv1.CompactRequest{Messages: s.msgs[:end], Policy: policy, Force: true, Summarizer: h.summarizer}); err != nil {
+			failed++
+		}
+	}
+	tr := h.replay(ctx, s, s.window(fillReplayRatio))
+	return calls + tr.calls, failed + len(tr.failures)
+}
