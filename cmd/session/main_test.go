@@ -255,7 +255,7 @@ func TestEndFigures(t *testing.T) {
 	final := []*compactorv1.Message{
 		// Covered by the summary that follows: not sent, not counted.
 		text(user, none, "Fix the parser so that it accepts tabs.\n- Never run vitest in watch mode"),
-		text(user, summary, engine.SummaryMessageText("The user asked:\nAlso keep the old API intact.\n- Always use egrep, never grep!", 3)),
+		text(user, summary, engine.SummaryMessageText("The user asked:\nAlso keep the old API intact.\n- Always use egrep, never grep!", 3, 0)),
 		text(user, none, "Now add a test for the tab case please."),
 	}
 	fig := measureEnd(&s, trace{final: final})
