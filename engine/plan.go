@@ -25,6 +25,11 @@ type Decision struct {
 	Cuts []CutPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
+	// LeadingRequests is the number of user messages the tail opens with that are the user's
+	// requests (SUMMARIZE only): with the requests kept verbatim, the user messages right
+	// after the summary that its framing says are requests (SummaryMessage), so that the next
+	// compaction reads them as such.
+	LeadingRequests int
 	// tokenizer is the policy's, which ApplyPrune cuts with.
 	tokenizer tokenizer.ID
 

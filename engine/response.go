@@ -49,6 +49,9 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 			}
 		}
 		d.TailTurns = len(dc.lay.turnStarts) - sh.k
+		for i := cut; i < len(dc.msgs) && dc.kinds[i] == UserRequest; i++ {
+			d.LeadingRequests++
+		}
 	default:
 		resp.SummaryTokens = sz.summary
 		if sh.pruned {

@@ -170,7 +170,7 @@ const (
 	// summaryPreambleKept is the preamble of a summary followed by the requests a compaction
 	// kept verbatim: it tells the model, and the next compaction (KeptAfter), that they are
 	// the user's earlier requests rather than new ones.
-	summaryPreambleKept = "This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (%d messages); the %d user messages right after this one are the user's own requests from that part, kept word for word, and the messages after them continue it verbatim."
+	summaryPreambleKept = "This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (%d messages); the %d user messages right after this one are the user's own requests, kept word for word, and the messages after them continue it verbatim."
 	keptClause          = " user messages right after this one are the user's own requests"
 	summaryOpen         = "\n\n<summary>\n"
 	summaryClose        = "\n</summary>\n\n"
@@ -179,7 +179,8 @@ const (
 
 // SummaryMessageText frames a summary as the text of the COMPACT_SUMMARY message, so the
 // model knows the session continues from a summary of covered earlier messages, followed by
-// kept user messages that are the user's requests from that part, kept verbatim.
+// kept user messages that are the user's requests (those a compaction kept verbatim beside
+// the summary, and those the verbatim tail opens with).
 func SummaryMessageText(summary string, covered, kept int) string {
 	pre := fmt.Sprintf(summaryPreamble, covered)
 	if kept > 0 {

@@ -30,7 +30,7 @@ func (c *compaction) messages(pruned []*compactorv1.Message, text string) []*com
 	if c.req.GetEmitCompactPrompt() {
 		out = append(out, compactPromptMessage(c.req.GetInstructions()))
 	}
-	out = append(out, engine.SummaryMessage(text, folded, len(c.kept)))
+	out = append(out, engine.SummaryMessage(text, folded, len(c.kept)+c.leading))
 	for _, k := range c.kept {
 		out = append(out, c.folded(int(k)))
 	}

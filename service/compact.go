@@ -90,7 +90,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 // newCompaction is the summarization decision d makes of msgs.
 func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer) (*compaction, error) {
 	plan := d.Response
-	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain()}
+	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests}
 	c.kept = c.keptPositions()
 	for _, i := range plan.GetInstructionIndexes() {
 		if d := plan.GetDispositions()[i]; int(i) < c.cut && d != compactorv1.Disposition_DISPOSITION_KEEP {
@@ -165,6 +165,8 @@ type compaction struct {
 	kept []int32
 	// room is the summary text the plan's summary room holds (see textRoom).
 	room int64
+	// leading is the number of requests the tail opens with (engine.Decision.LeadingRequests).
+	leading int
 	// splits holds, by position, the messages before the cut that mix standing instructions
 	// with other parts (engine.SplitInstructions): their standing parts join the head, and
 	// what is left of them is summarized or kept as a request.
