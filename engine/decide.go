@@ -14,15 +14,15 @@ import (
 //     cache it rewrites (clearAtLeast): prune;
 //  3. otherwise compact to the target: summarize the older turns, keeping the newest ones
 //     verbatim (as many as the tail budget allows, at least keep_recent_turns) and the
-//     user's requests after the summary. Toward the target the shape gives up only what the
-//     next turns need least: more turns go into the summary, and oversized tool outputs the
-//     agent has acted on already (in the tail's older turns) are cut. What it keeps for the
-//     next turns, the newest turn whole, keep_recent_turns, the requests kept verbatim and
-//     the summary room, yields only to the trigger: when the shape is still above the
-//     trigger it shrinks step by step, each step only when the previous ones are not
-//     enough: the requests other than the newest go into the summary, the summary room
-//     shrinks, the newest turn's outputs are cut too, and fewer turns are kept (down to
-//     one). With too few turns to summarize, pruning and cutting alone are tried first.
+//     user's requests after the summary. Toward the target the shape gives up, each step
+//     only when the previous ones are not enough: more turns go into the summary (down to
+//     keep_recent_turns), oversized tool outputs the agent has acted on already (in the
+//     tail's older turns) are cut, the summary room gives up to half of itself, and fewer
+//     turns are kept (down to the newest one). The newest turn whole and the requests kept
+//     verbatim yield only to the trigger: when the shape is still above the trigger it
+//     shrinks further: the requests other than the newest go into the summary, the summary
+//     room shrinks to its least, and the newest turn's outputs are cut too. With too few
+//     turns to summarize, pruning and cutting alone are tried first.
 //
 // Landing at the target rather than just under the trigger leaves the session turns of
 // headroom before its next compaction (see policy.sessionTarget); a shape that stays above the
@@ -60,7 +60,7 @@ func (dc *deciding) decide() shape {
 	if !dc.opt.Force && pr.total > 0 && pr.total >= dc.clearAtLeast() && sz.before-pr.total <= pol.target {
 		return shape{action: compactorv1.Action_ACTION_PRUNE, after: sz.before - pr.total, pruned: true, enough: true}
 	}
-	if turns <= pol.keepTurns && sz.before-pr.total <= pol.trigger {
+	if turns <= pol.keepTurns && sz.before-pr.total <= pol.target {
 		// Too few turns to summarize, and pruning is enough or nothing is due (forced).
 		return dc.withoutSummary(turns)
 	}
@@ -117,7 +117,7 @@ func (dc *deciding) compact(turns int) shape {
 	if sh := dc.neverCut(); sh.irreducible {
 		return sh
 	}
-	var best shape
+	var best, first shape // the smallest shape, and the first under the trigger
 	for keep := pol.keepTurns; ; keep-- {
 		var sh shape
 		if turns > keep {
@@ -125,8 +125,11 @@ func (dc *deciding) compact(turns int) shape {
 		} else {
 			sh = dc.pruneShape(turns)
 		}
-		if sh.after <= pol.trigger { // at the target, or as near as its levers go
+		if sh.after <= pol.target {
 			return sh
+		}
+		if first.action == compactorv1.Action_ACTION_UNSPECIFIED && sh.after <= pol.trigger {
+			first = sh
 		}
 		if best.action == compactorv1.Action_ACTION_UNSPECIFIED || sh.after < best.after {
 			best = sh
@@ -134,6 +137,10 @@ func (dc *deciding) compact(turns int) shape {
 		if keep <= 1 || turns < 2 {
 			break
 		}
+	}
+	if first.action != compactorv1.Action_ACTION_UNSPECIFIED {
+		// No shape reaches the target: the one that keeps the most turns under the trigger.
+		return first
 	}
 	if turns > pol.keepTurns {
 		// Keeping every turn, pruned and cut, may cost less than the least summary.
@@ -204,8 +211,13 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 		return sh
 	}
 	// Toward the target: cut the oversized tool outputs the agent has acted on already, those
-	// of the tail's older turns.
+	// of the tail's older turns; then the summary room gives up to half its default, when that
+	// is enough to reach it.
 	dc.cutOutputs(&sh, int(dc.lay.turnStarts[sh.k]), dc.newestTurn(), pol.target)
+	if over := sh.after - pol.target; over > 0 && sh.room-dc.roomFloor() >= over {
+		sh.room -= over
+		total()
+	}
 	if sh.after <= pol.trigger {
 		return sh
 	}
@@ -279,6 +291,10 @@ func headSizes(head []int64, lay *layout, base int64, split []int64) {
 
 // minRoom is the least summary room: the framing and MinSummaryTextTokens of text.
 func (dc *deciding) minRoom() int64 { return dc.frame + MinSummaryTextTokens }
+
+// roomFloor is the least summary room a shape reserves to reach the target (rather than the
+// trigger): half the policy's room, at least minRoom.
+func (dc *deciding) roomFloor() int64 { return max(dc.pol.summaryRoom/2, dc.minRoom()) }
 
 // neverCut returns, marked irreducible, the floor of what no compaction cuts when it alone
 // exceeds the usable window: the head (system prompt, prefaces, pinned messages, standing

@@ -32,8 +32,8 @@ func ExamplePlan() {
 	fmt.Println(plan.Dispositions[0], plan.Dispositions[1], plan.Dispositions[2], plan.Dispositions[plan.CutIndex])
 	fmt.Println("head", plan.HeadTokens, "+ summary", plan.SummaryTokens, "+ requests", plan.KeptRequestTokens, "+ tail", plan.TailTokens)
 	// Output:
-	// ACTION_SUMMARIZE cut at 19 tokens 6021 → 2913
+	// ACTION_SUMMARIZE cut at 19 tokens 6021 → 2520
 	// DISPOSITION_KEEP DISPOSITION_KEEP_REQUEST DISPOSITION_SUMMARIZE DISPOSITION_KEEP
-	// head 11 + summary 1080 + requests 1221 + tail 601
+	// head 11 + summary 687 + requests 1221 + tail 601
 
 }

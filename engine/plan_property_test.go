@@ -296,10 +296,10 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 			t.Errorf("tail keeps %d turns (decision says %d): %s", tailTurns, d.TailTurns, r.Reason)
 		}
 		// Fewer turns than keep_recent_turns only when keeping them cannot reach the target:
-		// a summary keeping them, at its least (the least room, only the newest request, its
-		// tail unpruned and uncut), would be over it.
+		// a summary keeping them as the target allows (half the summary room, every request,
+		// its tail unpruned and uncut) would be over it.
 		if tailTurns < pol.keepTurns && len(starts) > pol.keepTurns {
-			if u := refLeastSummary(t, msgs, r, pol, split, starts[len(starts)-pol.keepTurns]); u <= pol.target {
+			if u := refTargetSummary(t, msgs, r, pol, split, starts[len(starts)-pol.keepTurns]); u <= pol.target {
 				t.Errorf("tail keeps %d turns, fewer than keep_recent_turns %d, but keeping them fits in %d ≤ target %d: %s",
 					tailTurns, pol.keepTurns, u, pol.target, r.Reason)
 			}
@@ -454,8 +454,8 @@ func refLeastSummary(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.P
 
 // checkLeast checks a plan that compacts to more than the target, or does nothing over the
 // trigger: no shape could do better with the levers it may use. Toward the target a plan gives
-// up turns down to keep_recent_turns (and the outputs of the tail's older turns), so a summary
-// keeping keep_recent_turns turns, the default room and every request before its cut,
+// up turns (the outputs of the tail's older turns, half its summary room) down to the newest
+// turn, so a summary keeping the newest turn, half the room and every request before its cut,
 // unpruned and uncut (refTargetSummary), would be over the target; toward the trigger it gives
 // up everything, so a summary of every turn but the last at its least (refLeastSummary) would
 // be over the trigger; and a plan that does nothing could not make the conversation smaller.
@@ -465,9 +465,9 @@ func checkLeast(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanRe
 	if len(starts) < 2 {
 		return // nothing to summarize: only pruning and cutting
 	}
-	if k := len(starts) - pol.keepTurns; r.TokensAfter > pol.target && k >= 1 {
-		if u := refTargetSummary(t, msgs, r, pol, split, starts[k]); u <= pol.target {
-			t.Errorf("%v lands at %d > target %d, but a summary keeping %d turns fits in %d: %s", r.Action, r.TokensAfter, pol.target, pol.keepTurns, u, r.Reason)
+	if last := starts[len(starts)-1]; r.TokensAfter > pol.target {
+		if u := refTargetSummary(t, msgs, r, pol, split, last); u <= pol.target {
+			t.Errorf("%v lands at %d > target %d, but a summary keeping the newest turn fits in %d: %s", r.Action, r.TokensAfter, pol.target, u, r.Reason)
 		}
 	}
 	u := refLeastSummary(t, msgs, r, pol, split, starts[len(starts)-1])
@@ -481,10 +481,11 @@ func checkLeast(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanRe
 
 // refTargetSummary returns, by brute force, what a summary cutting before message cut keeps at
 // most toward the target: the head (with the standing instructions split from the messages
-// before the cut), the default summary room, every active request before the cut (less its
-// standing instructions), and the active messages from the cut on, unpruned and uncut.
+// before the cut), half the policy's summary room (at least the least room), every active
+// request before the cut (less its standing instructions), and the active messages from the
+// cut on, unpruned and uncut.
 func refTargetSummary(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanResponse, pol *policy, split []int64, cut int) int64 {
-	u := max(pol.summaryRoom, SummaryFrameTokens(mustTokenizer(t, pol), len(msgs))+MinSummaryTextTokens)
+	u := max(pol.summaryRoom/2, SummaryFrameTokens(mustTokenizer(t, pol), len(msgs))+MinSummaryTextTokens)
 	isReq := map[int]bool{}
 	eachUserText(msgs, LatestSummary(msgs)+1, LatestSummary(msgs) < 0, func(i int, k UserKind) {
 		isReq[i] = k == UserRequest

@@ -265,7 +265,7 @@ func (r reason) landing(sh shape, pol *policy, turn int64) reason {
 		r = r.s(" ≤ target ").d(pol.target)
 	case sh.after <= pol.trigger:
 		r = r.s(" > target ").d(pol.target).
-			s(": the target yields to what the next turns need most (the newest turn whole, keep_recent_turns, the requests kept verbatim, the summary room), which only the trigger takes")
+			s(": the target yields to what the next turns need most (the newest turn whole, the requests kept verbatim, half the summary room), which only the trigger takes")
 	default:
 		return r.s("; ").d(sh.after).s(" is above the trigger ").d(pol.trigger).
 			s(": even the least this conversation can keep exceeds it, so the next turns will compact again")
