@@ -483,3 +483,108 @@ func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
 		t.Error("5 s after a lease's reply was lost, it still takes the tenant's slot")
 	}
 }
+
+// holdLease takes a concurrent_compacts lease of tenant on e for a call whose deadline is in
+// d (none when d is 0), or fails the test; it returns the lease's release.
+func holdLease(t *testing.T, e *Enforcer, tenant string, d time.Duration) func() {
+	t.Helper()
+	ctx := context.Background()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	release, err := e.acquire(ctx, tenant, e.cfg.For(tenant))
+	if err != nil {
+		t.Fatalf("a lease with a %v deadline: %v", d, err)
+	}
+	return release
+}
+
+// TestShortDeadlineKeepsOtherLeases (issue 33): a Compact with a short deadline, taking and
+// giving back its lease, takes no other Compact's lease with it. A holds a slot with a
+// 10-minute lease; B, on the other replica, takes the second slot with a 100 ms deadline and
+// releases it; 1.5 s later (past B's lease, 1.1 s) one more Compact is admitted and the next
+// refused while A still holds its slot.
+func TestShortDeadlineKeepsOtherLeases(t *testing.T) {
+	a, b, rdb := replicas(t, Config{Default: Quota{ConcurrentCompacts: 2}}, nil)
+	k := key("acme", "compacts")
+	releaseA := holdLease(t, a, "acme", 0)
+	defer releaseA()
+	holdLease(t, b, "acme", 100*time.Millisecond)()
+	leaseSetOutlivesLeases(t, rdb, k)
+	time.Sleep(1500 * time.Millisecond)
+	if n := liveLeases(t, rdb, k); n != 1 {
+		t.Errorf("1.5 s after a short lease came and went: %d live leases, want A's", n)
+	}
+	releaseC := holdLease(t, b, "acme", time.Minute)
+	defer releaseC()
+	_, err := a.acquire(context.Background(), "acme", a.cfg.For("acme"))
+	refusedBy(t, err, ConcurrentCompacts)
+}
+
+// TestMixedDeadlinesAcrossReplicas: leases with long and short deadlines, taken and given back
+// in turn on two replicas, never leave the lease set expiring before its longest live lease,
+// and once the short ones have run out the long ones still count against the limit.
+func TestMixedDeadlinesAcrossReplicas(t *testing.T) {
+	a, b, rdb := replicas(t, Config{Default: Quota{ConcurrentCompacts: 4}}, nil)
+	k := key("acme", "compacts")
+	var held []func()
+	defer func() {
+		for _, release := range held {
+			release()
+		}
+	}()
+	for i, d := range []time.Duration{10 * time.Minute, 50 * time.Millisecond, 0, 200 * time.Millisecond, 20 * time.Millisecond} {
+		e := []*Enforcer{a, b}[i%2]
+		release := holdLease(t, e, "acme", d)
+		if d == 0 || d >= time.Minute {
+			held = append(held, release) // the long ones stay
+		} else if i%3 == 1 {
+			release() // given back at once
+		} else {
+			held = append(held, func() {}) // left to expire: its replica died
+		}
+		leaseSetOutlivesLeases(t, rdb, k)
+	}
+	time.Sleep(1500 * time.Millisecond) // every short lease (deadline + 1 s) has run out
+	leaseSetOutlivesLeases(t, rdb, k)
+	if n := liveLeases(t, rdb, k); n != 2 {
+		t.Fatalf("after the short leases ran out: %d live leases, want the 2 long ones", n)
+	}
+	held = append(held, holdLease(t, a, "acme", time.Second), holdLease(t, b, "acme", 100*time.Millisecond))
+	_, err := a.acquire(context.Background(), "acme", a.cfg.For("acme"))
+	refusedBy(t, err, ConcurrentCompacts)
+}
+
+// leaseSetOutlivesLeases checks that the lease set k expires no sooner than its longest lease.
+func leaseSetOutlivesLeases(t *testing.T, rdb *redis.Client, k string) {
+	t.Helper()
+	ctx := context.Background()
+	last, err := rdb.ZRangeWithScores(ctx, k, -1, -1).Result()
+	if err != nil || len(last) == 0 {
+		return // no lease left: nothing to outlive
+	}
+	expiry, err := rdb.PExpireTime(ctx, k).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := expiry.Milliseconds(); ms < int64(last[0].Score) {
+		t.Errorf("the lease set expires at %d ms (Redis time), %d ms before its longest lease", ms, int64(last[0].Score)-ms)
+	}
+}
+
+// liveLeases counts the leases in the lease set k that have not expired by Redis's clock.
+func liveLeases(t *testing.T, rdb *redis.Client, k string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := rdb.ZCount(ctx, k, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -151,15 +151,18 @@ func gcraLimit(l Quota) redis_rate.Limit {
 // leaseTTL bounds a concurrency lease whose replica died before releasing it.
 const leaseTTL = 10 * time.Minute
 
-// acquireScript takes a lease in a sorted set of leases scored by their expiry (ms), after
-// dropping expired ones: 1 when taken, 0 when the tenant is at its limit.
+// acquireScript takes a lease in a sorted set of leases scored by their expiry (ms, Redis
+// time), after dropping expired ones: 1 when taken, 0 when the tenant is at its limit. The
+// set expires with its latest lease (the highest score), never with the one just taken: a
+// short lease must not take the longer ones with it (issue 33).
 var acquireScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1`)
 
 // acquire applies concurrent_compacts: a lease held until release.
