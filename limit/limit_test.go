@@ -382,8 +382,10 @@ func TestLocalStateBounded(t *testing.T) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.rates.m) > maxLocalTenants || len(e.tokens.m) > maxLocalTenants || len(e.running) != 0 {
-		t.Errorf("local state: %d rate limiters, %d token windows, %d running entries", len(e.rates.m), len(e.tokens.m), len(e.running))
+	if len(e.rates.m) > maxLocalTenants || len(e.tokens.m) > maxLocalTenants || len(e.running) != 0 ||
+		len(e.rates.overflow) > 1 || len(e.tokens.overflow) > 1 {
+		t.Errorf("local state: %d rate limiters (%d overflow), %d token windows (%d overflow), %d running entries",
+			len(e.rates.m), len(e.rates.overflow), len(e.tokens.m), len(e.tokens.overflow), len(e.running))
 	}
 }
 
@@ -413,6 +415,55 @@ func TestSprayingCannotResetLimits(t *testing.T) {
 	refusedBy(t, err, CallsPerSecond)
 	_, err = e.ReserveTokens(acme, "acme", 1)
 	refusedBy(t, err, SummarizerTokens)
+}
+
+// TestOverflowKeepsEachQuotasLimits (issue 33): with the local fallback full, newcomers of
+// different quotas, alternating, do not reset each other's limits: each quota has its own
+// overflow rate limiter and token window.
+func TestOverflowKeepsEachQuotasLimits(t *testing.T) {
+	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10, TokenWindow: time.Hour},
+		Tenants: map[string]Quota{"big": {CallsPerSecond: 1000, Burst: 1000, SummarizerTokens: 1000, TokenWindow: 10 * time.Minute}}}, Options{})
+	in := e.UnaryServerInterceptor()
+	for i := range maxLocalTenants { // every entry spent: none at rest
+		ctx := tenantCtx("resident-" + strconv.Itoa(i))
+		if _, err := in(ctx, nil, planInfo, ok); err != nil {
+			t.Fatal(err)
+		}
+		settle, err := e.ReserveTokens(ctx, auth.Tenant(ctx), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(1)
+	}
+	small, big := tenantCtx("newcomer"), tenantCtx("big")
+	if _, err := in(small, nil, planInfo, ok); err != nil {
+		t.Fatalf("a newcomer's first call: %v", err)
+	}
+	settle, err := e.ReserveTokens(small, "newcomer", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(10)
+	for round := range 3 {
+		if _, err := in(big, nil, planInfo, ok); err != nil {
+			t.Fatalf("round %d: big within its rate: %v", round, err)
+		}
+		settle, err := e.ReserveTokens(big, "big", 1)
+		if err != nil {
+			t.Fatalf("round %d: big within its tokens: %v", round, err)
+		}
+		settle(1)
+		_, err = in(small, nil, planInfo, ok)
+		refusedBy(t, err, CallsPerSecond)
+		_, err = e.ReserveTokens(small, "newcomer", 1)
+		refusedBy(t, err, SummarizerTokens)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.rates.m) != maxLocalTenants || len(e.rates.overflow) != 2 || len(e.tokens.overflow) != 2 {
+		t.Errorf("%d rate limiters, %d overflow limiters, %d overflow token windows: want %d, 2, 2",
+			len(e.rates.m), len(e.rates.overflow), len(e.tokens.overflow), maxLocalTenants)
+	}
 }
 
 // TestRedisAndLocalRatesAgree: Redis and the local fallback enforce the same rate, exactly,

@@ -53,15 +53,15 @@ type Enforcer struct {
 
 	// The local fallback (local.go); running holds only Compacts in flight.
 	mu      sync.Mutex
-	rates   localMap[*rate.Limiter]
+	rates   localMap[rateQuota, *rate.Limiter]
 	running map[string]int
-	tokens  localMap[tokenWindow]
+	tokens  localMap[time.Duration, tokenWindow] // overflow by window length
 }
 
 // New returns an Enforcer of cfg.
 func New(cfg Config, o Options) *Enforcer {
 	e := &Enforcer{cfg: cfg, rdb: o.Redis, timeout: o.Timeout, metrics: o.Metrics, now: o.Now,
-		rates: newLocalMap[*rate.Limiter](), running: map[string]int{}, tokens: newLocalMap[tokenWindow]()}
+		rates: newLocalMap[rateQuota, *rate.Limiter](), running: map[string]int{}, tokens: newLocalMap[time.Duration, tokenWindow]()}
 	if e.timeout <= 0 {
 		e.timeout = DefaultRedisTimeout
 	}
@@ -263,9 +263,9 @@ func (e *Enforcer) ReserveTokens(ctx context.Context, tenant string, estimate in
 		}
 	}
 	e.mu.Lock()
-	used := e.addLocalTokens(tenant, idx, until, estimate)
+	used := e.addLocalTokens(tenant, l, idx, until, estimate)
 	if !inRedis && used >= l.SummarizerTokens {
-		e.addLocalTokens(tenant, idx, until, -estimate)
+		e.addLocalTokens(tenant, l, idx, until, -estimate)
 		e.mu.Unlock()
 		return nil, refuse(used)
 	}
@@ -277,7 +277,7 @@ func (e *Enforcer) ReserveTokens(ctx context.Context, tenant string, estimate in
 			redisDelta -= estimate
 		}
 		e.mu.Lock()
-		e.addLocalTokens(tenant, idx, until, max(spent, 0)-estimate)
+		e.addLocalTokens(tenant, l, idx, until, max(spent, 0)-estimate)
 		e.mu.Unlock()
 		e.chargeRedis(ctx, k, redisDelta, l)
 	}), nil
