@@ -110,10 +110,11 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 		return nil
 	case vtMessage:
 		b := own(data)
-		if _, err := checkRequest(b, m); err != nil {
+		d, err := checkRequest(b, m)
+		if err != nil {
 			return err
 		}
-		return unmarshal(b, m)
+		return d.unmarshal(b, m)
 	}
 	return c.fallback.Unmarshal(data, v)
 }
