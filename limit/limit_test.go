@@ -364,8 +364,8 @@ func closedAddr(t *testing.T) string {
 }
 
 // TestLocalStateBounded: the local fallback remembers a bounded number of tenants, and a
-// finished Compact leaves no entry behind. (Past the bound, newcomers share one overflow
-// entry, so some of them are refused: TestSprayingCannotResetLimits.)
+// finished Compact leaves no entry behind. (Past the bound, newcomers of one quota share one
+// overflow entry, so some of them are refused: TestSprayingCannotResetLimits.)
 func TestLocalStateBounded(t *testing.T) {
 	e := New(Config{Default: Quota{CallsPerSecond: 1, ConcurrentCompacts: 1, SummarizerTokens: 10}}, Options{})
 	in := e.UnaryServerInterceptor()

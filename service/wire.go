@@ -25,7 +25,8 @@ const (
 	// DecodeCostMultiple bounds the memory a decoded request may take, as a multiple of its
 	// encoded size (the message structs, slices, map slots and oneof wrappers decoding
 	// allocates; strings and bytes point into the request's own buffer and cost nothing
-	// more). A conversation of short text messages decodes to about 25×; the elements of a
+	// more, unless the request decodes through the protobuf runtime, which copies them:
+	// decoding.foreign). A conversation of short text messages decodes to about 25×; the elements of a
 	// hostile request (a million empty messages) to 40–72×.
 	DecodeCostMultiple = 32
 	// MinDecodeCost is the decoded size every request may reach whatever its encoded size,
@@ -252,13 +253,14 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (d decoding, p
 	var stackArr [16]wireFrame
 	stack := stackArr[:0]
 	cur, end, mapped := s, len(b), false
-	depth, cost := s.weight, s.size
+	depth := s.weight
+	d.cost = s.size
 	var copies int64 // what the runtime's copies of the strings so far would take
 	i := 0
 	for {
 		if i >= end {
 			if len(stack) == 0 {
-				return decoding{cost, d.foreign}, problem{}
+				return d, problem{}
 			}
 			depth -= cur.weight
 			top := stack[len(stack)-1]
@@ -274,27 +276,27 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (d decoding, p
 		} else {
 			v, n := protowire.ConsumeVarint(b[i:end])
 			if n < 0 {
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "truncated or overlong tag"}
+				return d, problem{problemMalformed, start, "truncated or overlong tag"}
 			}
 			tag, i = v, i+n
 		}
 		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
 		if num < protowire.MinValidNumber || tag>>3 > uint64(protowire.MaxValidNumber) {
-			return decoding{cost, d.foreign}, problem{problemMalformed, start, "invalid field number " + strconv.FormatUint(tag>>3, 10)}
+			return d, problem{problemMalformed, start, "invalid field number " + strconv.FormatUint(tag>>3, 10)}
 		}
 		f := cur.field(num)
 		if f.wire&(1<<typ) == 0 { // unknown: kept byte for byte by the decoder, groups included
 			if f.wire != 0 && !d.foreign { // a known field in a foreign wire type
-				d.foreign, cost = true, cost+copies
+				d.foreign, d.cost = true, d.cost+copies
 			}
 			n := protowire.ConsumeFieldValue(num, typ, b[i:end])
 			if n < 0 {
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "malformed field " + strconv.FormatUint(tag>>3, 10) + " (" + wireTypeName(typ) + ")"}
+				return d, problem{problemMalformed, start, "malformed field " + strconv.FormatUint(tag>>3, 10) + " (" + wireTypeName(typ) + ")"}
 			}
 			i += n
 			n = i - start
-			if cost += 2 * int64(n); cost > maxCost { // appended to a growing slice
-				return decoding{cost, d.foreign}, problem{problemCost, start, ""}
+			if d.cost += 2 * int64(n); d.cost > maxCost { // appended to a growing slice
+				return d, problem{problemCost, start, ""}
 			}
 			continue
 		}
@@ -306,19 +308,19 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (d decoding, p
 			}
 			switch {
 			case j == end:
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "truncated varint"}
+				return d, problem{problemMalformed, start, "truncated varint"}
 			case j-i > 9 || j-i == 9 && b[j] > 1:
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "varint overflows 64 bits"}
+				return d, problem{problemMalformed, start, "varint overflows 64 bits"}
 			}
 			i = j + 1
 		case protowire.Fixed32Type:
 			if end-i < 4 {
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "truncated fixed32"}
+				return d, problem{problemMalformed, start, "truncated fixed32"}
 			}
 			i += 4
 		case protowire.Fixed64Type:
 			if end-i < 8 {
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "truncated fixed64"}
+				return d, problem{problemMalformed, start, "truncated fixed64"}
 			}
 			i += 8
 		case protowire.BytesType:
@@ -329,40 +331,40 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (d decoding, p
 			} else {
 				l, n := protowire.ConsumeVarint(b[i:end])
 				if n < 0 {
-					return decoding{cost, d.foreign}, problem{problemMalformed, start, "truncated length"}
+					return d, problem{problemMalformed, start, "truncated length"}
 				}
 				size, i = l, i+n
 			}
 			if size > uint64(end-i) {
-				return decoding{cost, d.foreign}, problem{problemMalformed, start, "length " + strconv.FormatUint(size, 10) + " past the end of the message"}
+				return d, problem{problemMalformed, start, "length " + strconv.FormatUint(size, 10) + " past the end of the message"}
 			}
 			n := int(size)
 			switch {
 			case f.inner != nil:
-				cost += f.cost + f.inner.size
+				d.cost += f.cost + f.inner.size
 				if f.isMap && !mapped {
-					cost, mapped = cost+mapCost, true
+					d.cost, mapped = d.cost+mapCost, true
 				}
 				if depth += f.inner.weight; depth > maxDepth {
-					return decoding{cost, d.foreign}, problem{problemDepth, start, ""}
+					return d, problem{problemDepth, start, ""}
 				}
-				if cost > maxCost {
-					return decoding{cost, d.foreign}, problem{problemCost, start, ""}
+				if d.cost > maxCost {
+					return d, problem{problemCost, start, ""}
 				}
 				stack = append(stack, wireFrame{cur, end, mapped})
 				cur, end, mapped = f.inner, i+n, false
 				continue
 			case f.utf8 && !utf8.Valid(b[i:i+n]):
-				return decoding{cost, d.foreign}, problem{problemUTF8, i, ""}
+				return d, problem{problemUTF8, i, ""}
 			case f.packed:
 				if !packedValid(b[i:i+n], f.wire) {
-					return decoding{cost, d.foreign}, problem{problemMalformed, start, "malformed packed numbers"}
+					return d, problem{problemMalformed, start, "malformed packed numbers"}
 				}
-				cost += scalarSlot * int64(n)
+				d.cost += scalarSlot * int64(n)
 			default:
-				cost += f.cost
+				d.cost += f.cost
 				if d.foreign {
-					cost += copyCost(n)
+					d.cost += copyCost(n)
 				} else {
 					copies += copyCost(n)
 				}
@@ -370,10 +372,10 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (d decoding, p
 			i += n
 		}
 		if typ != protowire.BytesType {
-			cost += f.cost
+			d.cost += f.cost
 		}
-		if cost > maxCost {
-			return decoding{cost, d.foreign}, problem{problemCost, start, ""}
+		if d.cost > maxCost {
+			return d, problem{problemCost, start, ""}
 		}
 	}
 }
