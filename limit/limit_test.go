@@ -389,11 +389,16 @@ func TestLocalStateBounded(t *testing.T) {
 	}
 }
 
+// frozenClock is a clock that never moves, for the tests of the local fallback that spend
+// a tenant's rate and then call many times: with the real one a slow run (the race
+// detector on a loaded machine) refills the rate meanwhile.
+func frozenClock() time.Time { return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) }
+
 // TestSprayingCannotResetLimits: while Redis is down, naming more tenants than the local
 // fallback remembers forgets nobody's limits: a tenant over its rate or its token budget
 // stays over it; the newcomers share what is left.
 func TestSprayingCannotResetLimits(t *testing.T) {
-	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{})
+	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{Now: frozenClock})
 	in := e.UnaryServerInterceptor()
 	acme := tenantCtx("acme")
 	if _, err := in(acme, nil, planInfo, ok); err != nil {
@@ -422,7 +427,7 @@ func TestSprayingCannotResetLimits(t *testing.T) {
 // overflow rate limiter and token window.
 func TestOverflowKeepsEachQuotasLimits(t *testing.T) {
 	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10, TokenWindow: time.Hour},
-		Tenants: map[string]Quota{"big": {CallsPerSecond: 1000, Burst: 1000, SummarizerTokens: 1000, TokenWindow: 10 * time.Minute}}}, Options{})
+		Tenants: map[string]Quota{"big": {CallsPerSecond: 1000, Burst: 1000, SummarizerTokens: 1000, TokenWindow: 10 * time.Minute}}}, Options{Now: frozenClock})
 	in := e.UnaryServerInterceptor()
 	for i := range maxLocalTenants { // every entry spent: none at rest
 		ctx := tenantCtx("resident-" + strconv.Itoa(i))
