@@ -7,6 +7,14 @@
 // fallback is golang.org/x/time/rate. Concurrency leases and token windows are small Redis
 // scripts of our own: no maintained library keeps a distributed semaphore with leases over
 // go-redis, and a token budget is an INCRBY with an expiry.
+//
+// A tenant's concurrency leases are one sorted set, each lease a member scored by its own
+// expiry, rather than one key per lease: admission must count the live leases and add one
+// in a single atomic step, which one script on one key does in one round trip, in one
+// Cluster slot (the key's hash tag), where counting keys per lease would need a SCAN. Each
+// lease expires by its score (a call's deadline plus a second, at most 10 minutes); the
+// set's own expiry, which only bounds its life once every replica holding a lease is gone,
+// is that of its latest lease, so that a short lease never takes longer ones with it.
 package limit
 
 import (

@@ -364,8 +364,8 @@ func closedAddr(t *testing.T) string {
 }
 
 // TestLocalStateBounded: the local fallback remembers a bounded number of tenants, and a
-// finished Compact leaves no entry behind. (Past the bound, newcomers share one overflow
-// entry, so some of them are refused: TestSprayingCannotResetLimits.)
+// finished Compact leaves no entry behind. (Past the bound, newcomers of one quota share one
+// overflow entry, so some of them are refused: TestSprayingCannotResetLimits.)
 func TestLocalStateBounded(t *testing.T) {
 	e := New(Config{Default: Quota{CallsPerSecond: 1, ConcurrentCompacts: 1, SummarizerTokens: 10}}, Options{})
 	in := e.UnaryServerInterceptor()
@@ -382,16 +382,23 @@ func TestLocalStateBounded(t *testing.T) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.rates.m) > maxLocalTenants || len(e.tokens.m) > maxLocalTenants || len(e.running) != 0 {
-		t.Errorf("local state: %d rate limiters, %d token windows, %d running entries", len(e.rates.m), len(e.tokens.m), len(e.running))
+	if len(e.rates.m) > maxLocalTenants || len(e.tokens.m) > maxLocalTenants || len(e.running) != 0 ||
+		len(e.rates.overflow) > 1 || len(e.tokens.overflow) > 1 {
+		t.Errorf("local state: %d rate limiters (%d overflow), %d token windows (%d overflow), %d running entries",
+			len(e.rates.m), len(e.rates.overflow), len(e.tokens.m), len(e.tokens.overflow), len(e.running))
 	}
 }
+
+// frozenClock is a clock that never moves, for the tests of the local fallback that spend
+// a tenant's rate and then call many times: with the real one a slow run (the race
+// detector on a loaded machine) refills the rate meanwhile.
+func frozenClock() time.Time { return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) }
 
 // TestSprayingCannotResetLimits: while Redis is down, naming more tenants than the local
 // fallback remembers forgets nobody's limits: a tenant over its rate or its token budget
 // stays over it; the newcomers share what is left.
 func TestSprayingCannotResetLimits(t *testing.T) {
-	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{})
+	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10}}, Options{Now: frozenClock})
 	in := e.UnaryServerInterceptor()
 	acme := tenantCtx("acme")
 	if _, err := in(acme, nil, planInfo, ok); err != nil {
@@ -413,6 +420,55 @@ func TestSprayingCannotResetLimits(t *testing.T) {
 	refusedBy(t, err, CallsPerSecond)
 	_, err = e.ReserveTokens(acme, "acme", 1)
 	refusedBy(t, err, SummarizerTokens)
+}
+
+// TestOverflowKeepsEachQuotasLimits (issue 33): with the local fallback full, newcomers of
+// different quotas, alternating, do not reset each other's limits: each quota has its own
+// overflow rate limiter and token window.
+func TestOverflowKeepsEachQuotasLimits(t *testing.T) {
+	e := New(Config{Default: Quota{CallsPerSecond: 0.01, Burst: 1, SummarizerTokens: 10, TokenWindow: time.Hour},
+		Tenants: map[string]Quota{"big": {CallsPerSecond: 1000, Burst: 1000, SummarizerTokens: 1000, TokenWindow: 10 * time.Minute}}}, Options{Now: frozenClock})
+	in := e.UnaryServerInterceptor()
+	for i := range maxLocalTenants { // every entry spent: none at rest
+		ctx := tenantCtx("resident-" + strconv.Itoa(i))
+		if _, err := in(ctx, nil, planInfo, ok); err != nil {
+			t.Fatal(err)
+		}
+		settle, err := e.ReserveTokens(ctx, auth.Tenant(ctx), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(1)
+	}
+	small, big := tenantCtx("newcomer"), tenantCtx("big")
+	if _, err := in(small, nil, planInfo, ok); err != nil {
+		t.Fatalf("a newcomer's first call: %v", err)
+	}
+	settle, err := e.ReserveTokens(small, "newcomer", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(10)
+	for round := range 3 {
+		if _, err := in(big, nil, planInfo, ok); err != nil {
+			t.Fatalf("round %d: big within its rate: %v", round, err)
+		}
+		settle, err := e.ReserveTokens(big, "big", 1)
+		if err != nil {
+			t.Fatalf("round %d: big within its tokens: %v", round, err)
+		}
+		settle(1)
+		_, err = in(small, nil, planInfo, ok)
+		refusedBy(t, err, CallsPerSecond)
+		_, err = e.ReserveTokens(small, "newcomer", 1)
+		refusedBy(t, err, SummarizerTokens)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.rates.m) != maxLocalTenants || len(e.rates.overflow) != 2 || len(e.tokens.overflow) != 2 {
+		t.Errorf("%d rate limiters, %d overflow limiters, %d overflow token windows: want %d, 2, 2",
+			len(e.rates.m), len(e.rates.overflow), len(e.tokens.overflow), maxLocalTenants)
+	}
 }
 
 // TestRedisAndLocalRatesAgree: Redis and the local fallback enforce the same rate, exactly,
@@ -482,4 +538,109 @@ func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
 	if !gone {
 		t.Error("5 s after a lease's reply was lost, it still takes the tenant's slot")
 	}
+}
+
+// holdLease takes a concurrent_compacts lease of tenant on e for a call whose deadline is in
+// d (none when d is 0), or fails the test; it returns the lease's release.
+func holdLease(t *testing.T, e *Enforcer, tenant string, d time.Duration) func() {
+	t.Helper()
+	ctx := context.Background()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	release, err := e.acquire(ctx, tenant, e.cfg.For(tenant))
+	if err != nil {
+		t.Fatalf("a lease with a %v deadline: %v", d, err)
+	}
+	return release
+}
+
+// TestShortDeadlineKeepsOtherLeases (issue 33): a Compact with a short deadline, taking and
+// giving back its lease, takes no other Compact's lease with it. A holds a slot with a
+// 10-minute lease; B, on the other replica, takes the second slot with a 100 ms deadline and
+// releases it; 1.5 s later (past B's lease, 1.1 s) one more Compact is admitted and the next
+// refused while A still holds its slot.
+func TestShortDeadlineKeepsOtherLeases(t *testing.T) {
+	a, b, rdb := replicas(t, Config{Default: Quota{ConcurrentCompacts: 2}}, nil)
+	k := key("acme", "compacts")
+	releaseA := holdLease(t, a, "acme", 0)
+	defer releaseA()
+	holdLease(t, b, "acme", 100*time.Millisecond)()
+	leaseSetOutlivesLeases(t, rdb, k)
+	time.Sleep(1500 * time.Millisecond)
+	if n := liveLeases(t, rdb, k); n != 1 {
+		t.Errorf("1.5 s after a short lease came and went: %d live leases, want A's", n)
+	}
+	releaseC := holdLease(t, b, "acme", time.Minute)
+	defer releaseC()
+	_, err := a.acquire(context.Background(), "acme", a.cfg.For("acme"))
+	refusedBy(t, err, ConcurrentCompacts)
+}
+
+// TestMixedDeadlinesAcrossReplicas: leases with long and short deadlines, taken and given back
+// in turn on two replicas, never leave the lease set expiring before its longest live lease,
+// and once the short ones have run out the long ones still count against the limit.
+func TestMixedDeadlinesAcrossReplicas(t *testing.T) {
+	a, b, rdb := replicas(t, Config{Default: Quota{ConcurrentCompacts: 4}}, nil)
+	k := key("acme", "compacts")
+	var held []func()
+	defer func() {
+		for _, release := range held {
+			release()
+		}
+	}()
+	for i, d := range []time.Duration{10 * time.Minute, 50 * time.Millisecond, 0, 200 * time.Millisecond, 20 * time.Millisecond} {
+		e := []*Enforcer{a, b}[i%2]
+		release := holdLease(t, e, "acme", d)
+		if d == 0 || d >= time.Minute {
+			held = append(held, release) // the long ones stay
+		} else if i%3 == 1 {
+			release() // given back at once
+		} else {
+			held = append(held, func() {}) // left to expire: its replica died
+		}
+		leaseSetOutlivesLeases(t, rdb, k)
+	}
+	time.Sleep(1500 * time.Millisecond) // every short lease (deadline + 1 s) has run out
+	leaseSetOutlivesLeases(t, rdb, k)
+	if n := liveLeases(t, rdb, k); n != 2 {
+		t.Fatalf("after the short leases ran out: %d live leases, want the 2 long ones", n)
+	}
+	held = append(held, holdLease(t, a, "acme", time.Second), holdLease(t, b, "acme", 100*time.Millisecond))
+	_, err := a.acquire(context.Background(), "acme", a.cfg.For("acme"))
+	refusedBy(t, err, ConcurrentCompacts)
+}
+
+// leaseSetOutlivesLeases checks that the lease set k expires no sooner than its longest lease.
+func leaseSetOutlivesLeases(t *testing.T, rdb *redis.Client, k string) {
+	t.Helper()
+	ctx := context.Background()
+	last, err := rdb.ZRangeWithScores(ctx, k, -1, -1).Result()
+	if err != nil || len(last) == 0 {
+		return // no lease left: nothing to outlive
+	}
+	expiry, err := rdb.PExpireTime(ctx, k).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := expiry.Milliseconds(); ms < int64(last[0].Score) {
+		t.Errorf("the lease set expires at %d ms (Redis time), %d ms before its longest lease", ms, int64(last[0].Score)-ms)
+	}
+}
+
+// liveLeases counts the leases in the lease set k that have not expired by Redis's clock.
+func liveLeases(t *testing.T, rdb *redis.Client, k string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := rdb.ZCount(ctx, k, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -53,15 +53,15 @@ type Enforcer struct {
 
 	// The local fallback (local.go); running holds only Compacts in flight.
 	mu      sync.Mutex
-	rates   localMap[*rate.Limiter]
+	rates   localMap[rateQuota, *rate.Limiter]
 	running map[string]int
-	tokens  localMap[tokenWindow]
+	tokens  localMap[time.Duration, tokenWindow] // overflow by window length
 }
 
 // New returns an Enforcer of cfg.
 func New(cfg Config, o Options) *Enforcer {
 	e := &Enforcer{cfg: cfg, rdb: o.Redis, timeout: o.Timeout, metrics: o.Metrics, now: o.Now,
-		rates: newLocalMap[*rate.Limiter](), running: map[string]int{}, tokens: newLocalMap[tokenWindow]()}
+		rates: newLocalMap[rateQuota, *rate.Limiter](), running: map[string]int{}, tokens: newLocalMap[time.Duration, tokenWindow]()}
 	if e.timeout <= 0 {
 		e.timeout = DefaultRedisTimeout
 	}
@@ -151,15 +151,18 @@ func gcraLimit(l Quota) redis_rate.Limit {
 // leaseTTL bounds a concurrency lease whose replica died before releasing it.
 const leaseTTL = 10 * time.Minute
 
-// acquireScript takes a lease in a sorted set of leases scored by their expiry (ms), after
-// dropping expired ones: 1 when taken, 0 when the tenant is at its limit.
+// acquireScript takes a lease in a sorted set of leases scored by their expiry (ms, Redis
+// time), after dropping expired ones: 1 when taken, 0 when the tenant is at its limit. The
+// set expires with its latest lease (the highest score), never with the one just taken: a
+// short lease must not take the longer ones with it (issue 33).
 var acquireScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1`)
 
 // acquire applies concurrent_compacts: a lease held until release.
@@ -260,9 +263,9 @@ func (e *Enforcer) ReserveTokens(ctx context.Context, tenant string, estimate in
 		}
 	}
 	e.mu.Lock()
-	used := e.addLocalTokens(tenant, idx, until, estimate)
+	used := e.addLocalTokens(tenant, l, idx, until, estimate)
 	if !inRedis && used >= l.SummarizerTokens {
-		e.addLocalTokens(tenant, idx, until, -estimate)
+		e.addLocalTokens(tenant, l, idx, until, -estimate)
 		e.mu.Unlock()
 		return nil, refuse(used)
 	}
@@ -274,7 +277,7 @@ func (e *Enforcer) ReserveTokens(ctx context.Context, tenant string, estimate in
 			redisDelta -= estimate
 		}
 		e.mu.Lock()
-		e.addLocalTokens(tenant, idx, until, max(spent, 0)-estimate)
+		e.addLocalTokens(tenant, l, idx, until, max(spent, 0)-estimate)
 		e.mu.Unlock()
 		e.chargeRedis(ctx, k, redisDelta, l)
 	}), nil

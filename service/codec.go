@@ -39,7 +39,9 @@ type vtMessage interface {
 // copy of the encoded request made for it (never into gRPC's pooled buffers), so decoding
 // allocates the message structs and that copy instead of one object per string. Handlers
 // must not modify the request's bytes fields, and a string kept beyond the call keeps the
-// whole copy alive: clone request strings that outlive it.
+// whole copy alive: clone request strings that outlive it. (A request with a known field in
+// a wire type not its own, which vtprotobuf's decoder refuses, decodes through the protobuf
+// runtime instead, into strings of their own: see decoding.)
 type codec struct {
 	fallback encoding.CodecV2
 	admit    Admitter
@@ -110,10 +112,11 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 		return nil
 	case vtMessage:
 		b := own(data)
-		if _, err := checkRequest(b, m); err != nil {
+		d, err := checkRequest(b, m)
+		if err != nil {
 			return err
 		}
-		return unmarshal(b, m)
+		return d.unmarshal(b, m)
 	}
 	return c.fallback.Unmarshal(data, v)
 }

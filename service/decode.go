@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // Admitter admits the work of CompactorService calls (package limit's Shedder implements
@@ -130,16 +131,16 @@ func (d requestDecoder) decode(ctx context.Context, raw *rawRequest, m vtMessage
 	if !hold.AddSlot(ctx, slot) {
 		slot()
 	}
-	cost, err := checkRequest(b, m)
+	dec, err := checkRequest(b, m)
 	if err != nil {
 		return toStatus(err)
 	}
-	release, err = d.admit.AdmitBytes(cost)
+	release, err = d.admit.AdmitBytes(dec.cost)
 	if err != nil {
 		return err
 	}
 	holdOrRelease(ctx, release)
-	return toStatus(unmarshal(b, m))
+	return toStatus(dec.unmarshal(b, m))
 }
 
 // holdOrRelease makes the call ctx belongs to hold release, or runs it when there is no
@@ -156,33 +157,40 @@ func decodeLimit(n int) int64 {
 }
 
 // checkRequest checks b, an encoded m, against the decoding limits and for strings that are
-// not UTF-8 (which the generated decoder does not check), and returns what decoding it will
-// allocate. A problem is an *engine.ValidationError naming the field: malformed protobuf or
-// a string that is not UTF-8 (INVALID_ARGUMENT), nesting deeper than MaxDecodeDepth or
+// not UTF-8 (which the generated decoder does not check), and returns what decoding it
+// takes. A problem is an *engine.ValidationError naming the field: malformed protobuf or a
+// string that is not UTF-8 (INVALID_ARGUMENT), nesting deeper than MaxDecodeDepth or
 // elements beyond DecodeCostMultiple (a limit: RESOURCE_EXHAUSTED).
-func checkRequest(b []byte, m vtMessage) (int64, error) {
+func checkRequest(b []byte, m vtMessage) (decoding, error) {
 	s := schemaOf(m.ProtoReflect().Descriptor())
 	limit := decodeLimit(len(b))
-	cost, p := s.check(b, MaxDecodeDepth, limit)
+	d, p := s.check(b, MaxDecodeDepth, limit)
 	switch p.kind {
 	case problemNone:
-		return cost, nil
+		return d, nil
 	case problemUTF8:
-		return 0, engine.Invalid(s.pathAt(b, p.off), "string field contains invalid UTF-8")
+		return d, engine.Invalid(s.pathAt(b, p.off), "string field contains invalid UTF-8")
 	case problemDepth:
-		return 0, engine.TooLarge(s.pathAt(b, p.off), fmt.Sprintf("nested deeper than the limit of %d levels", MaxDecodeDepth))
+		return d, engine.TooLarge(s.pathAt(b, p.off), fmt.Sprintf("nested deeper than the limit of %d levels", MaxDecodeDepth))
 	case problemCost:
-		return 0, engine.TooLarge(s.pathAt(b, p.off), fmt.Sprintf(
+		return d, engine.TooLarge(s.pathAt(b, p.off), fmt.Sprintf(
 			"too many elements: decoding the %d-byte request would take more than %d bytes (the limit is %d times its size)",
 			len(b), limit, DecodeCostMultiple))
 	}
-	return 0, engine.Invalid(s.pathAt(b, p.off), "malformed protobuf: "+p.what)
+	return d, engine.Invalid(s.pathAt(b, p.off), "malformed protobuf: "+p.what)
 }
 
-// unmarshal decodes b, which checkRequest accepted, into m, which then points into b: b must
-// not change from then on.
-func unmarshal(b []byte, m vtMessage) error {
-	if err := m.UnmarshalVTUnsafe(b); err != nil {
+// unmarshal decodes b, which checkRequest accepted as d, into m. Through vtprotobuf's
+// decoder m then points into b: b must not change from then on. A foreign request decodes
+// through the protobuf runtime, which copies what it keeps.
+func (d decoding) unmarshal(b []byte, m vtMessage) error {
+	var err error
+	if d.foreign {
+		err = proto.Unmarshal(b, m)
+	} else {
+		err = m.UnmarshalVTUnsafe(b)
+	}
+	if err != nil {
 		return engine.Invalid("request", "malformed protobuf: "+err.Error())
 	}
 	return nil

@@ -137,6 +137,7 @@ func NewGRPC(s compactorv1.CompactorServiceServer, o GRPCOptions) *GRPC {
 		// call gets a goroutine of its own as before.
 		grpc.NumStreamWorkers(uint32(streamWorkersPerCPU * runtime.GOMAXPROCS(0))),
 		grpc.StatsHandler(otelgrpc.NewServerHandler(otelOpts...)),
+		grpc.StatsHandler(callHolds{}),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 	}, o.ServerOptions...)

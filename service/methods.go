@@ -2,10 +2,12 @@ package service
 
 import (
 	"context"
+	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/hold"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
 )
 
 // compactorService is CompactorService's description with method handlers of our own. The
@@ -20,7 +22,8 @@ import (
 //     a stream that never sends one holds none;
 //   - every decoding error is answered as bad input.
 //
-// Each call holds what admitting it took (package hold) until it and its detached work end.
+// Each call holds what admitting it took (package hold) until gRPC has finished the call
+// (callHolds) and its detached work has ended.
 func compactorService(d requestDecoder) *grpc.ServiceDesc {
 	handlers := map[string]grpc.MethodDesc{
 		"Plan":    method(d, "Plan", compactorv1.CompactorServiceServer.Plan),
@@ -49,12 +52,15 @@ type vtRequest[T any] interface {
 // method is the handler of the unary method name, which call serves.
 func method[Req any, P vtRequest[Req], Resp any](d requestDecoder, name string,
 	call func(compactorv1.CompactorServiceServer, context.Context, P) (Resp, error)) grpc.MethodDesc {
-	info := &grpc.UnaryServerInfo{FullMethod: "/" + compactorv1.CompactorService_ServiceDesc.ServiceName + "/" + name}
+	info := &grpc.UnaryServerInfo{FullMethod: compactorPrefix + name}
 	return grpc.MethodDesc{
 		MethodName: name,
 		Handler: func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-			ctx, end := hold.Start(ctx)
-			defer end()
+			if !hold.Held(ctx) { // served without callHolds: the hold ends with the handler
+				var end func()
+				ctx, end = hold.Start(ctx)
+				defer end()
+			}
 			raw := new(rawRequest)
 			defer raw.drop(nil)
 			handle := func(ctx context.Context, _ any) (any, error) {
@@ -76,3 +82,38 @@ func method[Req any, P vtRequest[Req], Resp any](d requestDecoder, name string,
 		},
 	}
 }
+
+// callHolds is the stats handler that gives each CompactorService call its hold (package
+// hold) when gRPC starts the call, and ends it when gRPC has finished the call: after the
+// handler returned, and after gRPC marshalled the response and wrote it and the status.
+// The handler's return is too early: the response's strings point into the request's
+// buffer (see codec), so the request's memory, and the call's slot and leases, are in use
+// until the response has been marshalled.
+type callHolds struct{}
+
+// holdEnd keys the end of a call's hold in its context.
+type holdEnd struct{}
+
+// compactorPrefix starts the full method names of CompactorService.
+var compactorPrefix = "/" + compactorv1.CompactorService_ServiceDesc.ServiceName + "/"
+
+func (callHolds) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	if !strings.HasPrefix(info.FullMethodName, compactorPrefix) {
+		return ctx
+	}
+	ctx, end := hold.Start(ctx)
+	return context.WithValue(ctx, holdEnd{}, end)
+}
+
+// HandleRPC ends the call's hold at stats.End, which gRPC reports once it has written the
+// call's status, whatever the call's outcome.
+func (callHolds) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if _, ok := s.(*stats.End); ok {
+		if end, ok := ctx.Value(holdEnd{}).(func()); ok {
+			end()
+		}
+	}
+}
+
+func (callHolds) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (callHolds) HandleConn(context.Context, stats.ConnStats)                       {}

@@ -25,7 +25,8 @@ const (
 	// DecodeCostMultiple bounds the memory a decoded request may take, as a multiple of its
 	// encoded size (the message structs, slices, map slots and oneof wrappers decoding
 	// allocates; strings and bytes point into the request's own buffer and cost nothing
-	// more). A conversation of short text messages decodes to about 25×; the elements of a
+	// more, unless the request decodes through the protobuf runtime, which copies them:
+	// decoding.foreign). A conversation of short text messages decodes to about 25×; the elements of a
 	// hostile request (a million empty messages) to 40–72×.
 	DecodeCostMultiple = 32
 	// MinDecodeCost is the decoded size every request may reach whatever its encoded size,
@@ -46,6 +47,22 @@ const (
 	scalarSlot   = 16  // a number in a growing slice
 )
 
+// copyCost is what the protobuf runtime allocates to copy a string or bytes value of n
+// bytes (a decoding.foreign request decodes through it): n rounded up to the allocator's
+// size class, which wastes under a quarter of n plus 16 bytes.
+func copyCost(n int) int64 { return int64(n) + int64(n)/4 + 16 }
+
+// decoding is what check found an encoded message's decoding takes.
+type decoding struct {
+	// cost is what decoding allocates and keeps, in bytes.
+	cost int64
+	// foreign: a known field arrives in a wire type not its own (a message as a group or a
+	// varint, a string as a fixed32, a packed singular number). The protobuf runtime
+	// decodes such a field as an unknown field; vtprotobuf's generated decoder refuses it,
+	// so the message decodes through the runtime, which copies its strings (in cost).
+	foreign bool
+}
+
 // wireSchema is what the checker needs of a message type: its fields by number, how many
 // depth levels one of its messages counts, and the bytes decoding one allocates.
 type wireSchema struct {
@@ -55,8 +72,8 @@ type wireSchema struct {
 	size   int64 // bytes of its Go struct, rounded up to the allocator's 16
 }
 
-// wireField is a field of a wireSchema. The zero wireField (any unknown number) accepts
-// every wire type.
+// wireField is a field of a wireSchema. The zero wireField is an unknown number. A known
+// field in a wire type not its own is an unknown field, as the protobuf runtime reads it.
 type wireField struct {
 	name   string
 	wire   uint8       // the wire types it may arrive in, as a bit set (1 << protowire.Type)
@@ -227,19 +244,23 @@ type wireFrame struct {
 
 // check walks b, an encoded message of schema s, with an explicit stack (no recursion,
 // whatever the nesting): it checks the wire format (tags, varints, lengths, the wire type of
-// every known field), the depth (at most maxDepth), that every string
-// field that must be UTF-8 is, and sums what decoding b would allocate, stopping as soon as
-// that passes maxCost. It returns that sum and the first problem found.
-func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (cost int64, p problem) {
+// every field), the depth (at most maxDepth), that every string field that must be UTF-8
+// is, and sums what decoding b would allocate, stopping as soon as that passes maxCost. It
+// accepts what the protobuf runtime accepts within those limits, a known field in a wire
+// type not its own included (see decoding.foreign). It returns what decoding takes and the
+// first problem found.
+func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (d decoding, p problem) {
 	var stackArr [16]wireFrame
 	stack := stackArr[:0]
 	cur, end, mapped := s, len(b), false
-	depth, cost := s.weight, s.size
+	depth := s.weight
+	d.cost = s.size
+	var copies int64 // what the runtime's copies of the strings so far would take
 	i := 0
 	for {
 		if i >= end {
 			if len(stack) == 0 {
-				return cost, problem{}
+				return d, problem{}
 			}
 			depth -= cur.weight
 			top := stack[len(stack)-1]
@@ -255,29 +276,29 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (cost int64, p
 		} else {
 			v, n := protowire.ConsumeVarint(b[i:end])
 			if n < 0 {
-				return cost, problem{problemMalformed, start, "truncated or overlong tag"}
+				return d, problem{problemMalformed, start, "truncated or overlong tag"}
 			}
 			tag, i = v, i+n
 		}
 		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
 		if num < protowire.MinValidNumber || tag>>3 > uint64(protowire.MaxValidNumber) {
-			return cost, problem{problemMalformed, start, "invalid field number " + strconv.FormatUint(tag>>3, 10)}
+			return d, problem{problemMalformed, start, "invalid field number " + strconv.FormatUint(tag>>3, 10)}
 		}
 		f := cur.field(num)
-		if f.wire == 0 { // unknown: kept byte for byte by the decoder, groups included
+		if f.wire&(1<<typ) == 0 { // unknown: kept byte for byte by the decoder, groups included
+			if f.wire != 0 && !d.foreign { // a known field in a foreign wire type
+				d.foreign, d.cost = true, d.cost+copies
+			}
 			n := protowire.ConsumeFieldValue(num, typ, b[i:end])
 			if n < 0 {
-				return cost, problem{problemMalformed, start, "malformed unknown field " + strconv.FormatUint(tag>>3, 10)}
+				return d, problem{problemMalformed, start, "malformed field " + strconv.FormatUint(tag>>3, 10) + " (" + wireTypeName(typ) + ")"}
 			}
 			i += n
 			n = i - start
-			if cost += 2 * int64(n); cost > maxCost { // appended to a growing slice
-				return cost, problem{problemCost, start, ""}
+			if d.cost += 2 * int64(n); d.cost > maxCost { // appended to a growing slice
+				return d, problem{problemCost, start, ""}
 			}
 			continue
-		}
-		if f.wire&(1<<typ) == 0 {
-			return cost, problem{problemMalformed, start, "wrong wire type " + wireTypeName(typ)}
 		}
 		switch typ {
 		case protowire.VarintType:
@@ -287,19 +308,19 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (cost int64, p
 			}
 			switch {
 			case j == end:
-				return cost, problem{problemMalformed, start, "truncated varint"}
+				return d, problem{problemMalformed, start, "truncated varint"}
 			case j-i > 9 || j-i == 9 && b[j] > 1:
-				return cost, problem{problemMalformed, start, "varint overflows 64 bits"}
+				return d, problem{problemMalformed, start, "varint overflows 64 bits"}
 			}
 			i = j + 1
 		case protowire.Fixed32Type:
 			if end-i < 4 {
-				return cost, problem{problemMalformed, start, "truncated fixed32"}
+				return d, problem{problemMalformed, start, "truncated fixed32"}
 			}
 			i += 4
 		case protowire.Fixed64Type:
 			if end-i < 8 {
-				return cost, problem{problemMalformed, start, "truncated fixed64"}
+				return d, problem{problemMalformed, start, "truncated fixed64"}
 			}
 			i += 8
 		case protowire.BytesType:
@@ -310,47 +331,72 @@ func (s *wireSchema) check(b []byte, maxDepth int, maxCost int64) (cost int64, p
 			} else {
 				l, n := protowire.ConsumeVarint(b[i:end])
 				if n < 0 {
-					return cost, problem{problemMalformed, start, "truncated length"}
+					return d, problem{problemMalformed, start, "truncated length"}
 				}
 				size, i = l, i+n
 			}
 			if size > uint64(end-i) {
-				return cost, problem{problemMalformed, start, "length " + strconv.FormatUint(size, 10) + " past the end of the message"}
+				return d, problem{problemMalformed, start, "length " + strconv.FormatUint(size, 10) + " past the end of the message"}
 			}
 			n := int(size)
 			switch {
 			case f.inner != nil:
-				cost += f.cost + f.inner.size
+				d.cost += f.cost + f.inner.size
 				if f.isMap && !mapped {
-					cost, mapped = cost+mapCost, true
+					d.cost, mapped = d.cost+mapCost, true
 				}
 				if depth += f.inner.weight; depth > maxDepth {
-					return cost, problem{problemDepth, start, ""}
+					return d, problem{problemDepth, start, ""}
 				}
-				if cost > maxCost {
-					return cost, problem{problemCost, start, ""}
+				if d.cost > maxCost {
+					return d, problem{problemCost, start, ""}
 				}
 				stack = append(stack, wireFrame{cur, end, mapped})
 				cur, end, mapped = f.inner, i+n, false
 				continue
 			case f.utf8 && !utf8.Valid(b[i:i+n]):
-				return cost, problem{problemUTF8, i, ""}
+				return d, problem{problemUTF8, i, ""}
 			case f.packed:
-				cost += scalarSlot * int64(n)
+				if !packedValid(b[i:i+n], f.wire) {
+					return d, problem{problemMalformed, start, "malformed packed numbers"}
+				}
+				d.cost += scalarSlot * int64(n)
 			default:
-				cost += f.cost
+				d.cost += f.cost
+				if d.foreign {
+					d.cost += copyCost(n)
+				} else {
+					copies += copyCost(n)
+				}
 			}
 			i += n
-		default:
-			return cost, problem{problemMalformed, start, "unsupported wire type " + wireTypeName(typ)}
 		}
 		if typ != protowire.BytesType {
-			cost += f.cost
+			d.cost += f.cost
 		}
-		if cost > maxCost {
-			return cost, problem{problemCost, start, ""}
+		if d.cost > maxCost {
+			return d, problem{problemCost, start, ""}
 		}
 	}
+}
+
+// packedValid reports whether b is a whole number of packed values of the scalar wire type
+// in wire (a wireField's set, the length-delimited bit aside).
+func packedValid(b []byte, wire uint8) bool {
+	switch {
+	case wire&(1<<protowire.Fixed32Type) != 0:
+		return len(b)%4 == 0
+	case wire&(1<<protowire.Fixed64Type) != 0:
+		return len(b)%8 == 0
+	}
+	for len(b) > 0 {
+		_, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 func wireTypeName(t protowire.Type) string {

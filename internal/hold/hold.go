@@ -4,8 +4,10 @@
 // is far from the code that knows how long they are needed (the Compact handler), so they
 // meet here:
 //
-//   - what the call holds is given back once its handler has returned and every piece of
-//     work detached from it (a summarization that outlives a cancelled caller) has ended;
+//   - what the call holds is given back once the call has ended (Start's end runs: the
+//     service runs it when gRPC has finished the call, its response marshalled and
+//     written) and every piece of work detached from it (a summarization that outlives a
+//     cancelled caller) has ended;
 //   - the slot is given back earlier when the call yields it, while it waits on work another
 //     call is doing.
 package hold
@@ -25,13 +27,16 @@ type call struct {
 	releases []func()
 }
 
-// Start returns ctx carrying an empty hold for one call, and end, which the call's handler
-// runs when it returns: from then on, what the call holds is given back as soon as no
-// detached work keeps it.
+// Start returns ctx carrying an empty hold for one call, and end, which runs when the call
+// ends: from then on, what the call holds is given back as soon as no detached work keeps
+// it.
 func Start(ctx context.Context) (context.Context, func()) {
 	c := &call{refs: 1}
 	return context.WithValue(ctx, key{}, c), sync.OnceFunc(c.unref)
 }
+
+// Held reports whether ctx carries a call's hold (Start).
+func Held(ctx context.Context) bool { return from(ctx) != nil }
 
 func from(ctx context.Context) *call {
 	c, _ := ctx.Value(key{}).(*call)

@@ -105,18 +105,38 @@ func EmptyMessages(n int) []byte {
 }
 
 // Malformed are PlanRequests that are not protobuf, or not this message's, each named by
-// what is wrong with it.
+// what is wrong with it. The protobuf runtime refuses every one.
 func Malformed() map[string][]byte {
 	msg := field(planMessages, append(slices.Clone(userRole), field(messageParts, textPart("hi"))...))
 	return map[string][]byte{
-		"truncated tag":            append(slices.Clone(msg), 0x80),
-		"truncated length":         append(slices.Clone(msg), planMessages<<3|2, 0x80),
-		"length past the end":      append(slices.Clone(msg), planMessages<<3|2, 0x7f, 0x0a),
-		"negative length":          append(slices.Clone(msg), planMessages<<3|2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
-		"wrong wire type":          append(slices.Clone(msg), planMessages<<3, 0x01), // messages as a varint (wire type 0)
-		"field number zero":        append(slices.Clone(msg), 0x02, 0x00),
-		"group on a message field": append(slices.Clone(msg), planMessages<<3|3, planMessages<<3|4),
-		"overlong varint":          field(planMessages, append([]byte{messageRole << 3}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)),
-		"inner truncation":         field(planMessages, append(slices.Clone(userRole), messageParts<<3|2, 0x10, 0x0a)),
+		"truncated tag":                         append(slices.Clone(msg), 0x80),
+		"truncated length":                      append(slices.Clone(msg), planMessages<<3|2, 0x80),
+		"length past the end":                   append(slices.Clone(msg), planMessages<<3|2, 0x7f, 0x0a),
+		"negative length":                       append(slices.Clone(msg), planMessages<<3|2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+		"reserved wire type":                    append(slices.Clone(msg), planMessages<<3|6, 0x01),
+		"field number zero":                     append(slices.Clone(msg), 0x02, 0x00),
+		"unterminated group on a message field": append(slices.Clone(msg), planMessages<<3|3, messageRole<<3, 0x01),
+		"end of a group never started":          append(slices.Clone(msg), planMessages<<3|4),
+		"overlong varint":                       field(planMessages, append([]byte{messageRole << 3}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)),
+		"inner truncation":                      field(planMessages, append(slices.Clone(userRole), messageParts<<3|2, 0x10, 0x0a)),
+	}
+}
+
+// ForeignWireTypes are PlanRequests with a known field in a wire type not its own, each
+// named by where: valid protobuf, which the protobuf runtime decodes by keeping that field
+// as an unknown field (or, in a map entry, skipping it).
+func ForeignWireTypes() map[string][]byte {
+	msg := field(planMessages, append(slices.Clone(userRole), field(messageParts, textPart("hi"))...))
+	with := func(inner ...[]byte) []byte { // a user message with inner after its role
+		return field(planMessages, slices.Concat(append([][]byte{userRole}, inner...)...))
+	}
+	return map[string][]byte{
+		"messages as a varint":     append(slices.Clone(msg), planMessages<<3, 0x01),
+		"messages as a group":      append(slices.Clone(msg), planMessages<<3|3, messageRole<<3, 0x01, planMessages<<3|4),
+		"role as length-delimited": with([]byte{messageRole<<3 | 2, 1, 0x01}),
+		"text as a fixed32":        with(field(messageParts, field(partText, []byte{textText<<3 | 5, 'a', 'b', 'c', 'd'}))),
+		"map key as a fixed64":     with(field(messageOptions, slices.Concat([]byte{mapKey<<3 | 1, 1, 2, 3, 4, 5, 6, 7, 8}, field(mapValue, nil)))),
+		"Struct string value as a varint": with(field(messageOptions, slices.Concat(field(mapKey, []byte("k")),
+			field(mapValue, field(structFields, slices.Concat(field(mapKey, []byte("f")), field(mapValue, []byte{valueStringValue << 3, 5}))))))),
 	}
 }
