@@ -286,7 +286,7 @@ func TestREADMEExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README example failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"action  summarize", "FAILED_PRECONDITION", "exit 4"} {
+	for _, want := range []string{"action  summarize", "FAILED_PRECONDITION", "--context-window 475", "exit 4"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the README example's output lacks %q:\n%s", want, out)
 		}
