@@ -30,7 +30,8 @@ type command struct {
 	conn connFlags
 	from string // the input's format: auto, ir or a provider name
 	to   string // the output's provider, for compact and lower
-	// model is the model the lowered body is for (LowerRequest.model).
+	// model is the model the lowered body is for: its "model" when the base body names none
+	// (withModel), and LowerRequest.model.
 	model    string
 	baseBody string // a file holding the --to provider's base body (LowerRequest.base_body)
 	base     string // its contents, read by check before any call
@@ -39,6 +40,11 @@ type command struct {
 	full     bool   // plan and compact: the whole response as JSON
 
 	policyFile string
+	// typed is the flags the command line set, by name (the fields of a --policy file are
+	// named by the file where no flag overrides them).
+	typed map[string]bool
+	// fit is the line an irreducible error adds: the smallest window that fits (fitHint).
+	fit        string
 	policy     policyFlags
 	force      bool
 	summarizer string
@@ -60,7 +66,7 @@ func (c *command) flags() *flag.FlagSet {
 	c.conn.register(fs)
 	fs.StringVar(&c.from, "from", "auto", "the input's format: "+fromList)
 	fs.StringVar(&c.to, "to", "", "the output's provider ("+providerList+"); lower requires it, compact prints the IR document without it")
-	fs.StringVar(&c.model, "model", "", "the model a lowered body is for (decides model-dependent rules such as OpenAI's developer role)")
+	fs.StringVar(&c.model, "model", "", "with --to: the model the body is for, written as its \"model\" when neither --base-body nor the input's own fields (carried into a body of its own provider) name one: theirs wins. It also decides model-dependent rules such as OpenAI's developer role. Gemini and Bedrock bodies name no model (it goes in the URL)")
 	fs.StringVar(&c.baseBody, "base-body", "", "with --to: a JSON file of the target's other fields (model, max_tokens, tools, ...) to lower into, in place of the input's")
 	fs.BoolVar(&c.strict, "strict", false, "with --to: fail (exit 4) rather than drop or change anything the target cannot carry")
 	fs.BoolVar(&c.explain, "explain", false, "plan: print the decision as a table (plan's default; --json prints JSON)")
@@ -104,8 +110,8 @@ func (c *command) check() error {
 		return errors.New("--json applies to plan and compact only")
 	case c.full && c.to != "":
 		return errors.New("--json prints the response; --to a body: choose one")
-	case (c.baseBody != "" || c.strict) && c.to == "":
-		return errors.New("--base-body and --strict apply to a body written --to a provider")
+	case (c.baseBody != "" || c.strict || c.model != "") && c.to == "":
+		return errors.New("--base-body, --model and --strict apply to a body written --to a provider")
 	}
 	if c.baseBody != "" {
 		// Read before any call: a Compact may already have spent a summary when the
@@ -191,10 +197,15 @@ func (c *command) buildPolicy() (*compactorv1.Policy, error) {
 	return p, nil
 }
 
-// warn writes one line per warning to standard error.
+// warn writes the warnings of a call (what: "lift", "compact" or "lower") to standard error,
+// one line each with one prefix. Lift's name a place in the input, so they start with the
+// input's name; the request fields any of them names are written as the flags that set them.
 func (c *command) warn(what string, warnings []string) {
 	for _, w := range warnings {
-		fmt.Fprintf(c.stderr, "compactctl: %s: warning: %s\n", what, w)
+		if what == "lift" {
+			w = c.inputName() + ": " + w
+		}
+		fmt.Fprintf(c.stderr, "compactctl: warning: %s\n", c.inFlags(w))
 	}
 }
 

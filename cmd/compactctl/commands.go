@@ -108,8 +108,10 @@ func plan(ctx context.Context, c *command) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.backend.Plan(ctx, &compactorv1.PlanRequest{Messages: doc.Messages, Policy: policy})
+	req := &compactorv1.PlanRequest{Messages: doc.Messages, Policy: policy}
+	p, err := c.backend.Plan(ctx, req)
 	if err != nil {
+		c.fit = c.fitHint(ctx, req, err)
 		return err
 	}
 	if c.full {
@@ -132,6 +134,7 @@ func compact(ctx context.Context, c *command) error {
 	r, err := c.backend.Compact(ctx, &compactorv1.CompactRequest{Messages: doc.Messages, Policy: policy,
 		Summarizer: c.summarizer, Instructions: c.instruct, Force: c.force, TargetProvider: target})
 	if err != nil {
+		c.fit = c.fitHint(ctx, &compactorv1.PlanRequest{Messages: doc.Messages, Policy: policy}, err)
 		return err
 	}
 	c.warn("compact", r.Warnings)
@@ -177,8 +180,9 @@ func (c *command) lowerDoc(ctx context.Context, doc *conversation) error {
 		c.warn("lower", []string{fmt.Sprintf("the input's other fields (model, tools, ...) are in the %s shape: not carried into %s (give --base-body)", providerName(doc.Provider), c.to)})
 		base = ""
 	}
+	base, model := c.withModel(base, to)
 	r, err := c.backend.Lower(ctx, &compactorv1.LowerRequest{Messages: doc.Messages, Provider: to,
-		Model: c.model, BaseBody: base, Strict: c.strict})
+		Model: model, BaseBody: base, Strict: c.strict})
 	if err != nil {
 		return err
 	}

@@ -65,11 +65,16 @@ func (c *command) report(err error) int {
 		fmt.Fprintf(w, "compactctl: %v\n", err)
 		return exitFailure
 	}
-	var violations []string
+	var violations, lossy []string
 	for _, d := range st.Details() {
-		if br, ok := d.(*errdetails.BadRequest); ok {
-			for _, v := range br.FieldViolations {
-				violations = append(violations, c.inInput(v.Field)+": "+v.Description)
+		switch d := d.(type) {
+		case *errdetails.BadRequest:
+			for _, v := range d.FieldViolations {
+				violations = append(violations, c.inInput(v.Field)+": "+c.inFlags(v.Description))
+			}
+		case *errdetails.PreconditionFailure:
+			for _, v := range d.Violations {
+				lossy = append(lossy, v.Description)
 			}
 		}
 	}
@@ -77,7 +82,12 @@ func (c *command) report(err error) int {
 	if len(violations) == 1 {
 		msg = violations[0] // the message, with the field where the user wrote it
 	}
-	fmt.Fprintf(w, "compactctl: %s: %s\n", codeName(st.Code()), msg)
+	// A strict Lower's message lists what it would lose: one line each, below it.
+	head, listed := strings.CutSuffix(msg, strings.Join(lossy, "; "))
+	if listed = listed && len(lossy) > 0; listed {
+		msg = strings.TrimSpace(head)
+	}
+	fmt.Fprintf(w, "compactctl: %s: %s\n", codeName(st.Code()), c.inFlags(msg))
 	if st.Code() == codes.ResourceExhausted && strings.HasPrefix(msg, "grpc: received message larger than max") {
 		fmt.Fprintf(w, "  the server's request limit (compactord --max-message-bytes; default %s)\n", bytesize.Size(service.DefaultMaxMessageBytes))
 	}
@@ -88,6 +98,16 @@ func (c *command) report(err error) int {
 				if line != msg {
 					fmt.Fprintf(w, "  %s\n", line)
 				}
+			}
+		case *errdetails.PreconditionFailure:
+			for _, line := range lossy {
+				if listed {
+					fmt.Fprintf(w, "  %s\n", c.inFlags(line))
+				}
+			}
+		case *errdetails.ErrorInfo:
+			if d.GetReason() == "CONTEXT_IRREDUCIBLE" && c.fit != "" {
+				fmt.Fprintf(w, "  %s\n", c.fit)
 			}
 		case *errdetails.QuotaFailure:
 			for _, v := range d.Violations {
@@ -105,7 +125,7 @@ func (c *command) report(err error) int {
 
 // inInput names a field of the request by where the user wrote it: the body of a Lift is
 // the input file ("body.messages[2]" is "conversation.json: messages[2]"), and so are the
-// messages of an IR document read from it.
+// messages of an IR document read from it; a field a flag sets is that flag (flagName).
 func (c *command) inInput(field string) string {
 	switch {
 	case field == "body":
@@ -115,7 +135,7 @@ func (c *command) inInput(field string) string {
 	case c.inputIsIR && (field == "messages" || strings.HasPrefix(field, "messages[")):
 		return c.inputName() + ": " + field
 	}
-	return field
+	return c.flagName(field)
 }
 
 // codeName is the code as gRPC's documentation spells it: INVALID_ARGUMENT, not

@@ -186,7 +186,7 @@ func TestSizeLimit(t *testing.T) {
 func TestHelpAndFlags(t *testing.T) {
 	r := ctl(t, nil, "", "-h")
 	for _, want := range []string{"Exit status:", "  3  invalid input", "  5  transient", "  7  cannot reach the server", "health", "(default 16MiB)"} {
-		if !strings.Contains(r.stderr, want) {
+		if !strings.Contains(r.stdout, want) {
 			t.Errorf("-h lacks %q", want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
@@ -32,10 +33,7 @@ func explain(p *compactorv1.PlanResponse) []byte {
 	fmt.Fprintf(&b, "window  usable %s, acts above %s, aims at %s tokens\n\n",
 		thousands(p.UsableTokens), thousands(p.TriggerAtTokens), thousands(p.TargetTokens))
 
-	row := func(label, messages, indexes, tokens string) {
-		fmt.Fprintf(&b, "%-40s %8s  %-11s %9s\n", label, messages, indexes, tokens)
-	}
-	row("region", "messages", "indexes", "tokens")
+	t := table{{"region", "messages", "indexes", "tokens"}}
 	for _, r := range regions {
 		var idx []int
 		tokens := int64(0)
@@ -51,13 +49,14 @@ func explain(p *compactorv1.PlanResponse) []byte {
 		if len(idx) == 0 {
 			continue
 		}
-		row(r.label, fmt.Sprint(len(idx)), runs(idx), thousands(tokens))
+		t = append(t, [4]string{r.label, fmt.Sprint(len(idx)), runs(idx), thousands(tokens)})
 	}
 	if p.PrunedTokens > 0 {
-		row("removed by pruning", "", "", "-"+thousands(p.PrunedTokens))
+		t = append(t, [4]string{"removed by pruning", "", "", "-" + thousands(p.PrunedTokens)})
 	}
-	row("before", fmt.Sprint(len(p.Dispositions)), "", thousands(p.TokensBefore))
-	row("after (the summary at its budget)", "", "", thousands(p.TokensAfter))
+	t = append(t, [4]string{"before", fmt.Sprint(len(p.Dispositions)), "", thousands(p.TokensBefore)},
+		[4]string{"after (the summary at its budget)", "", "", thousands(p.TokensAfter)})
+	t.write(&b)
 	fmt.Fprintf(&b, "\nafter   head %s + summary %s + requests %s + tail %s = %s tokens\n",
 		thousands(p.HeadTokens), thousands(p.SummaryTokens), thousands(p.KeptRequestTokens), thousands(p.TailTokens), thousands(p.TokensAfter))
 	if p.CutTokens > 0 {
@@ -71,6 +70,27 @@ func explain(p *compactorv1.PlanResponse) []byte {
 		fmt.Fprintf(&b, "latest summary at message %d\n", p.SummaryIndex)
 	}
 	return b.Bytes()
+}
+
+// table is the region table: label, messages, indexes and tokens per row, the header first.
+type table [][4]string
+
+// minWidths are the table's narrowest columns, so that tables of small and large plans look
+// alike; a longer cell widens its column.
+var minWidths = [4]int{40, 8, 11, 9}
+
+// write writes the table with every column as wide as its longest cell: the label and the
+// indexes left-aligned, the counts right-aligned.
+func (t table) write(b *bytes.Buffer) {
+	w := minWidths
+	for _, row := range t {
+		for i, cell := range row {
+			w[i] = max(w[i], utf8.RuneCountInString(cell))
+		}
+	}
+	for _, row := range t {
+		fmt.Fprintf(b, "%-*s %*s  %-*s %*s\n", w[0], row[0], w[1], row[1], w[2], row[2], w[3], row[3])
+	}
 }
 
 // runs writes ascending indexes as their runs, "0, 17-24", so that regions that interleave

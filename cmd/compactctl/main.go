@@ -2,7 +2,9 @@
 //
 //	compactctl [flags] plan|compact|lower|lift [file|-]
 //	compactctl [flags] health [service]
+//	compactctl help [command]
 //
+// Flags may stand anywhere among the arguments, before or after the command and the file.
 // Every command reads one JSON document from the file named last, or from standard input
 // when it is "-" or absent: either a provider request body (Anthropic Messages, OpenAI Chat,
 // OpenAI Responses, Gemini, Bedrock Converse; --from names it, else it is detected) or an IR
@@ -37,6 +39,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -83,61 +86,54 @@ var commands = map[string]func(ctx context.Context, c *command) error{
 	"health":  health,
 }
 
-const usage = `usage: compactctl [flags] plan|compact|lower|lift [file|-]
-       compactctl [flags] health [service]
-
-  lift     read a provider body; print the IR document
-  plan     print the compaction plan as a table (--json: as JSON)
-  compact  print the compacted conversation (--to: as a provider body)
-  lower    print the conversation as a provider body (--to is required)
-  health   ask the server's grpc.health.v1 service (no credentials, no reflection needed);
-           print its status, exit 0 when SERVING
-
-The input is a provider body or an IR document, from the file or standard input, at most
---max-message-bytes. Flags go before or after the command, before the file:
-`
-
 // run is compactctl with its environment passed in; it returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &command{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := c.flags()
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\n"+exitCodesHelp)
-	}
-	// Flags may come before and after the command: parse, take the command, parse the rest.
-	if err := fs.Parse(args); err != nil {
-		return usageStatus(err)
-	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		fs.Usage()
+	// Errors and help are written here, one line each, never the flag package's usage dump.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	args, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp): // -h, -help or --help, after a command: its help
+		printHelp(stdout, fs, first(args))
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "compactctl: %s\n", flagError(fs, err))
 		return exitUsage
+	case len(args) == 0:
+		fmt.Fprintf(stderr, "compactctl: no command (want %s; compactctl -h for help)\n", strings.Join(commandNames(), ", "))
+		return exitUsage
+	case args[0] == "help":
+		if len(args) > 1 {
+			if _, ok := docOf(args[1]); !ok {
+				fmt.Fprintf(stderr, "compactctl: help: %s\n", unknownCommand(args[1]))
+				return exitUsage
+			}
+		}
+		printHelp(stdout, fs, first(args[1:]))
+		return exitOK
 	}
-	name := rest[0]
+	c.typed = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.typed[f.Name] = true })
+	name := args[0]
 	do, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "compactctl: unknown command %q\n", name)
-		fs.Usage()
+		fmt.Fprintf(stderr, "compactctl: %s\n", unknownCommand(name))
 		return exitUsage
 	}
-	if err := fs.Parse(rest[1:]); err != nil {
-		return usageStatus(err)
-	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "compactctl: %s reads one input, got %d: %q\n", name, fs.NArg(), fs.Args())
+	if len(args) > 2 {
+		fmt.Fprintf(stderr, "compactctl: %s reads one input, got %d: %q\n", name, len(args)-1, args[1:])
 		return exitUsage
 	}
-	c.name, c.input = name, fs.Arg(0)
+	c.name, c.input = name, first(args[1:])
 	if err := c.check(); err != nil {
 		fmt.Fprintf(stderr, "compactctl: %v\n", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.conn.timeout)
 	defer cancel()
-	err := c.connect(ctx)
+	err = c.connect(ctx)
 	if err == nil {
 		defer c.close()
 		err = do(ctx, c)
@@ -148,10 +144,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return exitOK
 }
 
-// usageStatus is the exit status of a flag parsing error: 0 for -h, else exitUsage.
-func usageStatus(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+// first is the first of args, or "".
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
 	}
-	return exitUsage
+	return args[0]
 }

@@ -74,6 +74,27 @@ func TestRunBlocks(t *testing.T) {
 	}
 }
 
+// TestSetupRunsAsRoot: a set-up block calls sudo only through a variable that is empty for
+// root, as a fresh Debian image has no sudo; CI runs the blocks as root without one.
+func TestSetupRunsAsRoot(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := regexp.MustCompile(`(^|[^$\w])sudo\s+[\w-]`)
+	for _, b := range Blocks(string(text)) {
+		if b.Marker != Setup {
+			continue
+		}
+		for i, line := range strings.Split(b.Text, "\n") {
+			code, _, _ := strings.Cut(line, " #")
+			if bare.MatchString(code) {
+				t.Errorf("README.md:%d: %q runs sudo, which a root shell on a fresh Debian does not have", b.Line+1+i, line)
+			}
+		}
+	}
+}
+
 // TestBlocks: markers apply to the block right after them, blank lines between allowed.
 func TestBlocks(t *testing.T) {
 	got := Blocks("## Set up\n<!-- run: setup -->\n\n```sh\nmake install\n```\nprose\n<!-- run -->\nprose\n```sh\nls\n```\n## Quick start\n```\nx\n```\n")

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
@@ -99,29 +100,63 @@ test("INVALID_ARGUMENT names the field in BadRequest", async () => {
   });
 });
 
-test("an unreachable server is UNAVAILABLE", async () => {
-  const port = await new Promise((ok) => {
+// closedPort is a loopback port where nothing listens.
+function closedPort() {
+  return new Promise((ok) => {
     const s = createServer().listen(0, "127.0.0.1", () => {
       const p = s.address().port;
       s.close(() => ok(p));
     });
   });
+}
+
+test("an unreachable server is UNAVAILABLE", async () => {
+  const port = await closedPort();
   const c = createClient({ address: `127.0.0.1:${port}`, timeoutMs: 2000, retries: false });
   await assert.rejects(c.lift("{}"), (err) => ["UNAVAILABLE", "DEADLINE_EXCEEDED"].includes(err.codeName));
   c.close();
 });
 
-async function runExample(node) {
-  const { stdout } = await promisify(execFile)(node, [join(ROOT, "clients/node/examples/quickstart.mjs")], {
-    cwd: ROOT,
-    env: { ...process.env, COMPACTORD_ADDR: server.address },
+const example = join(ROOT, "clients/node/examples/quickstart.mjs");
+
+// execExample runs the README's Node example with node, in cwd, against address; it resolves
+// with the exit code and both outputs, whatever the exit code.
+function execExample(node, address, cwd) {
+  return new Promise((resolve) => {
+    execFile(node, [example], { cwd, env: { ...process.env, COMPACTORD_ADDR: address } }, (err, stdout, stderr) =>
+      resolve({ code: err ? err.code : 0, stdout, stderr }));
   });
-  const lines = stdout.trim().split("\n");
-  assert.match(lines[0], /^\{"model":"claude-sonnet-4-5","max_tokens":1024,/);
-  assert.match(lines[1], /^INVALID_ARGUMENT policy/);
 }
 
-test("the README example (examples/quickstart.mjs) runs", () => runExample(process.execPath));
+// runExample checks that the example shows a compaction happening: tokens before and after,
+// the summary's first lines and the cache status, from the repository root and from another
+// folder (its conversation is found beside it, not in the working directory).
+async function runExample(node) {
+  for (const cwd of [ROOT, tmpdir()]) {
+    const { code, stdout, stderr } = await execExample(node, server.address, cwd);
+    assert.equal(code, 0, stderr);
+    const lines = stdout.trim().split("\n");
+    const m = lines[0].match(/^(\d+) tokens before, at most (\d+) after \(14 messages -> \d+\); summary cache: (MISS|HIT)$/);
+    assert.ok(m, stdout);
+    assert.ok(Number(m[2]) < Number(m[1]), stdout);
+    assert.equal(lines[1], "summary, first lines:");
+    assert.equal(lines[2], "  ## Where it stopped");
+    assert.match(lines[3], /^ {2}- last intent: /);
+    assert.match(lines[lines.length - 1], /^Anthropic body: \d+ bytes$/);
+  }
+}
+
+test("the README example (examples/quickstart.mjs) shows a compaction, from any folder", () => runExample(process.execPath));
+
+test("the README example, with no server, prints one line and exits non-zero", async () => {
+  const address = `127.0.0.1:${await closedPort()}`;
+  const { code, stdout, stderr } = await execExample(process.execPath, address, tmpdir());
+  assert.notEqual(code, 0);
+  assert.equal(stdout, "");
+  assert.equal(stderr.split("\n").filter(Boolean).length, 1, stderr);
+  assert.ok(stderr.startsWith(`quickstart: no compactord at ${address} (UNAVAILABLE): `), stderr);
+  assert.match(stderr, /COMPACTORD_ADDR/);
+});
 
 // package.json's engines is the oldest Node the client and its example run on, checked here
 // with that very version: COMPACTORD_NODE_OLDEST names its node binary (.ci/run installs it

@@ -3,6 +3,8 @@ lower to Anthropic and Gemini, and errors read through the client's own types.""
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 
@@ -84,27 +86,57 @@ def test_invalid_argument_names_the_field(server, swe_body):
             c.compact_body(swe_body, to="claude", context_window=2500)
 
 
-def test_unreachable_server_is_unavailable():
-    import socket
+def _closed_addr():
+    """A loopback address where nothing listens."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    with Client(f"127.0.0.1:{port}", timeout=2, retries=False) as c:
+    return f"127.0.0.1:{port}"
+
+
+def test_unreachable_server_is_unavailable():
+    with Client(_closed_addr(), timeout=2, retries=False) as c:
         with pytest.raises(CompactordError) as e:
             c.lift("{}")
         assert e.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
-def test_quickstart_example_runs(server):
-    """The README's Python example is clients/python/examples/quickstart.py: run it."""
-    env = dict(os.environ, COMPACTORD_ADDR=server, PYTHONPATH=str(ROOT / "clients" / "python"))
-    out = subprocess.run([sys.executable, str(ROOT / "clients" / "python" / "examples" / "quickstart.py")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert lines[0].startswith('{"model":"claude-sonnet-4-5","max_tokens":1024,'), out.stdout
-    assert lines[1].startswith("INVALID_ARGUMENT [('policy"), out.stdout
+EXAMPLE = ROOT / "clients" / "python" / "examples" / "quickstart.py"
+
+
+def _run_example(addr, cwd):
+    env = dict(os.environ, COMPACTORD_ADDR=addr, PYTHONPATH=str(ROOT / "clients" / "python"))
+    return subprocess.run([sys.executable, str(EXAMPLE)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_quickstart_example_shows_a_compaction(server, tmp_path):
+    """The README's Python example (examples/quickstart.py) shows a compaction happening:
+    tokens before and after, the summary's first lines, the cache status; it runs from any
+    folder (its conversation is found beside it, not in the working directory)."""
+    for cwd in (ROOT, tmp_path):
+        out = _run_example(server, cwd)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        before, after = re.fullmatch(
+            r"(\d+) tokens before, at most (\d+) after \(14 messages -> \d+\); summary cache: (MISS|HIT)", lines[0]).group(1, 2)
+        assert int(after) < int(before), out.stdout
+        assert lines[1] == "summary, first lines:", out.stdout
+        assert lines[2] == "  ## Where it stopped", out.stdout
+        assert lines[3].startswith("  - last intent: "), out.stdout
+        assert re.fullmatch(r"Anthropic body: \d+ bytes", lines[-1]), out.stdout
+
+
+def test_quickstart_example_without_a_server(tmp_path):
+    """Pointed at a port where nothing listens, the example prints one line saying what to
+    check, no traceback, and exits non-zero."""
+    addr = _closed_addr()
+    out = _run_example(addr, tmp_path)
+    assert out.returncode != 0
+    assert out.stdout == ""
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"quickstart: no compactord at {addr} (UNAVAILABLE): "), out.stderr
+    assert "COMPACTORD_ADDR" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_coexists_with_googleapis_common_protos():

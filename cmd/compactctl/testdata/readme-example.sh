@@ -10,6 +10,7 @@ compactctl --local compact --context-window 2500 --summary-max-tokens 500 \
 # Lift once, keep the IR, lower it for any provider.
 compactctl --local lift "$body" > conversation.ir.json
 compactctl --local lower --to gemini conversation.ir.json > gemini.json
-# Exit 3: invalid input; 4: cannot fit; 5: transient, retry; 7: the server cannot be
-# reached as configured (compactctl -h lists them all).
+# Exit 3: invalid input; 4: cannot fit (the error states the smallest --context-window
+# that fits); 5: transient, retry; 7: the server cannot be reached as configured
+# (compactctl -h lists them all).
 compactctl --local plan --context-window 300 "$body" || echo "exit $?"

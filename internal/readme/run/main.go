@@ -10,7 +10,8 @@
 // The copy gets its own HOME and GOPATH (the module and build caches are shared, so nothing
 // is downloaded twice); when the process may create a network namespace (unshare), the quick
 // start runs in one with only a loopback interface, so the README's fixed ports never meet
-// another process's. Without sudo, as root, "sudo" runs the command as it is.
+// another process's. Nothing stands in for a missing sudo: as root on a fresh Debian image,
+// which has none, the set-up must work without it.
 package main
 
 import (
@@ -225,8 +226,7 @@ func leftovers(repo, gitDir string) error {
 }
 
 // environment is the newcomer's: a fresh HOME and GOPATH (sharing the module and build
-// caches), no GOBIN, none of compactord's variables, and a sudo that runs the command as it
-// is when running as root without sudo.
+// caches), no GOBIN and none of compactord's variables.
 func environment(work string) ([]string, error) {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -251,21 +251,11 @@ func environment(work string) ([]string, error) {
 		return nil, err
 	}
 	home := filepath.Join(work, "home")
-	shims := filepath.Join(work, "shims")
-	for _, d := range []string{home, shims} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	path := os.Getenv("PATH")
-	if _, err := exec.LookPath("sudo"); err != nil && os.Geteuid() == 0 {
-		if err := os.WriteFile(filepath.Join(shims, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755); err != nil {
-			return nil, err
-		}
-		path = shims + string(os.PathListSeparator) + path
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
 	}
 	return append(env, "HOME="+home, "GOPATH="+filepath.Join(work, "gopath"), "GOMODCACHE="+modcache,
-		"GOCACHE="+gocache, "PATH="+path, "DEBIAN_FRONTEND=noninteractive"), nil
+		"GOCACHE="+gocache, "DEBIAN_FRONTEND=noninteractive"), nil
 }
 
 // isolation is the command prefix that runs the quick start in a network namespace of its
