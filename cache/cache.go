@@ -118,6 +118,15 @@ func (k Key) String() string { return k.s }
 // IsZero reports whether k is the zero Key.
 func (k Key) IsZero() bool { return k.s == "" }
 
+// Variant returns the key of another summary of the same prefix in the same scope, one written
+// for what tag names (a compaction's summary room and the requests it keeps beside the
+// summary): "{key}/{sha256(tag)[:8]}" in hex. It shares the key's scope, so it lives in the
+// same Redis Cluster slot; Longest never finds it, so it is found only by asking for it.
+func (k Key) Variant(tag string) Key {
+	h := sha256.Sum256([]byte(tag))
+	return Key{s: k.s + "/" + hex.EncodeToString(h[:8])}
+}
+
 // Keys returns the keys of the summaries of the prefixes whose hash chain values are
 // prefixHashes (the raw SHA-256 of PlanResponse.prefix_hash), in order: the candidates of one
 // Longest lookup, with the scope hashed once. A key is

@@ -26,8 +26,7 @@ const (
 	// (and may not be stored).
 	StatusUnavailable
 	// StatusBypass: computed, served and deliberately not stored, although the cache
-	// answered: a fallback summarizer's summary, or one rewritten from a stored entry that
-	// does not serve this caller (the stored one stays).
+	// answered: a fallback summarizer's summary.
 	StatusBypass
 )
 

@@ -30,10 +30,10 @@ func (c *compaction) detach(ctx context.Context, fl *flight, compute func(contex
 }
 
 // compute is the computation of this compaction's summary: with stale (this prefix's cached
-// summary, which does not serve it), a summary rewritten from it, not stored; else
-// cache.Fill of key with a summary built on b, unless another compaction's summary of this
-// prefix was stored while this one waited on its lock and does not serve this one: then it is
-// rewritten from that. A panic (a bug) is an error: no caller is left to recover it.
+// summary, which does not serve it), its own (ownRoom); else cache.Fill of key with a summary
+// built on b, unless another compaction's summary of this prefix was stored while this one
+// waited on its lock and does not serve this one: then its own too. A panic (a bug) is an
+// error: no caller is left to recover it.
 func (c *compaction) compute(ctx context.Context, key cache.Key, b base, stale *cache.Entry) (e *cache.Entry, st cache.Status, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -50,8 +50,22 @@ func (c *compaction) compute(ctx context.Context, key cache.Key, b base, stale *
 		}
 		stale = e
 	}
-	e, err = c.summarize(ctx, c.rewrite(stale))
-	return e, cache.StatusBypass, err
+	return c.ownRoom(ctx, key, stale)
+}
+
+// ownRoom returns this compaction's own summary of msgs[0:cut] when stale, the one cached
+// under key, does not serve it: the summary cached for its summary room and the requests it
+// keeps (key's variant for servesKey), or one rewritten from stale (rewrite) and stored there,
+// so that the next compaction like this one finds it rather than writing it again; the
+// summary under key stays for the compactions it serves.
+func (c *compaction) ownRoom(ctx context.Context, key cache.Key, stale *cache.Entry) (*cache.Entry, cache.Status, error) {
+	own := key.Variant(c.servesKey())
+	if e, err := c.s.cache.Get(ctx, own); err == nil && c.usable(e) {
+		return e, cache.StatusHit, nil
+	}
+	return cache.Fill(ctx, c.s.cache, own, c.s.fill, func(ctx context.Context) (*cache.Entry, error) {
+		return c.summarize(ctx, c.rewrite(stale))
+	})
 }
 
 // transient reports whether err is a summarizer failure a fallback summarizer may stand in

@@ -31,8 +31,9 @@ type base struct {
 // summary returns the summary of msgs[0:cut] and how the cache served it: the exact prefix
 // from the cache, or a new summary built on the longest cached earlier prefix (or on the
 // conversation's latest summary), computed once across replicas and stored. A cached summary
-// of this very prefix that does not serve this compaction (see usable) is rewritten for it
-// and served uncached (cache.StatusBypass): the stored one stays.
+// of this very prefix that does not serve this compaction (see usable) stays as it is; this
+// compaction's own is found, or written (see rewrite) and stored, under the key's variant
+// for its summary room and kept requests (see ownRoom).
 //
 // A caller that joins a computation another call of this process started gets its result:
 // its summary (a hit, unless the leader's was not stored: then the leader's outcome) or its
@@ -53,7 +54,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 		return found, cache.StatusHit, nil
 	case err == nil && idx == len(keys)-1:
 		stale = found
-	case err == nil:
+	case err == nil && c.anchorable(found):
 		b = c.on(lo+idx, found) // build on the longest cached earlier prefix
 	case errors.Is(err, cache.ErrNotFound):
 	default:
@@ -123,10 +124,18 @@ func (c *compaction) on(from int, e *cache.Entry) base {
 // is: it fits the summary room and holds every request this compaction does not keep.
 func (c *compaction) usable(e *cache.Entry) bool { return c.holds(e) && c.fits(e.Text) }
 
+// anchorable reports whether a new summary may build on e, a cached summary of an earlier
+// prefix: e fits twice the summary room, so no part of it is cut to make it an anchor
+// (boundAnchor). A summary written for a much larger room is not built on: cutting it would
+// lose what it kept (its requests among them), and a compaction that builds on a cached
+// summary must keep what one from the conversation's own start would.
+func (c *compaction) anchorable(e *cache.Entry) bool { return int64(c.count(e.Text)) <= 2*c.room }
+
 // rewrite is the base of this compaction's own summary of msgs[0:cut] when e, the cached
 // one, does not serve it: built on e, folding in the requests e left out that this
-// compaction does not keep; or from the start when e is longer than the summary room (it
-// was written for a larger one).
+// compaction does not keep; or, when e is longer than the summary room (it was written for a
+// larger one), from the conversation's start, as a compaction with nothing cached writes it:
+// a summary of a summary for a smaller room would lose what the first kept.
 func (c *compaction) rewrite(e *cache.Entry) base {
 	if !c.fits(e.Text) {
 		return c.start()

@@ -43,10 +43,11 @@ func cacheOutcomes(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 // TestCompactBypass: a summary served and not stored, although the cache answered, is
-// reported BYPASS, in the response and in the metrics: the summary of a fallback summarizer,
-// and a compaction's own summary of a prefix whose cached summary does not serve it (it left
-// out requests this compaction does not keep, or it is longer than this compaction's
-// summary room), which stays cached for the compactions it serves.
+// reported BYPASS, in the response and in the metrics: the summary of a fallback summarizer.
+// A compaction's own summary of a prefix whose cached summary does not serve it (it left out
+// requests this compaction does not keep, or it is longer than this compaction's summary
+// room) is stored beside it for the compactions like it (MISS, then HIT, with no summarizer
+// call), and the cached one stays for the compactions it serves.
 func TestCompactBypass(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	llm := llmtest.NewOpenAI(t)
@@ -94,7 +95,7 @@ func TestCompactBypass(t *testing.T) {
 	// The cached summary left out requests this compaction does not keep.
 	newest := highTarget()
 	newest.Policy.KeepUserMessagesTokens = -1
-	folded := compact(newest, compactorv1.CacheStatus_CACHE_STATUS_BYPASS)
+	folded := compact(newest, compactorv1.CacheStatus_CACHE_STATUS_MISS)
 	if folded.GetPlan().GetCutIndex() != first.GetPlan().GetCutIndex() || folded.GetSummary().GetText() == first.GetSummary().GetText() {
 		t.Fatalf("cut %d, then %d: the test needs the same prefix, summarized anew", first.GetPlan().GetCutIndex(), folded.GetPlan().GetCutIndex())
 	}
@@ -102,17 +103,27 @@ func TestCompactBypass(t *testing.T) {
 	// The cached summary is longer than this compaction's summary room.
 	small := highTarget()
 	small.Policy.SummaryMaxTokens = 500
-	shorter := compact(small, compactorv1.CacheStatus_CACHE_STATUS_BYPASS)
+	shorter := compact(small, compactorv1.CacheStatus_CACHE_STATUS_MISS)
 	if shorter.GetPlan().GetCutIndex() != first.GetPlan().GetCutIndex() || len(shorter.GetSummary().GetText()) >= len(first.GetSummary().GetText()) {
 		t.Fatalf("cut %d, summary of %d bytes, then cut %d, %d bytes: the test needs the same prefix, summarized shorter",
 			first.GetPlan().GetCutIndex(), len(first.GetSummary().GetText()), shorter.GetPlan().GetCutIndex(), len(shorter.GetSummary().GetText()))
 	}
 
-	// Neither replaced the stored summary.
+	// Neither replaced the stored summary, and each is served again from the cache, without
+	// writing it again.
 	calls := llm.Calls()
 	again := compact(highTarget(), compactorv1.CacheStatus_CACHE_STATUS_HIT)
 	if again.GetSummary().GetText() != first.GetSummary().GetText() || llm.Calls() != calls {
 		t.Errorf("the first compaction's summary was not served from the cache as it was stored")
+	}
+	if f := compact(newest, compactorv1.CacheStatus_CACHE_STATUS_HIT); f.GetSummary().GetText() != folded.GetSummary().GetText() {
+		t.Errorf("the summary written for the requests kept was not served again as it was stored")
+	}
+	if s := compact(small, compactorv1.CacheStatus_CACHE_STATUS_HIT); s.GetSummary().GetText() != shorter.GetSummary().GetText() {
+		t.Errorf("the summary written for the smaller room was not served again as it was stored")
+	}
+	if llm.Calls() != calls {
+		t.Errorf("%d summarizer calls for compactions whose summaries are cached", llm.Calls()-calls)
 	}
 	if got := cacheOutcomes(t, reg); !equalCounts(got, want) {
 		t.Errorf("compactord_cache_lookups_total %v, want the responses' %v", got, want)

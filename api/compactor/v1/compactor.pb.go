@@ -226,9 +226,10 @@ const (
 	// The cache could not be reached; the summary was produced without it.
 	CacheStatus_CACHE_STATUS_UNAVAILABLE CacheStatus = 3
 	// The summary was produced and deliberately not stored, although the cache answered: a
-	// fallback summarizer wrote it (Summary.fallback_from), or the cached summary of this
-	// prefix did not serve this call (it left out requests this call does not keep verbatim,
-	// or it is longer than this call's summary room) and stays cached as it is.
+	// fallback summarizer wrote it (Summary.fallback_from). (A compaction whose prefix has a
+	// cached summary that does not serve it, because it left out requests this call does not
+	// keep verbatim or is longer than this call's summary room, writes its own and stores it
+	// beside the other, for the compactions like it: MISS, then HIT.)
 	CacheStatus_CACHE_STATUS_BYPASS CacheStatus = 4
 )
 
@@ -811,8 +812,7 @@ type PlanResponse struct {
 	// tokens_after − cached_prefix_tokens (0 for ACTION_NONE).
 	RewrittenTokens int64 `protobuf:"varint,22,opt,name=rewritten_tokens,json=rewrittenTokens,proto3" json:"rewritten_tokens,omitempty"`
 	// The session's median tokens per turn (an assistant message with the tool results and
-	// user messages that follow it), over its active turns; 0 when it has fewer than 3 or the
-	// plan does not act.
+	// user messages that follow it), over its active turns; 0 when it has fewer than 3.
 	TurnTokens int64 `protobuf:"varint,23,opt,name=turn_tokens,json=turnTokens,proto3" json:"turn_tokens,omitempty"`
 	// How many turns of turn_tokens fit between tokens_after and trigger_at_tokens: the turns
 	// the session can take before it compacts again; 0 when turn_tokens is 0.
