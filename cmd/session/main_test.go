@@ -26,11 +26,11 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sum.Close()
-	block, err := loadClaudeMD()
+	block, err := measure.ClaudeMD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(block, reminderOpen) || !strings.Contains(block, "Always use egrep, never use grep!") {
+	if !strings.HasPrefix(block, "<system-reminder>") || !strings.Contains(block, "Always use egrep, never use grep!") {
 		t.Fatalf("the CLAUDE.md block read from the corpus is not the real one: %.80q", block)
 	}
 	for _, tt := range []struct {
@@ -79,7 +79,7 @@ func TestReplay(t *testing.T) {
 // the conversation without the block.
 func checkBlock(t *testing.T, s session, file []*compactorv1.Message, block string, want bool) {
 	t.Helper()
-	u := firstUser(s.msgs)
+	u := measure.FirstUser(s.msgs)
 	first := s.msgs[u].GetParts()[0].GetText().GetText()
 	if got := first == block; got != want {
 		t.Fatalf("first text part of the first user message is the block: %v, want %v", got, want)
@@ -151,25 +151,25 @@ func checkTrace(t *testing.T, s session, tr trace) {
 // TestOwnBlock: a captured Claude Code request's own block is taken out whole and put back
 // where it was.
 func TestOwnBlock(t *testing.T) {
-	lifted, err := measure.Lift(corpus.Named(t, claudeTrace).Path)
+	lifted, err := measure.Lift(corpus.Named(t, measure.ClaudeTrace).Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	msgs := lifted.GetMessages()
-	block, without, ok := ownBlock(msgs)
-	if !ok || !isClaudeCode("x.anthropic.json", compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs) {
+	block, without, ok := measure.OwnClaudeMD(msgs)
+	if !ok || !measure.IsClaudeCode("x.anthropic.json", compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs) {
 		t.Fatal("the captured request's block is not recognised")
 	}
-	back := withBlock(without, block)
+	back := measure.WithClaudeMD(without, block)
 	for i := range msgs {
 		if !proto.Equal(msgs[i], back[i]) {
 			t.Fatalf("message %d differs after taking the block out and putting it back", i)
 		}
 	}
-	if _, _, ok := ownBlock(without); ok {
+	if _, _, ok := measure.OwnClaudeMD(without); ok {
 		t.Error("the block is still there after taking it out")
 	}
-	if isClaudeCode("claudecode-x.anthropic.json", compactorv1.Provider_PROVIDER_OPENAI_CHAT, msgs) {
+	if measure.IsClaudeCode("claudecode-x.anthropic.json", compactorv1.Provider_PROVIDER_OPENAI_CHAT, msgs) {
 		t.Error("an OpenAI body counted as Claude Code")
 	}
 }

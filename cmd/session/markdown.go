@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/measure"
 )
 
 // writeMarkdown writes the report: how it was made, the means per window (and warm against
@@ -64,7 +65,7 @@ func (rep report) command() string {
 
 func writeMethod(w io.Writer, rep report) {
 	fmt.Fprintf(w, "Each conversation is replayed as a host runs it, in process (`service.Server`, memory cache, summarizer `%s`, one tenant): the host holds what it persisted, at first nothing; before each assistant message it calls Plan at `context_window` = max(%d, ratio × N) (N: the conversation's tokens; every other policy field at its default), which is one model request; when the plan acts it calls Compact (not forced, the same policy) and persists what it returns; then it appends the message. ", rep.opt.summarizer, minWindow)
-	fmt.Fprintf(w, "Claude Code conversations (Anthropic bodies named `claudecode-*`/`claudetrace-*`, or whose first user message opens with a CLAUDE.md `<system-reminder>`) carry the CLAUDE.md block of `%s` as the first text part of their first user message, unless they carry their own. ", claudeTrace)
+	fmt.Fprintf(w, "Claude Code conversations (Anthropic bodies named `claudecode-*`/`claudetrace-*`, or whose first user message opens with a CLAUDE.md `<system-reminder>`) carry the CLAUDE.md block of `%s` as the first text part of their first user message, unless they carry their own. ", measure.ClaudeTrace)
 	fmt.Fprintf(w, "**Requests**: for each user request of the conversation (`engine.Requests`; the task included, without the CLAUDE.md block), the share of its lines of %d+ characters (whitespace-normalised) found verbatim in what the model is sent at the end (`engine.Sent`, summaries included); mean over requests, then sessions. **CLAUDE.md**: the same for the block's lines. ", fidelity.MinLineChars)
 	fmt.Fprintf(w, "**Identifiers**: for a compaction before the assistant message at turn t, the identifiers (`fidelity.Needed`) the conversation held before it that the agent writes from t on, and the share of them it holds right after. **Consecutive**: a compaction on the model request right after one that compacted; *allowed* when the conversation grew by more than trigger − target in that one turn. **Size**: the tokens right after a compaction (a Plan of them) over the usable window. ")
 	fmt.Fprintf(w, "**Cache cost**: request i of L_i tokens whose first P_i tokens are messages identical (proto.Equal) to the previous request's leading ones costs %v × P_i + %v × (L_i − P_i) (Anthropic: cache read %v×, cache write %v× the input price); ideally %v × min(L_i, L_i−1) + %v × max(0, L_i − L_i−1); the first request %v × L_0 in both; the figure is Σ actual / Σ ideal per session. ",

@@ -71,7 +71,7 @@ func replayAll(ctx context.Context, o options, files []corpus.File) (report, err
 		return rep, err
 	}
 	defer sum.Close()
-	claudeMD, err := loadClaudeMD()
+	claudeMD, err := measure.ClaudeMD()
 	if err != nil {
 		return rep, err
 	}

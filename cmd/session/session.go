@@ -62,7 +62,7 @@ func agentKind(name string) string {
 // sweTask reports whether the session's task counts among the SWE-agent tasks.
 func (s *session) sweTask() bool { return s.kind == kindSWE || s.kind == kindMiniSWE }
 
-// prepare lifts f and makes it a session: Claude Code conversations (isClaudeCode) carry
+// prepare lifts f and makes it a session: Claude Code conversations (measure.IsClaudeCode) carry
 // claudeMD as the first text part of their first user message, unless they carry a CLAUDE.md
 // block of their own; srv counts its tokens.
 func prepare(ctx context.Context, srv *service.Server, f corpus.File, claudeMD string) session {
@@ -74,11 +74,11 @@ func prepare(ctx context.Context, srv *service.Server, f corpus.File, claudeMD s
 	}
 	msgs := lifted.GetMessages()
 	plain := msgs
-	if isClaudeCode(f.Name, lifted.GetProvider(), msgs) {
+	if measure.IsClaudeCode(f.Name, lifted.GetProvider(), msgs) {
 		s.kind = kindClaudeCode
 		var own bool
-		if s.block, plain, own = ownBlock(msgs); !own {
-			s.block, msgs = claudeMD, withBlock(msgs, claudeMD)
+		if s.block, plain, own = measure.OwnClaudeMD(msgs); !own {
+			s.block, msgs = claudeMD, measure.WithClaudeMD(msgs, claudeMD)
 		}
 		s.blockLines = fidelity.Lines(s.block)
 	}

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"fmt"
@@ -7,13 +7,12 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
-	"github.com/compactord/compactord/internal/measure"
 	"google.golang.org/protobuf/proto"
 )
 
-// claudeTrace is the real Claude Code request (captured by claude-trace) in the repository's
+// ClaudeTrace names the real Claude Code request (captured by claude-trace) in the repository's
 // corpus whose first user message opens with the CLAUDE.md block Claude Code sends.
-const claudeTrace = "claudetrace-req64-post-compact.anthropic.json"
+const ClaudeTrace = "claudetrace-req64-post-compact.anthropic.json"
 
 // The CLAUDE.md block Claude Code puts first in a session's first user message: a
 // <system-reminder> text part that names the CLAUDE.md context.
@@ -27,21 +26,21 @@ const (
 // session transcripts and captured requests.
 var claudeCodePrefixes = []string{"claudecode-", "claudetrace-"}
 
-// loadClaudeMD returns the CLAUDE.md block of the real Claude Code request in the
-// repository's own corpus (claudeTrace): the first text part of its first user message.
-func loadClaudeMD() (string, error) {
+// ClaudeMD returns the CLAUDE.md block of the real Claude Code request in the
+// repository's own corpus (ClaudeTrace): the first text part of its first user message.
+func ClaudeMD() (string, error) {
 	dir, err := corpus.FixtureDir()
 	if err != nil {
 		return "", err
 	}
-	lifted, err := measure.Lift(filepath.Join(dir, "real", claudeTrace))
+	lifted, err := Lift(filepath.Join(dir, "real", ClaudeTrace))
 	if err != nil {
 		return "", fmt.Errorf("the CLAUDE.md block: %w", err)
 	}
-	if block, _, ok := ownBlock(lifted.GetMessages()); ok {
+	if block, _, ok := OwnClaudeMD(lifted.GetMessages()); ok {
 		return block, nil
 	}
-	return "", fmt.Errorf("the CLAUDE.md block: the first user message of %s does not open with a %s block naming %q", claudeTrace, reminderOpen, claudeMDMark)
+	return "", fmt.Errorf("the CLAUDE.md block: the first user message of %s does not open with a %s block naming %q", ClaudeTrace, reminderOpen, claudeMDMark)
 }
 
 // isClaudeMD reports whether text is a CLAUDE.md block as Claude Code writes it.
@@ -50,8 +49,8 @@ func isClaudeMD(text string) bool {
 		strings.HasSuffix(strings.TrimSpace(text), reminderClose)
 }
 
-// firstUser returns the index of the first user message of msgs, or -1.
-func firstUser(msgs []*compactorv1.Message) int {
+// FirstUser returns the index of the first user message of msgs, or -1.
+func FirstUser(msgs []*compactorv1.Message) int {
 	for i, m := range msgs {
 		if m.GetRole() == compactorv1.Role_ROLE_USER {
 			return i
@@ -60,10 +59,10 @@ func firstUser(msgs []*compactorv1.Message) int {
 	return -1
 }
 
-// ownBlock returns the CLAUDE.md block msgs already carry (the first text part of the first
+// OwnClaudeMD returns the CLAUDE.md block msgs already carry (the first text part of the first
 // user message, when it is one) and msgs without it (that message copied).
-func ownBlock(msgs []*compactorv1.Message) (block string, without []*compactorv1.Message, ok bool) {
-	u := firstUser(msgs)
+func OwnClaudeMD(msgs []*compactorv1.Message) (block string, without []*compactorv1.Message, ok bool) {
+	u := FirstUser(msgs)
 	if u < 0 {
 		return "", msgs, false
 	}
@@ -85,10 +84,10 @@ func ownBlock(msgs []*compactorv1.Message) (block string, without []*compactorv1
 	return "", msgs, false
 }
 
-// isClaudeCode is the rule that says which conversations are Claude Code's: an Anthropic
+// IsClaudeCode is the rule that says which conversations are Claude Code's: an Anthropic
 // Messages body that is named as one (claudeCodePrefixes) or whose first user message
 // already opens with a CLAUDE.md block (a captured Claude Code request).
-func isClaudeCode(name string, provider compactorv1.Provider, msgs []*compactorv1.Message) bool {
+func IsClaudeCode(name string, provider compactorv1.Provider, msgs []*compactorv1.Message) bool {
 	if provider != compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
 		return false
 	}
@@ -97,14 +96,14 @@ func isClaudeCode(name string, provider compactorv1.Provider, msgs []*compactorv
 			return true
 		}
 	}
-	_, _, ok := ownBlock(msgs)
+	_, _, ok := OwnClaudeMD(msgs)
 	return ok
 }
 
-// withBlock returns msgs with block inserted as the first text part of the first user
+// WithClaudeMD returns msgs with block inserted as the first text part of the first user
 // message, where Claude Code puts it (msgs is not modified: that message is copied).
-func withBlock(msgs []*compactorv1.Message, block string) []*compactorv1.Message {
-	u := firstUser(msgs)
+func WithClaudeMD(msgs []*compactorv1.Message, block string) []*compactorv1.Message {
+	u := FirstUser(msgs)
 	if u < 0 {
 		return msgs
 	}
