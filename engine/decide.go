@@ -73,10 +73,12 @@ type shape struct {
 	pruned bool // the prunable tool outputs are pruned
 	// For ACTION_SUMMARIZE: the turn the cut is before, the summary room, and the requests
 	// kept verbatim (all that fit their budget, or only the newest).
-	k        int
-	room     int64
-	reqs     int64
-	optional bool
+	k    int
+	room int64
+	reqs int64
+	// reqBudget bounds the requests kept verbatim (keptRequests); below the policy's, the
+	// shape folded the requests that no longer fit into the summary, oldest first.
+	reqBudget int64
 	// Tool outputs cut (never below MinCutOutputTokens): how much that saves.
 	cuts []CutPart
 	cut  int64
@@ -181,9 +183,9 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 		dc.prepareSummary(turns)
 	}
 	kMax := turns - keep // the last cut that keeps keep turns; ≥ 1
-	sh := shape{action: compactorv1.Action_ACTION_SUMMARIZE, pruned: true, room: max(pol.summaryRoom, dc.minRoom()), optional: true, keep: keep}
+	sh := shape{action: compactorv1.Action_ACTION_SUMMARIZE, pruned: true, room: max(pol.summaryRoom, dc.minRoom()), reqBudget: pol.keepRequests, keep: keep}
 	requests := func(k int) int64 {
-		return keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), dc.sp.rest, pol.keepRequests, sh.optional, nil)
+		return keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), dc.sp.rest, sh.reqBudget, nil)
 	}
 	// The cut: the most turns whose tail fits keep_recent_tokens and whose whole fits the
 	// target; else the fewest turns allowed.
@@ -221,9 +223,13 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 	if sh.after <= pol.trigger {
 		return sh
 	}
-	// Under the trigger: 1. Only the newest request verbatim; the others go into the summary.
-	sh.optional = false
-	total()
+	// Under the trigger: 1. The fewest requests go into the summary, whole: the kept ones'
+	// budget shrinks by what is over, so the newest stays, then the task, then the newest
+	// others that still fit; the oldest go first.
+	if over := sh.after - pol.trigger; over > 0 && sh.reqs > 0 {
+		sh.reqBudget = max(sh.reqs-over, -1)
+		total()
+	}
 	// 2. A smaller summary room.
 	if over := sh.after - pol.trigger; over > 0 {
 		sh.room = max(dc.minRoom(), sh.room-over)
@@ -234,9 +240,10 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 	dc.cutOutputs(&sh, int(dc.lay.turnStarts[sh.k]), len(dc.msgs), pol.trigger)
 	if slack := pol.trigger - sh.after; slack > 0 && sh.cuts != nil {
 		sh.room = min(max(pol.summaryRoom, dc.minRoom()), sh.room+slack)
-		sh.optional = true
+		folded := sh.reqBudget
+		sh.reqBudget = pol.keepRequests
 		if total(); sh.after > pol.trigger {
-			sh.optional = false
+			sh.reqBudget = folded
 			total()
 		}
 	}
@@ -318,10 +325,10 @@ func (dc *deciding) neverCut() shape {
 
 // keptRequests selects, among reqs (the active requests, oldest first), those before message
 // cut that the compaction keeps verbatim: the newest request of the conversation when it is
-// before the cut, then, when optional, the task and the others newest first while their
-// tokens stay within budget (budget < 0: none of them). It calls keep for each (in no
+// before the cut, then the task and the others newest first while their tokens (the newest's
+// included) stay within budget (budget < 0: none of them). It calls keep for each (in no
 // particular order) and returns their tokens.
-func keptRequests(reqs []int32, cut int, tokens []int64, budget int64, optional bool, keep func(i int)) int64 {
+func keptRequests(reqs []int32, cut int, tokens []int64, budget int64, keep func(i int)) int64 {
 	m := 0
 	for m < len(reqs) && int(reqs[m]) < cut {
 		m++
@@ -341,7 +348,7 @@ func keptRequests(reqs []int32, cut int, tokens []int64, budget int64, optional 
 		newest = m - 1
 		add(int(reqs[newest]))
 	}
-	if !optional || budget < 0 {
+	if budget < 0 {
 		return used
 	}
 	try := func(k int) {

@@ -167,7 +167,7 @@ func (dc *deciding) fill(disp []compactorv1.Disposition, cut int, sh shape) {
 		disp[c.Message] = compactorv1.Disposition_DISPOSITION_PRUNE
 	}
 	if cut >= 0 {
-		keptRequests(dc.reqs, cut, dc.sp.rest, dc.pol.keepRequests, sh.optional, func(i int) {
+		keptRequests(dc.reqs, cut, dc.sp.rest, sh.reqBudget, func(i int) {
 			disp[i] = compactorv1.Disposition_DISPOSITION_KEEP_REQUEST
 		})
 	}
@@ -235,8 +235,8 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 	if sh.reqs > 0 {
 		rs = rs.s(", the user's requests before the cut kept verbatim after the summary (").d(sh.reqs).s(" tokens)")
 	}
-	if !sh.optional && len(dc.reqs) > 1 {
-		rs = rs.s("; to fit, only the newest request stays verbatim, the others go into the summary")
+	if sh.reqBudget < dc.pol.keepRequests {
+		rs = rs.folded(dc, sh, cut)
 	}
 	if sh.room < pol.summaryRoom {
 		rs = rs.s("; to fit, the summary room is ").d(sh.room).s(" of summary_max_tokens ").d(pol.summaryRoom)
@@ -247,6 +247,40 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 	rs = rs.s(" → head ").d(sh.head).s(" + summary ").d(sh.room).s(" + requests ").d(sh.reqs).s(" + tail ").d(sh.tail).
 		s(" = ").d(sh.after)
 	return rs.landing(sh, pol, dc.turn)
+}
+
+// folded appends which requests the shape folds into the summary, whole, to fit under the
+// trigger: those before the cut it does not keep verbatim.
+func (r reason) folded(dc *deciding, sh shape, cut int) reason {
+	kept := map[int]bool{}
+	keptRequests(dc.reqs, cut, dc.sp.rest, sh.reqBudget, func(i int) { kept[i] = true })
+	var idx [8]int64 // the first indexes named; more are counted
+	n := 0
+	for _, i := range dc.reqs {
+		if int(i) < cut && !kept[int(i)] {
+			if n < len(idx) {
+				idx[n] = int64(i)
+			}
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return r
+	case n == 1:
+		return r.s("; to fit, the request at message ").d(idx[0]).s(" goes into the summary whole")
+	}
+	r = r.s("; to fit, the requests at messages ")
+	for k := range min(n, len(idx)) {
+		if k > 0 {
+			r = r.s(", ")
+		}
+		r = r.d(idx[k])
+	}
+	if n > len(idx) {
+		r = r.s(" and ").d(int64(n - len(idx))).s(" more")
+	}
+	return r.s(" go into the summary whole, the oldest first")
 }
 
 // cuts appends what cutting tool outputs saves, if it cuts any.
