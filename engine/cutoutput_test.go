@@ -101,31 +101,39 @@ func TestCutTextsAcrossParts(t *testing.T) {
 	}
 }
 
+type outputShape struct {
+	name string
+	out  *compactorv1.ToolOutput
+}
+
+// outputShapes is the same text as a tool output of every shape that holds text: a text, an
+// error text, the one text part of a content output, and the text parts of a content output
+// around an image and a provider block (the first with provider options).
+func outputShapes(text string) []outputShape {
+	png := &compactorv1.Part{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{
+		Source: &compactorv1.ImagePart_Data{Data: []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x01\x00\x00\x00\x01\x00")}, MediaType: "image/png"}}}
+	block := &compactorv1.Part{Content: &compactorv1.Part_Provider{Provider: &compactorv1.ProviderPart{
+		Provider: ProviderAnthropic, Type: "search_result", Json: `{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"x"}]}`}}}
+	cached := plText(text[:len(text)/2])
+	cached.ProviderOptions = map[string]*structpb.Struct{"anthropic": {Fields: map[string]*structpb.Value{"cacheControl": structpb.NewStringValue("ephemeral")}}}
+	content := func(parts ...*compactorv1.Part) *compactorv1.ToolOutput {
+		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}
+	}
+	return []outputShape{
+		{"text", &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: text}}},
+		{"error text", &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: text}}},
+		{"content of one text", content(plText(text))},
+		{"content of texts, an image and a provider block", content(cached, png, plText(text[len(text)/2:]), block)},
+	}
+}
+
 // TestCutEveryOutputShape: the same 59k-token text, as a text output, as the one text part of
 // a content output and as the text parts of a content output around an image and a provider
 // block, is cut to fit (never irreducible): the content output keeps its shape, its image and
 // its provider block, each text part its provider options, and what the plan counts is what
 // ApplyPrune returns.
 func TestCutEveryOutputShape(t *testing.T) {
-	big := plWords(59000, "w")
-	png := &compactorv1.Part{Content: &compactorv1.Part_Image{Image: &compactorv1.ImagePart{
-		Source: &compactorv1.ImagePart_Data{Data: []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x01\x00\x00\x00\x01\x00")}, MediaType: "image/png"}}}
-	block := &compactorv1.Part{Content: &compactorv1.Part_Provider{Provider: &compactorv1.ProviderPart{
-		Provider: ProviderAnthropic, Type: "search_result", Json: `{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"x"}]}`}}}
-	cached := plText(big[:len(big)/2])
-	cached.ProviderOptions = map[string]*structpb.Struct{"anthropic": {Fields: map[string]*structpb.Value{"cacheControl": structpb.NewStringValue("ephemeral")}}}
-	content := func(parts ...*compactorv1.Part) *compactorv1.ToolOutput {
-		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}}
-	}
-	shapes := []struct {
-		name string
-		out  *compactorv1.ToolOutput
-	}{
-		{"text", &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: big}}},
-		{"error text", &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: big}}},
-		{"content of one text", content(plText(big))},
-		{"content of texts, an image and a provider block", content(cached, png, plText(big[len(big)/2:]), block)},
-	}
+	shapes := outputShapes(plWords(59000, "w"))
 	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
 			res := plResult("c1", "read", "")
@@ -134,7 +142,7 @@ func TestCutEveryOutputShape(t *testing.T) {
 			p := &compactorv1.Policy{ContextWindow: 40000}
 			counter := NewCounter(1 << 20)
 			d := mustDecide(t, msgs, p, counter, Options{})
-			if len(d.Cuts) != 1 || d.Cuts[0].Message != 3 || d.Response.CutTokens < 30000 {
+			if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Cuts) != 1 || d.Cuts[0].Message != 3 || d.Response.CutTokens < 30000 {
 				t.Fatalf("cuts %+v, cut_tokens %d: want the output cut by 30000 tokens at least (%s)", d.Cuts, d.Response.CutTokens, d.Response.Reason)
 			}
 			out := ApplyPrune(msgs, d)
@@ -181,4 +189,67 @@ func isError(o *compactorv1.ToolOutput) bool {
 		return true
 	}
 	return false
+}
+
+// TestCutObservationKeepsItsParts: an observation (a command's output sent as a user message)
+// of two text parts is cut across them: the first keeps its provider options, neither is
+// merged into the other, and what the plan counts is what ApplyPrune returns.
+func TestCutObservationKeepsItsParts(t *testing.T) {
+	first := plText(plWords(20000, "o"))
+	first.ProviderOptions = map[string]*structpb.Struct{"anthropic": {Fields: map[string]*structpb.Value{"cacheControl": structpb.NewStringValue("ephemeral")}}}
+	obs := plMsg(compactorv1.Role_ROLE_USER, first, plText(plWords(20000, "p")))
+	msgs := []*compactorv1.Message{plUserMsg("list the files"), plAsstMsg(plText("```bash\nls\n```")), obs}
+	p := &compactorv1.Policy{ContextWindow: 20000, KeepRecentTurns: 3} // nothing to summarize: cut
+	counter := NewCounter(1 << 20)
+	d := mustDecide(t, msgs, p, counter, Options{})
+	if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Cuts) != 1 || d.Cuts[0].Message != 2 || d.Cuts[0].Part != -1 {
+		t.Fatalf("cuts %+v, want the observation (%s)", d.Cuts, d.Response.Reason)
+	}
+	out := ApplyPrune(msgs, d)
+	parts := out[2].GetParts()
+	if len(parts) != 2 || !proto.Equal(&compactorv1.Part{ProviderOptions: parts[0].GetProviderOptions()}, &compactorv1.Part{ProviderOptions: first.GetProviderOptions()}) {
+		t.Fatalf("the cut observation has %d parts, the first with options %v: want its two parts, the first with its options", len(parts), parts[0].GetProviderOptions())
+	}
+	if !strings.HasPrefix(first.GetText().GetText(), strings.SplitN(parts[0].GetText().GetText(), "\n[…", 2)[0]) || !strings.HasSuffix(obs.GetParts()[1].GetText().GetText(), parts[1].GetText().GetText()) {
+		t.Errorf("the parts are not the head of the first and the tail of the second")
+	}
+	again, err := Plan(out, p, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, after := again.TokensBefore, d.Response.TokensAfter; got > after || got < after-(cutJoinMargin+2) {
+		t.Errorf("the cut conversation counts %d, tokens_after %d", got, after)
+	}
+}
+
+// TestPruneEveryOutputShape: an old tool output of every shape is pruned to its marker, and
+// what the plan counts is what ApplyPrune returns, exactly.
+func TestPruneEveryOutputShape(t *testing.T) {
+	for _, s := range outputShapes(plWords(3000, "w")) {
+		t.Run(s.name, func(t *testing.T) {
+			old := plResult("c1", "read", "")
+			old.GetToolResult().Output = s.out
+			msgs := []*compactorv1.Message{plSysMsg("sys"), plUserMsg("read the file"), plAsstMsg(plCall("c1", "read", `{}`)), plToolMsg(old)}
+			for _, id := range []string{"c2", "c3", "c4"} {
+				msgs = append(msgs, plAsstMsg(plCall(id, "read", `{"n":"`+id+`"}`)), plToolMsg(plResult(id, "read", "ok "+id)))
+			}
+			p := &compactorv1.Policy{ContextWindow: 4000, KeepRecentTurns: 10}
+			counter := NewCounter(1 << 20)
+			d := mustDecide(t, msgs, p, counter, Options{})
+			if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Pruned) != 1 || d.Pruned[0].Message != 3 {
+				t.Fatalf("%v, pruned %+v: want the old output pruned (%s)", d.Response.Action, d.Pruned, d.Response.Reason)
+			}
+			out := ApplyPrune(msgs, d)
+			if got := out[3].GetParts()[0].GetToolResult().GetOutput().GetText(); got != d.Pruned[0].Marker() {
+				t.Errorf("the pruned output is %q, want its marker", got)
+			}
+			again, err := Plan(out, p, counter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.TokensBefore != d.Response.TokensAfter {
+				t.Errorf("the pruned conversation counts %d, tokens_after %d", again.TokensBefore, d.Response.TokensAfter)
+			}
+		})
+	}
 }
