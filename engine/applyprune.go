@@ -15,8 +15,9 @@ import (
 // the tool outputs it cuts (Decision.Cuts) cut to their head and tail, in the messages whose
 // disposition is DISPOSITION_PRUNE: a pruned tool result keeps its call id and tool name and
 // gets the marker as its text output; a cleared tool call keeps its id and name and gets the
-// marker as its input JSON; a cut output becomes its cut text (an error stays an error); a
-// cut observation message gets one text part, its cut text. Changed messages are new
+// marker as its input JSON; a cut output becomes its cut text (an error stays an error), a
+// cut content output and a cut observation keep their parts, their texts cut (cutParts).
+// Changed messages are new
 // messages with token_count cleared; every other message is returned as is. msgs must be the
 // conversation d was planned for; it is never modified (the result shares unchanged messages
 // and parts with it).
@@ -52,9 +53,7 @@ func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message
 func cutMessage(m *compactorv1.Message, c CutPart, tc tokenizer.Text) *compactorv1.Message {
 	var parts []*compactorv1.Part
 	if c.Part < 0 {
-		text, _ := UserText(m)
-		cut, _ := cutText(text, c.Tokens, c.Keep, tc)
-		parts = []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: cut}}}}
+		parts = cutParts(m.GetParts(), c, tc)
 	} else {
 		parts = slices.Clone(m.GetParts())
 		orig := parts[c.Part]

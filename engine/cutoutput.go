@@ -13,22 +13,26 @@ import (
 // Cutting oversized tool outputs: when a conversation cannot fit under its target even with
 // the smallest summary room, the tool outputs it keeps (the protected tail included) are cut
 // to their head and tail, with a note saying how much was cut and that the rest is gone, as
-// coding agents do with outputs too large for their window. Tool outputs are tool results
-// with a text or JSON output and the observations text-protocol agents send as user messages
-// (ClassifyUsers' UserObservation); never a request. cutOutputs decides what a shape cuts (decide.go calls
-// it); ApplyPrune carries the cuts out with cutOutput.
+// coding agents do with outputs too large for their window. Tool outputs are tool results of
+// every shape but a denial (text, JSON, errors, and rich content, whose text parts are cut
+// and whose images, files and provider blocks are kept as they are) and the observations
+// text-protocol agents send as user messages (ClassifyUsers' UserObservation); never a
+// request. cutOutputs decides what a shape cuts (decide.go calls it); ApplyPrune carries the
+// cuts out with cutOutput and cutParts.
 
 // MinCutOutputTokens is the least a cut tool output keeps of its head and tail.
 const MinCutOutputTokens = 100
 
 // CutPart is one tool output a plan cuts: Part is the tool result's part, or −1 for an
-// observation message, whose text parts become one cut text.
+// observation message. What is cut is the output's text (cutTexts): a text, JSON or error
+// output, or the text parts of a content output or an observation, taken as one text; every
+// other part stays.
 type CutPart struct {
 	Message, Part int
-	// Keep is the tokens the cut output keeps of its head and tail (cutText's keep); Tokens
-	// is its size before the cut.
+	// Keep is the tokens the cut output keeps of its head and tail (cutTexts' keep); Tokens
+	// is the size of its text before the cut (its other parts not included).
 	Keep, Tokens int64
-	// Saved is the tokens cutting removes, note included, at least (see cutText's bound).
+	// Saved is the tokens cutting removes, note included, at least (see cutTexts' bound).
 	Saved int64
 }
 
@@ -53,8 +57,8 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 			if pruned[[2]int{i, -1}] {
 				continue
 			}
-			if n := dc.counted(i) - MessageOverheadTokens; n > MinCutOutputTokens+cutNoteAllowance {
-				cands = append(cands, cutCandidate{msg: i, part: -1, tokens: n})
+			if c, ok := dc.partsCandidate(i, -1, m.GetParts(), dc.counted(i)-MessageOverheadTokens); ok {
+				cands = append(cands, c)
 			}
 			continue
 		}
@@ -63,19 +67,15 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 			if r == nil || pruned[[2]int{i, j}] {
 				continue
 			}
-			if _, ok := outputText(r.GetOutput()); !ok {
-				continue
-			}
-			n := dc.outputTokens(i, j, r)
-			if n > MinCutOutputTokens+cutNoteAllowance {
-				cands = append(cands, cutCandidate{msg: i, part: j, tokens: n})
+			if c, ok := dc.outputCandidate(i, j, r.GetOutput()); ok {
+				cands = append(cands, c)
 			}
 		}
 	}
 	if len(cands) == 0 {
 		return
 	}
-	sh.cuts = chooseCuts(cands, need, dc.tc, func(c cutCandidate) string { return dc.cutSource(c.msg, c.part) })
+	sh.cuts = chooseCuts(cands, need, dc.tc)
 	var saved int64
 	for _, c := range sh.cuts {
 		saved += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
@@ -103,16 +103,71 @@ func (dc *deciding) prunedOutputs() map[[2]int]bool {
 // observation message (part −1).
 type cutCandidate struct {
 	msg, part int
-	tokens    int64 // its tokens now (the output's, or the observation's text)
+	tokens    int64    // the tokens of its text now (what cutting can shorten)
+	texts     []string // its text: the output's, or its text parts' (textsOf)
 }
 
-// outputTokens is the tokens of the output of the tool result at part j of message i.
-func (dc *deciding) outputTokens(i, j int, r *compactorv1.ToolResultPart) int64 {
+// outputCandidate returns the output o of the tool result at part j of message i as a cut
+// candidate, and whether it is one: a text, JSON or error output, or a content output (its
+// text parts), with more text than a cut keeps.
+func (dc *deciding) outputCandidate(i, j int, o *compactorv1.ToolOutput) (cutCandidate, bool) {
+	payload := int64(-1) // unknown: the message was not counted part by part
 	if parts := dc.counts[i].parts; parts != nil {
-		return int64(parts[j].payload)
+		payload = int64(parts[j].payload)
 	}
-	text, _ := outputText(r.GetOutput())
-	return dc.tc.Count(text)
+	if c := o.GetContent(); c != nil {
+		return dc.partsCandidate(i, j, c.GetParts(), payload)
+	}
+	text, ok := outputText(o)
+	if !ok {
+		return cutCandidate{}, false
+	}
+	if payload < 0 {
+		payload = dc.tc.Count(text)
+	}
+	if payload <= MinCutOutputTokens+cutNoteAllowance {
+		return cutCandidate{}, false
+	}
+	return cutCandidate{msg: i, part: j, tokens: payload, texts: []string{text}}, true
+}
+
+// partsCandidate returns parts (a content output's, or an observation's; total is their
+// tokens, −1 when unknown) as a cut candidate of their text parts, and whether they have more
+// text than a cut keeps. Their other parts are kept: their tokens are not cutting's to save.
+func (dc *deciding) partsCandidate(i, j int, parts []*compactorv1.Part, total int64) (cutCandidate, bool) {
+	if total >= 0 && total <= MinCutOutputTokens+cutNoteAllowance {
+		return cutCandidate{}, false
+	}
+	texts := textsOf(parts)
+	var n int64
+	if total >= 0 {
+		n = total
+		for _, p := range parts {
+			if p.GetText() == nil {
+				t, _ := dc.tc.Part(p)
+				n -= t
+			}
+		}
+	} else {
+		for _, t := range texts {
+			n += dc.tc.Count(t)
+		}
+	}
+	if len(texts) == 0 || n <= MinCutOutputTokens+cutNoteAllowance {
+		return cutCandidate{}, false
+	}
+	return cutCandidate{msg: i, part: j, tokens: n, texts: texts}, true
+}
+
+// textsOf returns the texts of the text parts among parts, in order.
+func textsOf(parts []*compactorv1.Part) []string {
+	var texts []string
+	for _, p := range parts {
+		if t := p.GetText(); t != nil {
+			texts = append(texts, t.GetText())
+		}
+	}
+	return texts
 }
 
 // counted is the tokenizer's count of message i (the caller's token_count may differ).
@@ -123,23 +178,12 @@ func (dc *deciding) counted(i int) int64 {
 	return dc.tc.Message(dc.msgs[i])
 }
 
-// cutSource is the text a cut of message i, part j (−1: the observation) shortens.
-func (dc *deciding) cutSource(i, j int) string {
-	m := dc.msgs[i]
-	if j < 0 {
-		text, _ := UserText(m)
-		return text
-	}
-	text, _ := outputText(m.GetParts()[j].GetToolResult().GetOutput())
-	return text
-}
-
 // observation reports whether message i is a tool's output posing as a user turn
 // (UserObservation).
 func (dc *deciding) observation(i int) bool { return dc.kinds[i] == UserObservation }
 
-// outputText returns the text of a cuttable tool output and whether it is one: text, JSON
-// and error outputs.
+// outputText returns the text of a tool output cut as one text and whether it is one: text,
+// JSON and error outputs. (A content output's text parts are cut as textsOf gives them.)
 func outputText(o *compactorv1.ToolOutput) (string, bool) {
 	switch v := o.GetValue().(type) {
 	case *compactorv1.ToolOutput_Text:
@@ -157,8 +201,7 @@ func outputText(o *compactorv1.ToolOutput) (string, bool) {
 // chooseCuts returns the cuts that remove at least need tokens from cands, cutting the
 // largest outputs first and all of them to the same size (never below MinCutOutputTokens),
 // with the exact tokens each saves, or as much as cutting can remove when that is less.
-// text returns a candidate's text.
-func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text, text func(cutCandidate) string) []CutPart {
+func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text) []CutPart {
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].tokens > cands[j].tokens })
 	// The largest keep whose estimated saving reaches need.
 	saving := func(keep int64) int64 {
@@ -193,7 +236,7 @@ func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text, text func(c
 			if c.tokens <= keep+cutNoteAllowance {
 				continue
 			}
-			_, n := cutText(text(c), c.tokens, keep, tc)
+			_, n := cutTexts(c.texts, c.tokens, keep, tc)
 			if n >= c.tokens {
 				continue
 			}
@@ -227,29 +270,65 @@ func cutNote(cut int64) string {
 // separate counts.
 const cutJoinMargin = 4
 
-// cutText returns text, of total tokens, cut to about keep tokens: its head (two thirds) and
-// tail (one third), at line boundaries where that costs little, around cutNote. Text of at
-// most keep tokens is returned as it is. The same input always gives the same output. It also
-// returns a bound on the tokens of what it returns (the counts of the head, the note and the
-// tail, and cutJoinMargin), so that a plan need not count the cut text again.
+// cutText is cutTexts of one text.
 func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) {
-	if total <= keep {
-		return text, total
+	out, n := cutTexts([]string{text}, total, keep, tc)
+	return out[0], n
+}
+
+// cutTexts returns texts (the text parts of one output, of total tokens), taken as one text
+// joined by newlines, cut to about keep tokens: its head (two thirds) and tail (one third),
+// at line boundaries where that costs little, around cutNote. Each text keeps what falls in
+// the head or the tail, the one where the head ends gets the note, and a text wholly in the
+// middle becomes "". Texts of at most keep tokens are returned as they are. The same input
+// always gives the same output. It also returns a bound on the tokens of what it returns (the
+// counts of the pieces kept and of the note, and cutJoinMargin), so that a plan need not count
+// the cut texts again.
+func cutTexts(texts []string, total, keep int64, tc tokenizer.Text) ([]string, int64) {
+	if total <= keep || len(texts) == 0 {
+		return texts, total
 	}
+	joined := strings.Join(texts, "\n")
+	out := make([]string, len(texts))
 	// Bytes per token of this text, to guess the byte lengths; then shrink in proportion to
 	// the overshoot until it fits (one or two counts).
-	n := int(float64(len(text)) * float64(keep) / float64(total))
+	n := int(float64(len(joined)) * float64(keep) / float64(total))
 	for n > 0 {
-		head, tail := splitKeep(text, n)
-		kept := tc.Count(head) + tc.Count(tail)
+		head, tail := splitKeep(joined, n)
+		h, t := len(head), len(joined)-len(tail)
+		var kept int64
+		noted := -1 // the text where the head ends
+		for k, s := 0, 0; k < len(texts); k++ {
+			hk, tk := min(max(h-s, 0), len(texts[k])), min(max(t-s, 0), len(texts[k]))
+			kept += tc.Count(texts[k][:hk]) + tc.Count(texts[k][tk:])
+			if noted < 0 && h <= s+len(texts[k]) {
+				noted = k
+			}
+			s += len(texts[k]) + 1
+		}
 		if kept <= keep {
 			note := cutNote(total - kept)
-			return head + note + tail, kept + tc.Count(note) + cutJoinMargin
+			for k, s := 0, 0; k < len(texts); k++ {
+				hk, tk := min(max(h-s, 0), len(texts[k])), min(max(t-s, 0), len(texts[k]))
+				switch {
+				case k == noted:
+					out[k] = texts[k][:hk] + note + texts[k][tk:]
+				case hk == tk: // wholly in the head or the tail
+					out[k] = texts[k]
+				case tk == len(texts[k]): // ends in the middle, or lies wholly in it ("")
+					out[k] = texts[k][:hk]
+				default: // begins in the middle
+					out[k] = texts[k][tk:]
+				}
+				s += len(texts[k]) + 1
+			}
+			return out, kept + tc.Count(note) + cutJoinMargin
 		}
 		n = min(n*9/10, int(float64(n)*float64(keep)/float64(kept)*0.98))
 	}
 	note := cutNote(total)
-	return note, tc.Count(note)
+	out[0] = note
+	return out, tc.Count(note)
 }
 
 // splitKeep returns the head (two thirds of n bytes) and tail (the rest) of s, at rune
@@ -274,9 +353,12 @@ func splitKeep(s string, n int) (head, tail string) {
 	return head, tail
 }
 
-// cutOutput returns o cut to keep tokens: a text output, or an error text for an error (cut
-// JSON is no longer JSON).
+// cutOutput returns o cut as c says: a content output keeps its shape (cutParts); any other
+// becomes a text output, or an error text for an error (cut JSON is no longer JSON).
 func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compactorv1.ToolOutput {
+	if ct := o.GetContent(); ct != nil {
+		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: cutParts(ct.GetParts(), c, tc)}}}
+	}
 	text, _ := outputText(o)
 	cut, _ := cutText(text, c.Tokens, c.Keep, tc)
 	switch o.GetValue().(type) {
@@ -284,4 +366,29 @@ func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compact
 		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: cut}}
 	}
 	return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Text{Text: cut}}
+}
+
+// cutParts returns parts (a content output's, or an observation's) with their text parts cut
+// as c says (cutTexts): each keeps its provider options, and one wholly in the cut middle
+// goes. Every other part (images, files, provider blocks) is kept, in its place.
+func cutParts(parts []*compactorv1.Part, c CutPart, tc tokenizer.Text) []*compactorv1.Part {
+	texts := textsOf(parts)
+	cut, _ := cutTexts(texts, c.Tokens, c.Keep, tc)
+	out := make([]*compactorv1.Part, 0, len(parts))
+	k := 0
+	for _, p := range parts {
+		if p.GetText() == nil {
+			out = append(out, p)
+			continue
+		}
+		switch s := cut[k]; {
+		case s == texts[k]:
+			out = append(out, p)
+		case s != "":
+			out = append(out, &compactorv1.Part{ProviderOptions: p.GetProviderOptions(),
+				Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}})
+		}
+		k++
+	}
+	return out
 }

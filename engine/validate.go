@@ -393,10 +393,12 @@ func (v *validator) toolResult(at loc, role compactorv1.Role, r *compactorv1.Too
 				v.image(sub, pc.Image)
 			case *compactorv1.Part_File:
 				v.file(sub, pc.File)
+			case *compactorv1.Part_Provider:
+				v.providerPart(sub, pc.Provider)
 			case nil:
 				v.addAt(sub, "", "empty part: exactly one content field must be set")
 			default:
-				v.addAt(sub, "", fmt.Sprintf("tool output content holds only text, image and file parts, not %s", partName(p)))
+				v.addAt(sub, "", fmt.Sprintf("tool output content holds only text, image, file and provider parts, not %s", partName(p)))
 			}
 		}
 	}

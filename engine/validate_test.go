@@ -26,6 +26,16 @@ func irResult(id, out string) *compactorv1.Part {
 	}}}
 }
 
+func contentResult(id string, parts ...*compactorv1.Part) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{
+		ToolCallId: id, Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: parts}}},
+	}}}
+}
+
+func provider(prov, typ, raw string) *compactorv1.Part {
+	return &compactorv1.Part{Content: &compactorv1.Part_Provider{Provider: &compactorv1.ProviderPart{Provider: prov, Type: typ, Json: raw}}}
+}
+
 func irMsg(role compactorv1.Role, parts ...*compactorv1.Part) *compactorv1.Message {
 	return &compactorv1.Message{Role: role, Parts: parts}
 }
@@ -100,6 +110,16 @@ func TestValidate(t *testing.T) {
 			irMsg(irAsst, irCall("c1", "t", "{}")),
 			irMsg(irTool, &compactorv1.Part{Content: &compactorv1.Part_ToolResult{ToolResult: &compactorv1.ToolResultPart{ToolCallId: "c1", Output: &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: []*compactorv1.Part{irText("ok"), irCall("c2", "t", "{}")}}}}}}}),
 		}, []string{"messages[1].parts[0].tool_result.output.content.parts[1]"}},
+		{"tool content with a provider block", []*compactorv1.Message{
+			irMsg(irAsst, irCall("c1", "t", "{}")),
+			irMsg(irTool, contentResult("c1", irText("ok"), provider("anthropic", "search_result", `{"type":"search_result"}`))),
+		}, nil},
+		{"tool content with a bad provider block", []*compactorv1.Message{
+			irMsg(irAsst, irCall("c1", "t", "{}")),
+			irMsg(irTool, contentResult("c1", irText("ok"), provider("acme", "", `[1]`))),
+		}, []string{"messages[1].parts[0].tool_result.output.content.parts[1].provider.provider",
+			"messages[1].parts[0].tool_result.output.content.parts[1].provider.type",
+			"messages[1].parts[0].tool_result.output.content.parts[1].provider.json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

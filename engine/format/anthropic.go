@@ -104,6 +104,7 @@ func (l *lowerer) anthropic() {
 		cached = cached || sys[k].cache != nil
 	}
 	for k := range all {
+		l.limitNestedCache(&all[k], &count)
 		limit(&all[k])
 	}
 
@@ -391,16 +392,28 @@ func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at loc) {
 	w.arr()
 	for k, p := range c.Content.GetParts() {
 		pat := at.part(k)
+		o := p.GetProviderOptions()
 		switch pc := p.GetContent().(type) {
+		case *compactorv1.Part_Provider:
+			if providerPartOf(p, engine.ProviderAnthropic) == nil {
+				l.dropProviderPart(pat, p)
+				continue
+			}
+			w.raw(pc.Provider.GetJson())
+			continue
 		case *compactorv1.Part_Text:
-			w.typedText("text", pc.Text.GetText())
+			w.obj()
+			w.kstr("type", "text")
+			w.kstr("text", pc.Text.GetText())
+			l.writeCarried(o, "anthropic", anthropicTextCarried)
 		case *compactorv1.Part_Image:
 			w.obj()
 			w.kstr("type", "image")
 			l.anthropicImageSource(pc.Image, pat)
-			w.endObj()
+			l.writeCarried(o, "anthropic", anthropicImageCarried)
 		case *compactorv1.Part_File:
 			if !l.anthropicFileOK(pc.File, pat) {
+				l.markSkipped(p)
 				continue
 			}
 			w.obj()
@@ -409,10 +422,37 @@ func (l *lowerer) anthropicResultContent(o *compactorv1.ToolOutput, at loc) {
 			if n := pc.File.GetFilename(); n != "" {
 				w.kstr("title", n)
 			}
-			w.endObj()
+			l.writeCarried(o, "anthropic", anthropicDocCarried)
+		default:
+			continue
 		}
+		if cc := l.anthropicCache(o); cc != nil && !l.uncached[p] {
+			w.key("cache_control")
+			w.value(cc)
+		}
+		w.endObj()
 	}
 	w.endArr()
+}
+
+// limitNestedCache counts, with count, the cache breakpoints on the content parts of b's tool
+// result against the four Anthropic accepts, dropping (warned) those past them.
+func (l *lowerer) limitNestedCache(b *ablock, count *int) {
+	if b.kind != abToolResult {
+		return
+	}
+	for k, p := range b.p.GetToolResult().GetOutput().GetContent().GetParts() {
+		if p.GetProvider() != nil || l.anthropicCache(p.GetProviderOptions()) == nil {
+			continue
+		}
+		if *count++; *count > maxCacheBreakpoints {
+			l.warn("%s: cache breakpoint dropped: Anthropic allows at most %d", b.at.part(k), maxCacheBreakpoints)
+			if l.uncached == nil {
+				l.uncached = map[*compactorv1.Part]bool{}
+			}
+			l.uncached[p] = true
+		}
+	}
 }
 
 func (l *lowerer) anthropicImageSource(img *compactorv1.ImagePart, at loc) {
@@ -744,18 +784,26 @@ func (lt *lifter) anthropicResult(b string, p *jpath) (*compactorv1.Part, error)
 		out = textOut(unquote(content))
 	case kindArray:
 		var parts []*compactorv1.Part
-		allText := true
+		allText := true // and without options: an error of such texts is an error text
 		for i, e := range elems(content) {
-			part, err := lt.anthropicBlock(e, cp.i(i), false)
-			if err != nil {
+			var part *compactorv1.Part
+			if typ := sval(field(e, "type")); isOneOf(typ, anthropicResultOpaque) && kindOf(e) == kindObject {
+				part = opaquePart(engine.ProviderAnthropic, typ, e)
+			} else if part, err = lt.anthropicBlock(e, cp.i(i), false); err != nil {
 				return nil, err
 			}
 			switch part.GetContent().(type) {
 			case *compactorv1.Part_Text:
+				allText = allText && len(part.GetProviderOptions()) == 0
 			case *compactorv1.Part_Image, *compactorv1.Part_File:
 				allText = false
+			case *compactorv1.Part_Provider:
+				if !isOneOf(part.GetProvider().GetType(), anthropicResultOpaque) {
+					return nil, cp.i(i).k("type").invalid(anthropicResultBlocks)
+				}
+				allText = false
 			default:
-				return nil, cp.i(i).k("type").invalid("tool result content holds only text, image and document blocks")
+				return nil, cp.i(i).k("type").invalid(anthropicResultBlocks)
 			}
 			parts = append(parts, part)
 		}

@@ -349,6 +349,11 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 		w.key("text")
 		w.toolText(p)
 		w.endObj()
+		for k, cp := range p.GetToolResult().GetOutput().GetContent().GetParts() {
+			if cp.GetProvider() != nil {
+				l.dropProviderPart(b.at.part(k), cp)
+			}
+		}
 		l.cachePoint(b.cache)
 		return
 	}
@@ -406,13 +411,19 @@ func (l *lowerer) bedrockBlock(b *bpart) {
 						w.obj()
 						l.bedrockImage(pc.Image, pat)
 						w.endObj()
+					} else {
+						l.markSkipped(cp)
 					}
 				case *compactorv1.Part_File:
 					if l.bedrockFileOK(pc.File, pat) {
 						w.obj()
 						l.bedrockDoc(pc.File, cp.GetProviderOptions(), pat)
 						w.endObj()
+					} else {
+						l.markSkipped(cp)
 					}
+				case *compactorv1.Part_Provider:
+					l.dropProviderPart(pat, cp)
 				}
 			}
 		default:

@@ -40,6 +40,16 @@ var (
 	bedrockDocCarried       = []string{"context", "citations"}
 )
 
+// anthropicResultOpaque are the blocks an Anthropic tool_result's content may hold
+// (anthropic-sdk-go ToolResultBlockParamContentUnion: SearchResultBlockParam,
+// ToolReferenceBlockParam, BrowserStateBlockParam) that the IR does not model: Lift keeps each
+// whole, as a ProviderPart among the output's content parts, which Lower writes back
+// byte-exact to Anthropic and drops, naming it, anywhere else.
+var anthropicResultOpaque = []string{"search_result", "tool_reference", "browser_state"}
+
+// anthropicResultBlocks is the refusal of any other block in a tool_result's content.
+const anthropicResultBlocks = "tool result content holds only text, image, document, search_result, tool_reference and browser_state blocks"
+
 // Subsets of the lists above that Lower writes in a shape of its own.
 var (
 	// responsesInputCarried are the responsesItemCarried members of assistant text without
@@ -177,8 +187,10 @@ func (l *lowerer) finishWarnings() {
 	}
 }
 
-// unusedOptions reports every provider option of the sent messages and their top-level parts
-// that no writer carried: one drop per option name.
+// unusedOptions reports every provider option of the sent messages and their parts that no
+// writer carried: one drop per option name. Parts means every part, the content parts of a
+// tool result's output included (the one nesting the IR allows: they hold no tool results),
+// except those dropped whole (warned on their own) and the content of a dropped result.
 func (l *lowerer) unusedOptions() {
 	report := func(at fmt.Stringer, o map[string]*structpb.Struct) {
 		for _, prov := range sortedKeys(o) {
@@ -194,8 +206,16 @@ func (l *lowerer) unusedOptions() {
 			report(msgLoc(s.i), s.m.GetProviderOptions())
 		}
 		for j, p := range s.m.GetParts() {
-			if len(p.GetProviderOptions()) > 0 && !l.skipped[p] {
+			if l.skipped[p] {
+				continue
+			}
+			if len(p.GetProviderOptions()) > 0 {
 				report(where(s.i, j), p.GetProviderOptions())
+			}
+			for k, cp := range p.GetToolResult().GetOutput().GetContent().GetParts() {
+				if len(cp.GetProviderOptions()) > 0 && !l.skipped[cp] {
+					report(where(s.i, j).part(k), cp.GetProviderOptions())
+				}
 			}
 		}
 	}

@@ -194,8 +194,11 @@ func (l *lowerer) geminiPart(gp gpart, names map[string]string) {
 			l.jsonOrString(v.ErrorJson)
 		case *compactorv1.ToolOutput_Content:
 			w.str(outputText(o))
-			for _, cp := range v.Content.GetParts() {
-				if cp.GetText() == nil {
+			for k, cp := range v.Content.GetParts() {
+				switch {
+				case cp.GetProvider() != nil:
+					l.dropProviderPart(gp.at.part(k), cp)
+				case cp.GetText() == nil:
 					media = append(media, cp)
 				}
 			}

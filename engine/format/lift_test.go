@@ -232,6 +232,7 @@ func FuzzLift(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"q","citations":[{"type":"x"}]}]},{"role":"assistant","content":[{"type":"compaction","content":"c"},{"type":"text","text":"a"}]}]}`,
 		`{"input":[{"type":"compaction","encrypted_content":"e"},{"type":"message","id":"m","role":"assistant","status":"completed","content":[{"type":"output_text","text":"t","annotations":[]},{"type":"refusal","refusal":"r"}]},{"type":"reasoning","id":"r","summary":[{"type":"summary_text","text":"a"},{"type":"summary_text","text":"b"}]}]}`,
 		`{"messages":[{"role":"assistant","content":null,"refusal":"no","audio":{"id":"a"},"reasoning_content":"t","tool_calls":[{"id":"c","type":"function","function":{"name":"n","arguments":"{}"},"extra_content":{"google":{"thought_signature":"s"}}}]},{"role":"tool","tool_call_id":"c","content":""}]}`,
+		`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"n","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"},"citations":[{"type":"char_location","cited_text":"c"}]},{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"x"}]},{"type":"tool_reference","tool_name":"n"}],"is_error":true}]}]}`,
 		`[[[[[[`, `{"a":"\ud800"}`, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`,
 	} {
 		f.Add(s, int32(0))

@@ -106,9 +106,11 @@ type lowerer struct {
 	// there are many.
 	notes []note
 	seen  map[string]int
-	// used: the provider options a writer carried; skipped: parts dropped whole (warned).
-	used    map[*structpb.Value]bool
-	skipped map[*compactorv1.Part]bool
+	// used: the provider options a writer carried; skipped: parts dropped whole (warned);
+	// uncached: tool-result content parts whose cache breakpoint was dropped (warned).
+	used     map[*structpb.Value]bool
+	skipped  map[*compactorv1.Part]bool
+	uncached map[*compactorv1.Part]bool
 	// skip lists base members a format writes itself (Responses "include").
 	skip []string
 }

@@ -96,10 +96,13 @@ func (l *lowerer) chat() {
 				w.key("content")
 				if c := r.GetOutput().GetContent(); c != nil {
 					var texts []*compactorv1.Part
-					for _, cp := range c.GetParts() {
-						if cp.GetText() != nil {
+					for k, cp := range c.GetParts() {
+						switch {
+						case cp.GetText() != nil:
 							texts = append(texts, cp)
-						} else {
+						case cp.GetProvider() != nil:
+							l.dropProviderPart(at.part(k), cp)
+						default:
 							pending = append(pending, cp)
 							pendingAt = at
 						}

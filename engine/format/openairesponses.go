@@ -131,6 +131,8 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 			w.kstr("file_url", u)
 		}
 		w.endObj()
+	case *compactorv1.Part_Provider:
+		l.dropProviderPart(at, p)
 	default:
 		l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 	}

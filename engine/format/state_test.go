@@ -49,7 +49,12 @@ const (
 	rHead = `{"model":"gpt-5","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},`
 	gHead = `{"contents":[{"role":"user","parts":[{"text":"q"}]},`
 	bHead = `{"toolConfig":{"tools":[]},"messages":[{"role":"user","content":[{"text":"q"}]},`
-	call  = `{"type":"function_call","id":"fc_9","call_id":"call_9","name":"f","arguments":"{}","status":"completed"},{"type":"function_call_output","call_id":"call_9","output":"ok"}`
+	// aRead is an assistant turn calling a tool (toolu_1) for the user turn after it to answer.
+	aRead = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"search","input":{}}]},`
+	// searchResult is a search_result block as the SDK writes one, its members in another
+	// order and spaced, so that a byte-exact copy shows.
+	searchResult = `{"type":"search_result", "title":"Notes","source":"https://example.com/notes","content":[{"type":"text","text":"the answer"}],"citations":{"enabled":true}}`
+	call         = `{"type":"function_call","id":"fc_9","call_id":"call_9","name":"f","arguments":"{}","status":"completed"},{"type":"function_call_output","call_id":"call_9","output":"ok"}`
 )
 
 func stateCases() []stateCase {
@@ -77,6 +82,18 @@ func stateCases() []stateCase {
 		{field: "tool_result.is_error on rich content", from: pA, sdk: "anthropic.ToolResultBlockParam",
 			body: aHead + `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"shot","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"failed"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUg=="}}],"is_error":true}]}]}`,
 			at:   "messages[2].parts[0]", mapped: map[compactorv1.Provider]string{pB: `"status":"error"`}},
+		{field: "tool_result content: search_result block", from: pA, sdk: "anthropic.ToolResultBlockParamContentUnion.OfSearchResult (SearchResultBlockParam)",
+			body: aHead + aRead + `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"found"},` + searchResult + `]}]}]}`,
+			at:   "messages[2].parts[0].tool_result.output.content.parts[1]"},
+		{field: "tool_result content: tool_reference block", from: pA, sdk: "anthropic.ToolResultBlockParamContentUnion.OfToolReference (ToolReferenceBlockParam)",
+			body: aHead + aRead + `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_reference","tool_name":"grep"}]}]}]}`,
+			at:   "messages[2].parts[0].tool_result.output.content.parts[0]"},
+		{field: "tool_result content: text.citations", from: pA, sdk: "anthropic.ToolResultBlockParamContentUnion.OfText (TextBlockParam.Citations)",
+			body: aHead + aRead + `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"see"},{"type":"text","text":"a","citations":[{"type":"char_location","cited_text":"c","document_index":0,"document_title":"d","start_char_index":0,"end_char_index":1}]}]}]}]}`,
+			at:   "messages[2].parts[0].tool_result.output.content.parts[1]"},
+		{field: "tool_result content: cache_control", from: pA, sdk: "anthropic.ToolResultBlockParamContentUnion.OfText (TextBlockParam.CacheControl)",
+			body: aHead + aRead + `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUg=="}}]}]}]}`,
+			at:   "messages[2].parts[0].tool_result.output.content.parts[0]"},
 		{field: "document.context, document.citations", from: pA, sdk: "anthropic.DocumentBlockParam",
 			body: `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"d"},"title":"t","citations":{"enabled":true},"context":"c"},{"type":"text","text":"q"}]}]}`,
 			at:   "messages[0].parts[0]"},
@@ -411,5 +428,97 @@ func TestDroppedPartIsWarnedOnce(t *testing.T) {
 				t.Errorf("%d warnings name the drop, want 1: %q", dropped, resp.GetWarnings())
 			}
 		})
+	}
+}
+
+// TestToolResultContentState: what a tool_result's content holds beyond text, images and
+// documents, and the options on its blocks. An Anthropic search_result block goes back to
+// Anthropic byte for byte (and the cited text beside it member for member) and, with those
+// citations, is named in a
+// warning everywhere else (the path down to the content part), or fails a strict Lower
+// naming each; a block of the top-level union that tool_result content does not take is
+// refused on Lift, naming the path; an error result of cited text stays content (so its
+// citations survive); past the fourth cache breakpoint, one on a content block is dropped,
+// named, as any other.
+func TestToolResultContentState(t *testing.T) {
+	cited := `{"type":"text","text":"a","citations":[{"type":"char_location","cited_text":"c","document_index":0,"document_title":"d","start_char_index":0,"end_char_index":1}]}`
+	body := aHead + `{"role":"assistant","content":[{"type":"text","text":"looking"}]},{"role":"user","content":[{"type":"text","text":"go on"}]},` + aRead +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[` + searchResult + `,` + cited + `]}]}]}`
+	lifted, err := Lift(&compactorv1.LiftRequest{Body: body, Provider: pA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.DefaultLimits().Validate(lifted.GetMessages()); err != nil {
+		t.Fatal(err)
+	}
+	content := lifted.GetMessages()[4].GetParts()[0].GetToolResult().GetOutput().GetContent().GetParts()
+	if pp := content[0].GetProvider(); pp.GetType() != "search_result" || pp.GetJson() != searchResult || !pp.GetTokenCountEstimated() {
+		t.Fatalf("the search_result is not a provider part with its bytes: %v", content[0])
+	}
+	same, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: pA, BaseBody: lifted.GetRestBody(), Strict: true})
+	if err != nil {
+		t.Fatalf("strict same-format lower: %v", err)
+	}
+	if !strings.Contains(same.GetBody(), `"content":[`+searchResult+`,`) || !reflect.DeepEqual(conversationOf(t, pA, body), conversationOf(t, pA, same.GetBody())) {
+		t.Errorf("same-format lower: not the search_result byte for byte, or not the conversation:\n%s", same.GetBody())
+	}
+	const at = "messages[4].parts[0].tool_result.output.content.parts"
+	want := []string{at + "[0].provider.anthropic.search_result", at + "[1].provider_options.anthropic.citations"}
+	for _, p := range []compactorv1.Provider{pC, pR, pG, pB} {
+		out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: `{"model":"m","toolConfig":{"tools":[]}}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range want {
+			if !slices.Contains(out.GetWarnings(), f+": not carried to "+ProviderName(p)) {
+				t.Errorf("to %s: no warning names %s: %q", ProviderName(p), f, out.GetWarnings())
+			}
+		}
+		checkConformance(t, p, out.GetBody())
+		_, err = Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: `{"model":"m","toolConfig":{"tools":[]}}`, Strict: true})
+		var se *StrictError
+		if !errors.As(err, &se) {
+			t.Fatalf("strict to %s: %v, want a StrictError", ProviderName(p), err)
+		}
+		for _, f := range want {
+			if !slices.Contains(se.Fields(), f) {
+				t.Errorf("strict to %s does not name %s: %q", ProviderName(p), f, se.Fields())
+			}
+		}
+	}
+
+	for _, block := range []string{`{"type":"compaction","content":"s"}`, `{"type":"tool_use","id":"x","name":"f","input":{}}`} {
+		bad := aHead + aRead + `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"a"},` + block + `]}]}]}`
+		_, err := Lift(&compactorv1.LiftRequest{Body: bad, Provider: pA})
+		var ve *engine.ValidationError
+		if !errors.As(err, &ve) || len(ve.Violations) != 1 || ve.Violations[0].Field != "body.messages[2].content[0].content[1].type" {
+			t.Errorf("%s in a tool_result: got %v, want INVALID_ARGUMENT naming body.messages[2].content[0].content[1].type", block, err)
+		}
+	}
+
+	isErr := aHead + aRead + `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[` + cited + `],"is_error":true}]}]}`
+	lifted, err = Lift(&compactorv1.LiftRequest{Body: isErr, Provider: pA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: pA, BaseBody: lifted.GetRestBody(), Strict: true})
+	if err != nil || !reflect.DeepEqual(conversationOf(t, pA, isErr), conversationOf(t, pA, out.GetBody())) {
+		t.Errorf("an error of cited text does not come back: %v\n%s", err, out.GetBody())
+	}
+
+	var parts []*compactorv1.Part
+	for range maxCacheBreakpoints + 1 {
+		parts = append(parts, withOpt(tx("x"), "anthropic", "cacheControl", ephemeral()))
+	}
+	msgs := []*compactorv1.Message{userMsg(tx("q")), asstMsg(callPart("c1", "f", "{}")), toolMsg(result("c1", contentOut(parts...)))}
+	out, err = Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: pA, BaseBody: `{"model":"m","max_tokens":1}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.GetBody(), `"cache_control"`); n != maxCacheBreakpoints {
+		t.Errorf("%d cache breakpoints written, want %d: %s", n, maxCacheBreakpoints, out.GetBody())
+	}
+	if w := "messages[2].parts[0].tool_result.output.content.parts[4]: cache breakpoint dropped: Anthropic allows at most 4"; !slices.Contains(out.GetWarnings(), w) {
+		t.Errorf("warnings %q, want %q", out.GetWarnings(), w)
 	}
 }

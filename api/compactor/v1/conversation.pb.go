@@ -1121,7 +1121,7 @@ type ToolOutput_ErrorJson struct {
 }
 
 type ToolOutput_Content struct {
-	// Rich output: text, image and file parts.
+	// Rich output: text, image, file and provider parts.
 	Content *ToolContent `protobuf:"bytes,5,opt,name=content,proto3,oneof"`
 }
 
@@ -1145,7 +1145,9 @@ func (*ToolOutput_Denied) isToolOutput_Value() {}
 // ToolContent is rich tool output.
 type ToolContent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Only text, image and file parts are allowed.
+	// Only text, image, file and provider parts are allowed: a provider part is a block of the
+	// provider's tool result the IR does not model (an Anthropic "search_result",
+	// "tool_reference" or "browser_state" block).
 	Parts         []*Part `protobuf:"bytes,1,rep,name=parts,proto3" json:"parts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1190,9 +1192,10 @@ func (x *ToolContent) GetParts() []*Part {
 
 // ProviderPart is content a provider made that compactord cannot read and must send back to
 // that provider byte for byte: an Anthropic "compaction" block, an OpenAI Responses
-// "compaction" item. A message holding a provider compaction is a summary boundary (what
-// precedes it is history the provider already folded into it) and is never summarized again.
-// It cannot be sent to another provider.
+// "compaction" item, or, among a tool output's content parts, an Anthropic "search_result"
+// block. A message holding a provider compaction is a summary boundary (what precedes it is
+// history the provider already folded into it) and is never summarized again. It cannot be
+// sent to another provider.
 type ProviderPart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The provider it belongs to: "anthropic" (Messages) or "openai" (Responses). Required.
