@@ -91,28 +91,47 @@ func lift(req *compactorv1.LiftRequest, track bool) (*compactorv1.LiftResponse, 
 		return nil, nil, err
 	}
 	lt.from(nil)
+	rest, tm := restBody(body, conv, toolKeys(provider))
+	ts, err := readTools(func(k string) string {
+		if i := memberIndex(tm, k); i >= 0 {
+			return tm[i].val
+		}
+		return ""
+	}, provider, root)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range ts.odd {
+		lt.warnings = append(lt.warnings, "body."+p+": field not carried by the IR's tools; ignored")
+	}
 	return &compactorv1.LiftResponse{
-		Messages: lt.msgs,
-		Provider: provider,
-		Warnings: lt.warnings,
-		RestBody: restBody(body, conv),
+		Messages:   lt.msgs,
+		Provider:   provider,
+		Warnings:   lt.warnings,
+		RestBody:   rest,
+		Tools:      ts.tools,
+		ToolChoice: ts.choice,
 	}, lt.sources, nil
 }
 
 // restBody returns the object body without the members named in conv, other members in order
-// and byte-exact.
-func restBody(body string, conv []string) string {
+// and byte-exact, and the members named in keep.
+func restBody(body string, conv, keep []string) (string, []member) {
 	var w jw
+	var kept []member
 	w.b = make([]byte, 0, 64)
 	w.b = append(w.b, '{')
 	w.first = true
 	for k, v := range members(body) {
 		if !isOneOf(k, conv) {
 			w.kraw(k, v)
+			if isOneOf(k, keep) {
+				kept = append(kept, member{k, v})
+			}
 		}
 	}
 	w.endObj()
-	return string(w.b)
+	return string(w.b), kept
 }
 
 // lifter holds the state of one Lift call.

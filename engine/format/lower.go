@@ -50,7 +50,9 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.base = base
+	if l.base, err = l.compose(base); err != nil {
+		return nil, err
+	}
 	var conv []string
 	var write func()
 	switch req.GetProvider() {
@@ -70,10 +72,10 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 	}
 	l.msgs, l.cursor = selectMessages(req)
 	// Unzeroed: the writer only appends, and the body is tens of KiB.
-	l.w.b = uninit.Bytes(estimateSize(l.msgs) + len(req.GetBaseBody()) + 64)
+	l.w.b = uninit.Bytes(estimateSize(l.msgs) + membersSize(l.base) + 64)
 	l.w.b = append(l.w.b, '{')
 	l.w.first = true
-	for _, m := range base {
+	for _, m := range l.base {
 		if !isOneOf(m.key, conv) && !l.skipBase(m.key) {
 			l.w.kraw(m.key, m.val)
 		}
@@ -96,8 +98,11 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 
 // lowerer holds the state of one Lower call.
 type lowerer struct {
-	req      *compactorv1.LowerRequest
+	req *compactorv1.LowerRequest
+	// base: the members written before the conversation (compose); those from restFrom on
+	// came from rest_body or were added.
 	base     []member
+	restFrom int
 	msgs     []src
 	cursor   int32
 	w        jw
@@ -111,6 +116,9 @@ type lowerer struct {
 	skipped map[*compactorv1.Part]bool
 	// skip lists base members a format writes itself (Responses "include").
 	skip []string
+	// toolCaches counts the cache breakpoints written on tools (Anthropic's limit counts
+	// them first).
+	toolCaches int
 }
 
 // member is one member of a JSON object: decoded key and raw value.
@@ -178,6 +186,15 @@ func parseBase(body string) ([]member, error) {
 		out = append(out, member{k, v})
 	}
 	return out, nil
+}
+
+// membersSize is the size of the members' keys and values.
+func membersSize(ms []member) int {
+	n := 0
+	for _, m := range ms {
+		n += len(m.key) + len(m.val) + 4
+	}
+	return n
 }
 
 // estimateSize guesses the body size from the payload sizes, to allocate once.
