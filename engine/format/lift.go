@@ -17,9 +17,13 @@ import (
 //
 // With req.Provider unspecified the format is detected, in this order: a top-level "input"
 // means OpenAI Responses; Converse-shaped content (inferenceConfig, toolConfig, blocks keyed by
-// their kind without a "type") means Bedrock; a top-level "system" or Anthropic-only blocks
-// (tool_use, tool_result, thinking, compaction, image/document with a source) mean Anthropic; "messages"
-// means OpenAI Chat; "contents" means Gemini.
+// their kind without a "type") means Bedrock; a top-level "system", Anthropic-only blocks
+// (tool_use, tool_result, thinking, compaction, image/document with a source) or tools (one
+// with an input_schema, a server tool) mean Anthropic; "messages" means OpenAI Chat;
+// "contents" means Gemini.
+//
+// The body's tool definitions and tool choice are in LiftResponse.tools and tool_choice, in
+// the provider-neutral form (and, as the body wrote them, in rest_body).
 //
 // Message boundaries follow the IR's roles: each system block becomes one system message, and
 // a provider message that mixes tool results and other content becomes a tool message (the
@@ -92,17 +96,18 @@ func lift(req *compactorv1.LiftRequest, track bool) (*compactorv1.LiftResponse, 
 	}
 	lt.from(nil)
 	rest, tm := restBody(body, conv, toolKeys(provider))
-	ts, err := readTools(func(k string) string {
+	ts := readTools(func(k string) string {
 		if i := memberIndex(tm, k); i >= 0 {
 			return tm[i].val
 		}
 		return ""
 	}, provider, root)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, p := range ts.odd {
-		lt.warnings = append(lt.warnings, "body."+p+": field not carried by the IR's tools; ignored")
+	for _, o := range ts.odd {
+		if o.why == "" {
+			lt.warnings = append(lt.warnings, "body."+o.path+": field not carried by the IR's tools; ignored")
+		} else {
+			lt.warnings = append(lt.warnings, "body."+o.path+": "+o.why+"; the definition is in rest_body only, not in tools")
+		}
 	}
 	return &compactorv1.LiftResponse{
 		Messages:   lt.msgs,

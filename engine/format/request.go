@@ -108,10 +108,7 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 		if _, ok := ParseProvider(ProviderName(from)); !ok {
 			return nil, engine.Invalid("rest_provider", "required with rest_body: the format rest_body is in (LiftResponse.provider)")
 		}
-		var err error
-		if ts, err = readTools(func(k string) string { return field(rest, k) }, from, rp); err != nil {
-			return nil, err
-		}
+		ts = readTools(func(k string) string { return field(rest, k) }, from, rp)
 		if len(tools) == 0 {
 			tools = ts.tools
 		}
@@ -129,16 +126,13 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 			out = l.carryRest(out, rest, from, ts, req.GetToolChoice() != nil)
 		}
 	}
-	var err error
 	if len(tools) > 0 {
-		if out, err = l.mergeTools(slicesClip(out), tools); err != nil {
-			return nil, err
-		}
+		out = l.mergeTools(slicesClip(out), tools)
 	}
 	if choice != nil {
-		out, err = l.mergeChoice(slicesClip(out), choice)
+		out = l.mergeChoice(slicesClip(out), choice)
 	}
-	return out, err
+	return out, nil
 }
 
 // slicesClip returns s with no spare capacity, so that appending to it never writes into
@@ -184,8 +178,8 @@ func (l *lowerer) carryRest(out []member, rest string, from compactorv1.Provider
 			out, nested = l.carryParam(out, nested, from, k, v, "rest_body."+k)
 		}
 	}
-	for _, p := range ts.odd {
-		l.dropField("rest_body." + p)
+	for _, o := range ts.odd {
+		l.dropField("rest_body." + o.path)
 	}
 	if ts.choiceOdd != "" && !choiceGiven {
 		l.dropField("rest_body." + ts.choiceOdd)
@@ -278,33 +272,23 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
-// existingTools reads the target's tools and tool choice that out already holds.
-func (l *lowerer) existingTools(out []member) (*toolState, error) {
-	to := l.req.GetProvider()
-	root := &jpath{key: "base_body"}
-	for _, k := range toolKeys(to) {
-		if i := memberIndex(out, k); i >= l.restFrom && i < len(out) && l.restFrom < len(out) {
-			root.key = "rest_body"
-			break
-		}
-	}
+// existingTools reads the target's tools and tool choice that out already holds (a
+// definition it cannot read is base_body's business: it is sent as it is).
+func (l *lowerer) existingTools(out []member) *toolState {
 	return readTools(func(k string) string {
 		if i := memberIndex(out, k); i >= 0 {
 			return out[i].val
 		}
 		return ""
-	}, to, root)
+	}, l.req.GetProvider(), &jpath{key: "base_body"})
 }
 
 // mergeTools writes the request's tools into out: into the target's tool member when out
 // has one (each tool it does not define by name is added; one it defines differently is
 // named in a warning and left out), else as a new member.
-func (l *lowerer) mergeTools(out []member, tools []*compactorv1.Tool) ([]member, error) {
+func (l *lowerer) mergeTools(out []member, tools []*compactorv1.Tool) []member {
 	to := l.req.GetProvider()
-	have, err := l.existingTools(out)
-	if err != nil {
-		return nil, err
-	}
+	have := l.existingTools(out)
 	var add []int
 	for i, t := range tools {
 		j := -1
@@ -322,7 +306,7 @@ func (l *lowerer) mergeTools(out []member, tools []*compactorv1.Tool) ([]member,
 		}
 	}
 	if len(add) == 0 {
-		return out, nil
+		return out
 	}
 	key := "tools"
 	if to == compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE {
@@ -362,9 +346,9 @@ func (l *lowerer) mergeTools(out []member, tools []*compactorv1.Tool) ([]member,
 	}
 	if i >= 0 {
 		out[i].val = v
-		return out, nil
+		return out
 	}
-	return append(out, member{key, v}), nil
+	return append(out, member{key, v})
 }
 
 // geminiToolsValue returns Gemini's tools: existing's elements, the added function tools as
@@ -450,17 +434,14 @@ func (l *lowerer) toolConfigValue(existing string, f func(w *jw, old string), ke
 
 // mergeChoice writes the request's tool choice into out, unless out sets the target's own
 // (then a different one is named in a warning).
-func (l *lowerer) mergeChoice(out []member, c *compactorv1.ToolChoice) ([]member, error) {
+func (l *lowerer) mergeChoice(out []member, c *compactorv1.ToolChoice) []member {
 	to := l.req.GetProvider()
-	have, err := l.existingTools(out)
-	if err != nil {
-		return nil, err
-	}
+	have := l.existingTools(out)
 	if have.choice != nil || have.choiceOdd != "" {
 		if have.choice == nil || !sameChoice(have.choice, c) {
 			l.warn("tool_choice: base_body sets its own; base_body's is sent")
 		}
-		return out, nil
+		return out
 	}
 	v := l.choiceValue(c)
 	switch to {
@@ -500,7 +481,7 @@ func (l *lowerer) mergeChoice(out []member, c *compactorv1.ToolChoice) ([]member
 			out = append(out, member{key, tc})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func memberOrEmpty(out []member, i int) string {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
 )
 
 // Tool definitions: the tools a request offers the model, carried between the formats in
@@ -41,15 +42,36 @@ const (
 const emptySchema = `{"type":"object","properties":{}}`
 
 // toolState is what readTools found in a body: its tools, its tool choice when that maps onto
-// ToolChoice, and the paths (relative to the body: "tool_choice", "toolConfig.retrievalConfig",
-// "tools[0].bogus") of tool members that have no neutral form.
+// ToolChoice, and the tool members that have no neutral form.
 type toolState struct {
 	tools  []*compactorv1.Tool
 	choice *compactorv1.ToolChoice
-	// choiceOdd is the tool choice member that did not map onto ToolChoice ("" when there is
-	// none or it mapped); odd are the other members of no neutral form.
+	// choiceOdd is the path of a tool choice member that does not map onto ToolChoice ("" when
+	// there is none or it mapped); odd are the other members of no neutral form: unknown
+	// members of a definition, and definitions that are not well formed (why says how).
 	choiceOdd string
-	odd       []string
+	odd       []oddMember
+	root      *jpath
+}
+
+// oddMember is a tool member of no neutral form: its path relative to the body
+// ("tools[0].bogus"), and for a definition not well formed, why.
+type oddMember struct{ path, why string }
+
+// skip records what is at p (under the body's root) as of no neutral form, for why.
+func (ts *toolState) skip(p *jpath, why string) {
+	path := strings.TrimPrefix(strings.TrimPrefix(p.String(), ts.root.String()), ".")
+	ts.odd = append(ts.odd, oddMember{path, why})
+}
+
+// skipBad records the definition a reading error names as of no neutral form.
+func (ts *toolState) skipBad(err error) {
+	if ve, ok := err.(*engine.ValidationError); ok && len(ve.Violations) > 0 {
+		v := ve.Violations[0]
+		ts.odd = append(ts.odd, oddMember{strings.TrimPrefix(strings.TrimPrefix(v.Field, ts.root.String()), "."), v.Description})
+		return
+	}
+	ts.odd = append(ts.odd, oddMember{"tools", err.Error()})
 }
 
 // toolKeys are the top-level members a format keeps its tools and tool choice in.
@@ -75,46 +97,48 @@ var (
 )
 
 // readTools reads the tools and the tool choice of a body of format p, whose top-level
-// members get returns ("" when absent). Errors name the path under root.
-func readTools(get func(string) string, p compactorv1.Provider, root *jpath) (*toolState, error) {
-	ts := &toolState{}
-	var err error
+// members get returns ("" when absent); paths are under root. It never fails: a definition
+// it cannot read is recorded as odd (and stays, as the body wrote it, in rest_body).
+func readTools(get func(string) string, p compactorv1.Provider, root *jpath) *toolState {
+	ts := &toolState{root: root}
 	switch p {
 	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
-		err = ts.anthropic(get, root)
+		ts.anthropic(get)
 	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
-		err = ts.openai(get, root, false)
+		ts.openai(get, false)
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
-		err = ts.openai(get, root, true)
+		ts.openai(get, true)
 	case compactorv1.Provider_PROVIDER_GEMINI:
-		err = ts.gemini(get, root)
+		ts.gemini(get)
 	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
-		err = ts.bedrock(get, root)
+		ts.bedrock(get)
 	}
-	return ts, err
+	return ts
 }
 
 // present reports whether a member value is there and not null.
 func present(v string) bool { return v != "" && v != "null" }
 
-// toolList checks that v is an array of objects and calls f on each element.
-func toolList(v string, p *jpath, f func(e string, ep *jpath) error) error {
+// list calls f on each element of the array v at p, an object; an element f fails on, or
+// that is not an object, and a v that is not an array, are recorded as odd.
+func (ts *toolState) list(v string, p *jpath, f func(e string, ep *jpath) error) {
 	if !present(v) {
-		return nil
+		return
 	}
 	if err := want(v, kindArray, p); err != nil {
-		return err
+		ts.skipBad(err)
+		return
 	}
 	for i, e := range elems(v) {
 		ep := p.i(i)
-		if err := want(e, kindObject, ep); err != nil {
-			return err
+		err := want(e, kindObject, ep)
+		if err == nil {
+			err = f(e, ep)
 		}
-		if err := f(e, ep); err != nil {
-			return err
+		if err != nil {
+			ts.skipBad(err)
 		}
 	}
-	return nil
 }
 
 // providerTool makes the Tool of a provider's own tool definition raw, of format f.
@@ -135,7 +159,7 @@ type fnReader struct {
 	special      func(t *compactorv1.Tool, k, v string, p *jpath) (bool, error)
 }
 
-func (r *fnReader) read(ts *toolState, obj string, p *jpath, rel string) (*compactorv1.Tool, error) {
+func (r *fnReader) read(ts *toolState, obj string, p *jpath) (*compactorv1.Tool, error) {
 	t := &compactorv1.Tool{}
 	named := false
 	for k, v := range members(obj) {
@@ -143,7 +167,7 @@ func (r *fnReader) read(ts *toolState, obj string, p *jpath, rel string) (*compa
 		switch {
 		case k == "name":
 			t.Name, err = str(v, p.k(k), true)
-			named = true
+			named = t.Name != ""
 		case k == "description":
 			t.Description, err = str(v, p.k(k), false)
 		case k == r.schema && r.schema != "":
@@ -167,7 +191,7 @@ func (r *fnReader) read(ts *toolState, obj string, p *jpath, rel string) (*compa
 				done, err = r.special(t, k, v, p)
 			}
 			if !done && err == nil {
-				ts.odd = append(ts.odd, rel+"."+k)
+				ts.skip(p.k(k), "")
 			}
 		}
 		if err != nil {
@@ -191,7 +215,16 @@ func schemaValue(v string, p *jpath) (string, error) {
 	return "", p.invalid("must be a JSON Schema object, not " + kindName(kindOf(v)))
 }
 
-func (ts *toolState) anthropic(get func(string) string, root *jpath) error {
+// add reads the function definition obj with r and adds it, or returns why it cannot.
+func (ts *toolState) add(r *fnReader, obj string, p *jpath) error {
+	t, err := r.read(ts, obj, p)
+	if err == nil {
+		ts.tools = append(ts.tools, t)
+	}
+	return err
+}
+
+func (ts *toolState) anthropic(get func(string) string) {
 	r := &fnReader{prov: "anthropic", schema: "input_schema", carried: anthropicToolCarried,
 		special: func(t *compactorv1.Tool, k, v string, _ *jpath) (bool, error) {
 			if k != "cache_control" {
@@ -202,32 +235,21 @@ func (ts *toolState) anthropic(get func(string) string, root *jpath) error {
 			}
 			return true, nil
 		}}
-	n := 0
-	err := toolList(get("tools"), root.k("tools"), func(e string, ep *jpath) error {
-		rel := "tools[" + itoa(n) + "]"
-		n++
-		if typ := sval(field(e, "type")); typ != "" && typ != "custom" {
+	ts.list(get("tools"), ts.root.k("tools"), func(e string, ep *jpath) error {
+		if typ := sval(field(e, "type")); typ != "" && typ != "custom" { // a server tool
 			ts.tools = append(ts.tools, providerTool(compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, typ, sval(field(e, "name")), e))
 			return nil
 		}
-		t, err := r.read(ts, e, ep, rel)
-		if err == nil {
-			ts.tools = append(ts.tools, t)
-		}
-		return err
+		return ts.add(r, e, ep)
 	})
-	if err != nil {
-		return err
-	}
 	if v := get("tool_choice"); present(v) {
 		if ts.choice = anthropicChoice(v); ts.choice == nil {
 			ts.choiceOdd = "tool_choice"
 		}
 	}
-	return nil
 }
 
-func (ts *toolState) openai(get func(string) string, root *jpath, responses bool) error {
+func (ts *toolState) openai(get func(string) string, responses bool) {
 	r := &fnReader{prov: "openai", schema: "parameters", carried: chatToolCarried}
 	format := compactorv1.Provider_PROVIDER_OPENAI_CHAT
 	if responses {
@@ -235,11 +257,11 @@ func (ts *toolState) openai(get func(string) string, root *jpath, responses bool
 		r.carried = responsesToolCarried
 		r.special = func(_ *compactorv1.Tool, k, _ string, _ *jpath) (bool, error) { return k == "type", nil }
 	}
-	n := 0
-	err := toolList(get("tools"), root.k("tools"), func(e string, ep *jpath) error {
-		rel := "tools[" + itoa(n) + "]"
-		n++
-		typ := sval(field(e, "type"))
+	ts.list(get("tools"), ts.root.k("tools"), func(e string, ep *jpath) error {
+		typ, err := str(field(e, "type"), ep.k("type"), true)
+		if err != nil {
+			return err
+		}
 		if typ != "function" {
 			name := sval(field(e, "name"))
 			if name == "" {
@@ -248,27 +270,21 @@ func (ts *toolState) openai(get func(string) string, root *jpath, responses bool
 			ts.tools = append(ts.tools, providerTool(format, typ, name, e))
 			return nil
 		}
-		obj, p := e, ep
-		if !responses {
-			for k := range members(e) {
-				if k != "type" && k != "function" {
-					ts.odd = append(ts.odd, rel+"."+k)
-				}
-			}
-			obj, p, rel = field(e, "function"), ep.k("function"), rel+".function"
-			if err := want(obj, kindObject, p); err != nil {
-				return err
+		if responses {
+			return ts.add(r, e, ep)
+		}
+		for k := range members(e) {
+			if k != "type" && k != "function" {
+				ts.skip(ep.k(k), "")
 			}
 		}
-		t, err := r.read(ts, obj, p, rel)
-		if err == nil {
-			ts.tools = append(ts.tools, t)
+		fp := ep.k("function")
+		fn := field(e, "function")
+		if err := want(fn, kindObject, fp); err != nil {
+			return err
 		}
-		return err
+		return ts.add(r, fn, fp)
 	})
-	if err != nil {
-		return err
-	}
 	tc, ptc := get("tool_choice"), get("parallel_tool_calls")
 	if present(tc) || present(ptc) {
 		var ok bool
@@ -279,10 +295,9 @@ func (ts *toolState) openai(get func(string) string, root *jpath, responses bool
 			}
 		}
 	}
-	return nil
 }
 
-func (ts *toolState) gemini(get func(string) string, root *jpath) error {
+func (ts *toolState) gemini(get func(string) string) {
 	r := &fnReader{prov: "google", schema: "parametersJsonSchema", carried: geminiDeclCarried,
 		special: func(t *compactorv1.Tool, k, v string, p *jpath) (bool, error) {
 			var err error
@@ -302,63 +317,51 @@ func (ts *toolState) gemini(get func(string) string, root *jpath) error {
 			}
 			return true, err
 		}}
-	n := 0
-	err := toolList(get("tools"), root.k("tools"), func(e string, ep *jpath) error {
-		rel := "tools[" + itoa(n) + "]"
-		n++
+	ts.list(get("tools"), ts.root.k("tools"), func(e string, ep *jpath) error {
 		for k, v := range members(e) {
-			if k != "functionDeclarations" && k != "function_declarations" {
+			switch {
+			case k == "":
+				ts.skip(ep.k(k), "a tool member without a name")
+			case k == "functionDeclarations" || k == "function_declarations":
+				ts.list(v, ep.k(k), func(d string, dp *jpath) error { return ts.add(r, d, dp) })
+			default:
 				ts.tools = append(ts.tools, providerTool(compactorv1.Provider_PROVIDER_GEMINI, k, "", oneMember(k, v)))
-				continue
-			}
-			m := 0
-			if err := toolList(v, ep.k(k), func(d string, dp *jpath) error {
-				t, err := r.read(ts, d, dp, rel+"."+k+"["+itoa(m)+"]")
-				m++
-				if err == nil {
-					ts.tools = append(ts.tools, t)
-				}
-				return err
-			}); err != nil {
-				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
 	key := "toolConfig"
 	tc := get(key)
 	if !present(tc) {
 		key, tc = "tool_config", get("tool_config")
 	}
 	if !present(tc) {
-		return nil
+		return
 	}
-	if err := want(tc, kindObject, root.k(key)); err != nil {
-		return err
+	if kindOf(tc) != kindObject {
+		ts.skip(ts.root.k(key), "must be an object")
+		return
 	}
 	for k, v := range members(tc) {
 		if k != "functionCallingConfig" && k != "function_calling_config" {
-			ts.odd = append(ts.odd, key+"."+k)
+			ts.skip(ts.root.k(key).k(k), "")
 			continue
 		}
 		if ts.choice = geminiChoice(v); ts.choice == nil {
 			ts.choiceOdd = key + "." + k
 		}
 	}
-	return nil
 }
 
-func (ts *toolState) bedrock(get func(string) string, root *jpath) error {
+func (ts *toolState) bedrock(get func(string) string) {
 	tc := get("toolConfig")
 	if !present(tc) {
-		return nil
+		return
 	}
-	cp := root.k("toolConfig")
-	if err := want(tc, kindObject, cp); err != nil {
-		return err
+	cp := ts.root.k("toolConfig")
+	if kindOf(tc) != kindObject {
+		ts.skip(cp, "must be an object")
+		return
 	}
 	r := &fnReader{prov: "bedrock", carried: bedrockToolCarried,
 		special: func(t *compactorv1.Tool, k, v string, p *jpath) (bool, error) {
@@ -375,50 +378,47 @@ func (ts *toolState) bedrock(get func(string) string, root *jpath) error {
 	for k, v := range members(tc) {
 		switch k {
 		case "tools":
-			n := 0
-			if err := toolList(v, cp.k(k), func(e string, ep *jpath) error {
-				rel := "toolConfig.tools[" + itoa(n) + "]"
-				n++
-				spec := field(e, "toolSpec")
-				if spec == "" {
-					typ, name := "", ""
-					for k, v := range members(e) {
-						typ, name = k, sval(field(v, "name"))
-						break
-					}
-					if prev := len(ts.tools) - 1; typ == "cachePoint" && prev >= 0 && ts.tools[prev].GetProviderTool() == nil {
-						setOpt(&ts.tools[prev].ProviderOptions, "bedrock", optCachePoint, toValue(field(e, "cachePoint")))
-						return nil
-					}
-					ts.tools = append(ts.tools, providerTool(compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, typ, name, e))
-					return nil
-				}
-				for k := range members(e) {
-					if k != "toolSpec" {
-						ts.odd = append(ts.odd, rel+"."+k)
-					}
-				}
-				sp := ep.k("toolSpec")
-				if err := want(spec, kindObject, sp); err != nil {
-					return err
-				}
-				t, err := r.read(ts, spec, sp, rel+".toolSpec")
-				if err == nil {
-					ts.tools = append(ts.tools, t)
-				}
-				return err
-			}); err != nil {
-				return err
-			}
+			ts.list(v, cp.k(k), func(e string, ep *jpath) error { return ts.bedrockTool(r, e, ep) })
 		case "toolChoice":
 			if ts.choice = bedrockChoice(v); ts.choice == nil && present(v) {
 				ts.choiceOdd = "toolConfig.toolChoice"
 			}
 		default:
-			ts.odd = append(ts.odd, "toolConfig."+k)
+			ts.skip(cp.k(k), "")
 		}
 	}
-	return nil
+}
+
+// bedrockTool reads one element of a Converse toolConfig.tools: a toolSpec, a cachePoint
+// (an option of the tool before it) or a tool of Bedrock's own.
+func (ts *toolState) bedrockTool(r *fnReader, e string, ep *jpath) error {
+	spec := field(e, "toolSpec")
+	if spec == "" {
+		typ, name := "", ""
+		for k, v := range members(e) {
+			typ, name = k, sval(field(v, "name"))
+			break
+		}
+		if typ == "" {
+			return ep.invalid("must set toolSpec, cachePoint or systemTool")
+		}
+		if prev := len(ts.tools) - 1; typ == "cachePoint" && prev >= 0 && ts.tools[prev].GetProviderTool() == nil {
+			setOpt(&ts.tools[prev].ProviderOptions, "bedrock", optCachePoint, toValue(field(e, "cachePoint")))
+			return nil
+		}
+		ts.tools = append(ts.tools, providerTool(compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, typ, name, e))
+		return nil
+	}
+	for k := range members(e) {
+		if k != "toolSpec" {
+			ts.skip(ep.k(k), "")
+		}
+	}
+	sp := ep.k("toolSpec")
+	if err := want(spec, kindObject, sp); err != nil {
+		return err
+	}
+	return ts.add(r, spec, sp)
 }
 
 // oneMember returns the JSON object {key: raw}.

@@ -237,7 +237,7 @@ func (l *lowerer) anthropicToolCache(t *compactorv1.Tool, at toolLoc) *structpb.
 		return nil
 	}
 	if l.toolCaches++; l.toolCaches > maxCacheBreakpoints {
-		l.warn("%s: cache breakpoint dropped: Anthropic allows at most %d", at, maxCacheBreakpoints)
+		l.warn("%s: cache breakpoint dropped: Anthropic allows at most %d, the tools' first", at, maxCacheBreakpoints)
 		return nil
 	}
 	return c
