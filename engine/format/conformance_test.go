@@ -76,7 +76,9 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 			break
 		}
 		var v anthropic.MessageNewParams
-		err = sdkRoundTrip(body, &v, sdkFields[p])
+		if err = sdkRoundTrip(body, &v, sdkFields[p]); err == nil {
+			err = checkAnthropicTools(body, v.Tools)
+		}
 	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
 		if body, err = checkNamedChoice(body, &struct {
 			Item *openai.ChatCompletionNamedToolChoiceParam `json:"item"`
@@ -108,6 +110,52 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 		err = checkPairing(p, body)
 	}
 	return err
+}
+
+// checkAnthropicTools fails on a tool the SDK read as a variant of another type: its union
+// decoder falls back to some variant for a type it does not know, and re-encodes the type as
+// it came. A variant's type is the Default of its Type constant; ToolParam's is "custom" or
+// none, and it needs an input_schema.
+func checkAnthropicTools(body string, tools []anthropic.ToolUnionParam) error {
+	for i, raw := range elemsOf(field(body, "tools")) {
+		if i >= len(tools) {
+			break
+		}
+		typ := sval(field(raw, "type"))
+		if tools[i].OfTool != nil {
+			if (typ != "" && typ != "custom") || field(raw, "input_schema") == "" {
+				return fmt.Errorf("tools[%d]: no Anthropic tool type matches %.200s", i, raw)
+			}
+			continue
+		}
+		if want := variantType(reflect.ValueOf(tools[i])); want != typ {
+			return fmt.Errorf("tools[%d]: type %q read as the SDK's %q", i, typ, want)
+		}
+	}
+	return nil
+}
+
+// variantType returns the Default of the Type constant of a union's set variant, or "".
+func variantType(u reflect.Value) string {
+	for i := range u.NumField() {
+		f := u.Field(i)
+		if !isVariant(u.Type().Field(i).Name) || f.Kind() != reflect.Pointer || f.IsNil() {
+			continue
+		}
+		if m := f.Elem().FieldByName("Type").MethodByName("Default"); m.IsValid() {
+			return m.Call(nil)[0].String()
+		}
+	}
+	return ""
+}
+
+// elemsOf returns the elements of a JSON array.
+func elemsOf(v string) []string {
+	var out []string
+	for _, e := range elems(v) {
+		out = append(out, e)
+	}
+	return out
 }
 
 // checkOutputMessages checks each Responses input item that is an output message (an
@@ -969,6 +1017,21 @@ func TestConformanceCheckerRejects(t *testing.T) {
 		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x","image":{"format":"png","source":{"bytes":""}}}]}]}`},
 		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"document":{"format":"pdf","name":"a.pdf","source":{"bytes":""}}}]}]}`},
 		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`},
+		// Tools, tool choices and generation parameters.
+		{compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"messages":[],"tools":[{"type":"teleport_20990101","name":"x"}]}`},
+		{compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"messages":[],"tool_choice":{"type":"sometimes"}}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_CHAT, `{"messages":[],"tools":[{"type":"function","function":{"name":"f","input_schema":{}}}]}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_CHAT, `{"messages":[],"tool_choice":{"type":"function","function":{"name":"f","strict":true}}}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `{"input":[],"tools":[{"type":"function","name":"f","parameters":{},"strict":false,"bogus":1}]}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `{"input":[],"tool_choice":{"type":"function","function":{"name":"f"}}}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"f","input_schema":{}}]}]}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT"},"parametersJsonSchema":{}}]}]}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"toolConfig":{"tools":[]}}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"max_tokens":1}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[]}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f"}}]}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{}}},"cachePoint":{"type":"default"}}]}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"max_tokens":1}}`},
 	}
 	for i, b := range bad {
 		if conformanceErr(b.p, b.body) == nil {
