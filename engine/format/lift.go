@@ -96,27 +96,25 @@ func lift(req *compactorv1.LiftRequest, track bool) (*compactorv1.LiftResponse, 
 	}
 	lt.from(nil)
 	rest, tm := restBody(body, conv, toolKeys(provider))
-	ts := readTools(func(k string) string {
-		if i := memberIndex(tm, k); i >= 0 {
-			return tm[i].val
+	resp := &compactorv1.LiftResponse{Messages: lt.msgs, Provider: provider, RestBody: rest}
+	if len(tm) > 0 {
+		ts := readTools(func(k string) string {
+			if i := memberIndex(tm, k); i >= 0 {
+				return tm[i].val
+			}
+			return ""
+		}, provider, root)
+		for _, o := range ts.odd {
+			if o.why == "" {
+				lt.warnings = append(lt.warnings, "body."+o.path+": field not carried by the IR's tools; ignored")
+			} else {
+				lt.warnings = append(lt.warnings, "body."+o.path+": "+o.why+"; the definition is in rest_body only, not in tools")
+			}
 		}
-		return ""
-	}, provider, root)
-	for _, o := range ts.odd {
-		if o.why == "" {
-			lt.warnings = append(lt.warnings, "body."+o.path+": field not carried by the IR's tools; ignored")
-		} else {
-			lt.warnings = append(lt.warnings, "body."+o.path+": "+o.why+"; the definition is in rest_body only, not in tools")
-		}
+		resp.Tools, resp.ToolChoice = ts.tools, ts.choice
 	}
-	return &compactorv1.LiftResponse{
-		Messages:   lt.msgs,
-		Provider:   provider,
-		Warnings:   lt.warnings,
-		RestBody:   rest,
-		Tools:      ts.tools,
-		ToolChoice: ts.choice,
-	}, lt.sources, nil
+	resp.Warnings = lt.warnings
+	return resp, lt.sources, nil
 }
 
 // restBody returns the object body without the members named in conv, other members in order
