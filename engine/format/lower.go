@@ -1,7 +1,9 @@
 // Package format converts between the IR and the request bodies of provider APIs: Lower
 // renders a conversation as the exact JSON body a provider takes (Anthropic Messages, OpenAI
 // Chat Completions, OpenAI Responses, Gemini generateContent, Bedrock Converse) and Lift reads
-// such a body back into the IR, detecting its format when asked to.
+// such a body back into the IR, detecting its format when asked to. A request's tool
+// definitions and tool choice travel beside the conversation in a provider-neutral form
+// (compactorv1.Tool, ToolChoice), and its other fields in rest_body.
 //
 // Both directions are deterministic and never panic. Bad input is reported as an
 // *engine.ValidationError whose field names the JSON path ("body.messages[3].content[1].type",
@@ -31,8 +33,12 @@ import (
 // The body holds the conversation fields of req.Provider's API (for example "system" and
 // "messages" for Anthropic), merged into req.BaseBody when it is set: base_body must be a JSON
 // object; its conversation fields are replaced, every other member passes through unchanged
-// and in order, followed by the conversation fields. The same request always gives the same
-// bytes.
+// and in order. Then come the members of req.RestBody that base_body lacks (all of them in
+// the target's format; of another format, those with an equivalent in the target's names,
+// every other one named in a warning), the tools and the tool choice in the target's form
+// (merged, by name, into those base_body holds), and the conversation fields
+// (request.go; LowerRequest's comments state the rules). The same request always gives the
+// same bytes.
 //
 // Unless req.KeepHistory is set, only what a model sees is sent (engine.Sent: head messages,
 // the latest summary and what follows it; never compaction prompts). With req.Session active
@@ -42,8 +48,10 @@ import (
 // end sends the full context. Without a session the returned cursor is the index of the last
 // message.
 //
-// Errors: an *engine.ValidationError for an unknown provider or a base_body that is not a
-// JSON object. Everything that could not be carried is listed in the response's warnings.
+// Errors: an *engine.ValidationError for an unknown provider, a base_body or rest_body that
+// is not a JSON object, a rest_body without its rest_provider, or a malformed tool (no name,
+// a schema that is not a JSON object) or tool choice. Everything that could not be carried is
+// listed in the response's warnings; with req.Strict, a *StrictError names it instead.
 func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 	l := &lowerer{req: req}
 	base, err := parseBase(req.GetBaseBody())
