@@ -107,10 +107,8 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 // lowerer holds the state of one Lower call.
 type lowerer struct {
 	req *compactorv1.LowerRequest
-	// base: the members written before the conversation (compose); those from restFrom on
-	// came from rest_body or were added.
+	// base: the members written before the conversation (compose).
 	base     []member
-	restFrom int
 	msgs     []src
 	cursor   int32
 	w        jw

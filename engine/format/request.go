@@ -87,14 +87,12 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 		rest = ""
 	}
 	if rest == "" && len(tools) == 0 && choice == nil {
-		l.restFrom = len(base)
 		return base, nil
 	}
 	if err := validateTools(tools, choice); err != nil {
 		return nil, err
 	}
-	out := base
-	l.restFrom = len(base)
+	out := base // base_body's members, which nothing else holds: out may change them
 	from := req.GetRestProvider()
 	var ts *toolState
 	if rest != "" {
@@ -115,10 +113,14 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 		if choice == nil {
 			choice = ts.choice
 		}
-		out = slicesClip(base)
 		if from == req.GetProvider() {
+			have := make(map[string]bool, len(out))
+			for _, m := range out {
+				have[m.key] = true
+			}
 			for k, v := range members(rest) {
-				if memberIndex(out, k) < 0 {
+				if !have[k] {
+					have[k] = true
 					out = append(out, member{k, v})
 				}
 			}
@@ -127,17 +129,13 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 		}
 	}
 	if len(tools) > 0 {
-		out = l.mergeTools(slicesClip(out), tools)
+		out = l.mergeTools(out, tools)
 	}
 	if choice != nil {
-		out = l.mergeChoice(slicesClip(out), choice)
+		out = l.mergeChoice(out, choice)
 	}
 	return out, nil
 }
-
-// slicesClip returns s with no spare capacity, so that appending to it never writes into
-// the array base_body's members share.
-func slicesClip(s []member) []member { return s[:len(s):len(s)] }
 
 // memberIndex returns the index of the member named key, or -1.
 func memberIndex(ms []member, key string) int {

@@ -473,19 +473,26 @@ func sameJSON(a, b string) bool {
 	}
 	switch ka {
 	case kindObject:
-		na := 0
+		// b's members by name (the first of each, as field reads them): a lookup per member
+		// of a keeps hostile objects of a million members linear.
+		bm := map[string]string{}
+		for k, v := range members(b) {
+			if _, ok := bm[k]; !ok {
+				bm[k] = v
+			}
+		}
+		seen := make(map[string]bool, len(bm))
 		for k, v := range members(a) {
-			na++
-			w := field(b, k)
-			if w == "" || !sameJSON(v, w) {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			w, ok := bm[k]
+			if !ok || !sameJSON(v, w) {
 				return false
 			}
 		}
-		nb := 0
-		for range members(b) {
-			nb++
-		}
-		return na == nb
+		return len(seen) == len(bm)
 	case kindArray:
 		var ea []string
 		for _, e := range elems(a) {
@@ -507,7 +514,18 @@ func sameJSON(a, b string) bool {
 	return false
 }
 
-// Tool choices, read from each format's member.
+// Tool choices, read from each format's member; the names of the modes are choiceNames.
+
+// choiceMode returns the first mode format p calls name, and whether there is one.
+func choiceMode(p compactorv1.Provider, name string) (compactorv1.ToolChoiceMode, bool) {
+	names := choiceNames[p]
+	for m := 1; m < len(names); m++ {
+		if name != "" && names[m] == name {
+			return compactorv1.ToolChoiceMode(m), true
+		}
+	}
+	return 0, false
+}
 
 func anthropicChoice(v string) *compactorv1.ToolChoice {
 	if kindOf(v) != kindObject {
@@ -515,28 +533,19 @@ func anthropicChoice(v string) *compactorv1.ToolChoice {
 	}
 	c := &compactorv1.ToolChoice{}
 	for k, e := range members(v) {
+		ok := true
 		switch k {
 		case "type":
-			switch sval(e) {
-			case "auto":
-				c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO
-			case "any":
-				c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED
-			case "none":
-				c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_NONE
-			case "tool":
-				c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL
-			default:
-				return nil
-			}
+			c.Mode, ok = choiceMode(compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, sval(e))
 		case "name":
 			c.ToolName = sval(e)
 		case "disable_parallel_tool_use":
-			if kindOf(e) != kindBool {
-				return nil
-			}
+			ok = kindOf(e) == kindBool
 			c.DisableParallelToolUse = e == "true"
 		default:
+			ok = false
+		}
+		if !ok {
 			return nil
 		}
 	}
@@ -553,40 +562,14 @@ func openaiChoice(tc, ptc string, responses bool) (c *compactorv1.ToolChoice, ok
 	switch kindOf(tc) {
 	case kindInvalid, kindNull:
 	case kindString:
-		switch unquote(tc) {
-		case "auto":
-			c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO
-		case "none":
-			c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_NONE
-		case "required":
-			c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED
-		default:
+		if c.Mode, ok = choiceMode(compactorv1.Provider_PROVIDER_OPENAI_CHAT, unquote(tc)); !ok {
 			return nil, false
 		}
 	case kindObject:
-		name, n := "", 0
-		for k, e := range members(tc) {
-			n++
-			switch {
-			case k == "type" && sval(e) == "function":
-			case k == "name" && responses, k == "function" && !responses:
-				if !responses {
-					for fk := range members(e) {
-						if fk != "name" {
-							return nil, false
-						}
-					}
-					e = field(e, "name")
-				}
-				name = sval(e)
-			default:
-				return nil, false
-			}
-		}
-		if name == "" || n != 2 {
+		if c.ToolName = namedFunction(tc, responses); c.ToolName == "" {
 			return nil, false
 		}
-		c.Mode, c.ToolName = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL, name
+		c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL
 	default:
 		return nil, false
 	}
@@ -603,18 +586,46 @@ func openaiChoice(tc, ptc string, responses bool) (c *compactorv1.ToolChoice, ok
 	return c, true
 }
 
+// namedFunction returns the function an OpenAI tool choice object names: {"type":"function",
+// "function":{"name":...}} in Chat, {"type":"function","name":...} in Responses; "" for any
+// other object.
+func namedFunction(tc string, responses bool) string {
+	name, n := "", 0
+	for k, e := range members(tc) {
+		n++
+		switch {
+		case k == "type" && sval(e) == "function":
+		case k == "name" && responses:
+			name = sval(e)
+		case k == "function" && !responses:
+			for fk := range members(e) {
+				if fk != "name" {
+					return ""
+				}
+			}
+			name = sval(field(e, "name"))
+		default:
+			return ""
+		}
+	}
+	if n != 2 {
+		return ""
+	}
+	return name
+}
+
 // geminiChoice reads a functionCallingConfig: AUTO, NONE, ANY (with one allowed name: that
 // tool).
 func geminiChoice(v string) *compactorv1.ToolChoice {
 	if kindOf(v) != kindObject {
 		return nil
 	}
-	var mode string
+	c := &compactorv1.ToolChoice{}
 	var names []string
 	for k, e := range members(v) {
 		switch k {
 		case "mode":
-			mode = sval(e)
+			c.Mode, _ = choiceMode(compactorv1.Provider_PROVIDER_GEMINI, sval(e))
 		case "allowedFunctionNames", "allowed_function_names":
 			if kindOf(e) != kindArray {
 				return nil
@@ -626,18 +637,13 @@ func geminiChoice(v string) *compactorv1.ToolChoice {
 			return nil
 		}
 	}
-	c := &compactorv1.ToolChoice{}
 	switch {
-	case mode == "AUTO" && names == nil:
-		c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO
-	case mode == "NONE" && names == nil:
-		c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_NONE
-	case mode == "ANY" && len(names) == 0:
-		c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED
-	case mode == "ANY" && len(names) == 1 && names[0] != "":
-		c.Mode, c.ToolName = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL, names[0]
-	default:
+	case c.Mode == compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED:
 		return nil
+	case c.Mode == compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED && len(names) == 1 && names[0] != "":
+		c.Mode, c.ToolName = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL, names[0]
+	case names != nil && (c.Mode != compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED || len(names) > 0):
+		return nil // names with AUTO or NONE, or several: no ToolChoice says that
 	}
 	return c
 }
@@ -648,18 +654,14 @@ func bedrockChoice(v string) *compactorv1.ToolChoice {
 	n := 0
 	for k, e := range members(v) {
 		n++
-		switch k {
-		case "auto":
-			c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_AUTO
-		case "any":
-			c.Mode = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED
-		case "tool":
-			c.Mode, c.ToolName = compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL, sval(field(e, "name"))
-			if c.ToolName == "" {
+		var ok bool
+		if c.Mode, ok = choiceMode(compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, k); !ok {
+			return nil
+		}
+		if c.Mode == compactorv1.ToolChoiceMode_TOOL_CHOICE_MODE_TOOL {
+			if c.ToolName = sval(field(e, "name")); c.ToolName == "" {
 				return nil
 			}
-		default:
-			return nil
 		}
 	}
 	if n != 1 {
