@@ -1799,7 +1799,8 @@ type Tool struct {
 	// as JSON Schema: type names in lower case, nullable as a "null" type.
 	InputSchemaJson string `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
 	// Whether the model's input must follow the schema exactly: the "strict" of OpenAI,
-	// Anthropic and Bedrock's toolSpec. Unset: not said. Gemini has no such flag: true is named
+	// Anthropic and Bedrock's toolSpec. Unset: not said (OpenAI Responses, which requires the
+	// flag, is given false, the other formats' default). Gemini has no such flag: true is named
 	// in a warning.
 	Strict *bool `protobuf:"varint,4,opt,name=strict,proto3,oneof" json:"strict,omitempty"`
 	// Members of the provider's definition the neutral form does not model, under their API
