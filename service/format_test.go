@@ -113,6 +113,57 @@ func TestStrictLowerIsFailedPrecondition(t *testing.T) {
 	}
 }
 
+// TestToolsOverGRPC: Lift returns a body's tools in the neutral form; Lower writes them in
+// another format's; a strict Lower that would leave out another format's field of the
+// input is FAILED_PRECONDITION naming it, and a tool base_body defines otherwise likewise.
+func TestToolsOverGRPC(t *testing.T) {
+	client := compactorv1.NewCompactorServiceClient(startBufconn(t, service.New(service.Options{})))
+	body := `{"model":"gpt-4o","seed":7,"temperature":0.2,"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}}],"messages":[{"role":"user","content":"ls"}]}`
+	lifted, err := client.Lift(t.Context(), &compactorv1.LiftRequest{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lifted.GetTools()) != 1 || lifted.GetTools()[0].GetInputSchemaJson() != `{"type":"object","properties":{"cmd":{"type":"string"}}}` {
+		t.Fatalf("lifted tools %v", lifted.GetTools())
+	}
+	req := &compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE,
+		RestBody: lifted.GetRestBody(), RestProvider: lifted.GetProvider(), Tools: lifted.GetTools()}
+	low, err := client.Lower(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"toolConfig":{"tools":[{"toolSpec":{"name":"bash","inputSchema":{"json":{"type":"object","properties":{"cmd":{"type":"string"}}}}}}]}`; !strings.Contains(low.GetBody(), want) {
+		t.Errorf("%s lacks %s", low.GetBody(), want)
+	}
+	if w := low.GetWarnings(); len(w) != 1 || w[0] != "rest_body.seed: not carried to bedrock" {
+		t.Errorf("warnings %q", w)
+	}
+	req.Strict = true
+	for _, c := range []struct{ base, subject string }{
+		{"", "rest_body.seed"},
+		{`{"seed":1,"toolConfig":{"tools":[{"toolSpec":{"name":"bash","inputSchema":{"json":{}}}}]}}`, "tools[0]"},
+	} {
+		req.RestBody = lifted.GetRestBody()
+		if c.base != "" {
+			req.RestBody, req.RestProvider = "", compactorv1.Provider_PROVIDER_UNSPECIFIED
+		}
+		req.BaseBody = c.base
+		_, err = client.Lower(t.Context(), req)
+		st := status.Convert(err)
+		var subjects []string
+		for _, d := range st.Details() {
+			if pf, ok := d.(*errdetails.PreconditionFailure); ok {
+				for _, v := range pf.GetViolations() {
+					subjects = append(subjects, v.GetSubject())
+				}
+			}
+		}
+		if st.Code() != codes.FailedPrecondition || len(subjects) != 1 || subjects[0] != c.subject {
+			t.Errorf("base %s: %v, violations %q; want FAILED_PRECONDITION naming %s", c.base, err, subjects, c.subject)
+		}
+	}
+}
+
 // TestCompactReplacesForeignCompaction: with target_provider set, a compaction another
 // provider made is replaced (its readable summary folded into a compactord summary, with a
 // warning); for its own provider it stays, byte for byte.

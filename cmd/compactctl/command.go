@@ -66,8 +66,8 @@ func (c *command) flags() *flag.FlagSet {
 	c.conn.register(fs)
 	fs.StringVar(&c.from, "from", "auto", "the input's format: "+fromList)
 	fs.StringVar(&c.to, "to", "", "the output's provider ("+providerList+"); lower requires it, compact prints the IR document without it")
-	fs.StringVar(&c.model, "model", "", "with --to: the model the body is for, written as its \"model\" when neither --base-body nor the input's own fields (carried into a body of its own provider) name one: theirs wins. It also decides model-dependent rules such as OpenAI's developer role. Gemini and Bedrock bodies name no model (it goes in the URL)")
-	fs.StringVar(&c.baseBody, "base-body", "", "with --to: a JSON file of the target's other fields (model, max_tokens, tools, ...) to lower into, in place of the input's")
+	fs.StringVar(&c.model, "model", "", "with --to: the model the body is for, written as its \"model\" when neither --base-body nor the input's own fields (carried into a body of its own provider, or between OpenAI's two) name one: theirs wins. It also decides model-dependent rules such as OpenAI's developer role. Gemini and Bedrock bodies name no model (it goes in the URL)")
+	fs.StringVar(&c.baseBody, "base-body", "", "with --to: a JSON file of the target's other fields (model, max_tokens, tools, ...); they win over the input's")
 	fs.BoolVar(&c.strict, "strict", false, "with --to: fail (exit 4) rather than drop or change anything the target cannot carry")
 	fs.BoolVar(&c.explain, "explain", false, "plan: print the decision as a table (plan's default; --json prints JSON)")
 	fs.BoolVar(&c.full, "json", false, "plan and compact: print the whole response as JSON, every field (false and 0 included)")
@@ -214,15 +214,6 @@ const providerList = "anthropic, openai-chat, openai-responses, gemini or bedroc
 
 // fromList is what --from accepts.
 const fromList = "auto (an IR document, else the detected provider), ir, " + providerList
-
-// providerName is the --to name of p, or its enum name when it has none.
-func providerName(p compactorv1.Provider) string {
-	name := format.ProviderName(p)
-	if _, ok := format.ParseProvider(name); ok {
-		return name
-	}
-	return p.String()
-}
 
 // parseProvider reads a --from or --to provider name, in any case.
 func parseProvider(name string) (compactorv1.Provider, error) {

@@ -165,24 +165,15 @@ func lower(ctx context.Context, c *command) error {
 	return c.lowerDoc(ctx, doc)
 }
 
-// lowerDoc prints doc as a body of the --to provider, with the input body's other fields.
+// lowerDoc prints doc as a body of the --to provider, with the input body's tools and other
+// fields: the server writes them in the target's form where it has one and names the rest
+// (refusing under --strict); --base-body's fields win over them.
 func (c *command) lowerDoc(ctx context.Context, doc *conversation) error {
 	to, _ := parseProvider(c.to) // checked by command.check
-	// The rest of the body (model, tools, sampling) is in the input provider's shape: it is
-	// carried only into a body of the same provider.
-	base := doc.RestBody
-	if base == "{}" {
-		base = ""
-	}
-	if c.baseBody != "" {
-		base = c.base
-	} else if base != "" && doc.Provider != to {
-		c.warn("lower", []string{fmt.Sprintf("the input's other fields (model, tools, ...) are in the %s shape: not carried into %s (give --base-body)", providerName(doc.Provider), c.to)})
-		base = ""
-	}
-	base, model := c.withModel(base, to)
+	base, model := c.withModel(c.base, doc, to)
 	r, err := c.backend.Lower(ctx, &compactorv1.LowerRequest{Messages: doc.Messages, Provider: to,
-		Model: model, BaseBody: base, Strict: c.strict})
+		Model: model, BaseBody: base, Strict: c.strict, RestBody: doc.RestBody, RestProvider: doc.Provider,
+		Tools: doc.Tools, ToolChoice: doc.ToolChoice})
 	if err != nil {
 		return err
 	}

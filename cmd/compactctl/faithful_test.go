@@ -45,11 +45,8 @@ func TestBodiesAreByteFaithful(t *testing.T) {
 			if r.code != exitOK {
 				t.Fatalf("%s to %s: %+v", f.Name, name, r)
 			}
-			base := ""
-			if doc.GetProvider() == p && doc.GetRestBody() != "{}" {
-				base = doc.GetRestBody()
-			}
-			want, err := srv.Lower(ctx, &compactorv1.LowerRequest{Messages: doc.GetMessages(), Provider: p, BaseBody: base})
+			want, err := srv.Lower(ctx, &compactorv1.LowerRequest{Messages: doc.GetMessages(), Provider: p, RestBody: doc.GetRestBody(),
+				RestProvider: doc.GetProvider(), Tools: doc.GetTools(), ToolChoice: doc.GetToolChoice()})
 			if err != nil {
 				t.Fatal(err)
 			}

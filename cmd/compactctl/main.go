@@ -10,9 +10,11 @@
 // OpenAI Responses, Gemini, Bedrock Converse; --from names it, else it is detected) or an IR
 // document, the JSON form of a LiftResponse that `compactctl lift` prints. A provider body is
 // lifted first, so `compactctl compact --to anthropic < openai-body.json` compacts an OpenAI
-// Chat body and prints an Anthropic one. The body's other fields (model, tools, ...) are kept
-// only when --to is its own provider; for another, --base-body FILE gives the target's (an
-// Anthropic body needs model and max_tokens), and --strict fails rather than drop anything.
+// Chat body and prints an Anthropic one. The body's tools go along in the target's form, and
+// its other fields (model, sampling, ...) where the target has them (all of them when --to is
+// its own provider); --base-body FILE gives the rest of the target's (an Anthropic body needs
+// model and max_tokens), and --strict fails rather than drop anything, tools and other fields
+// included.
 //
 // It talks to a server at --addr (default $COMPACTORD_ADDR, else localhost:50051), or with
 // --local runs the same engine and extractive summarizer in-process, with no server.

@@ -292,10 +292,17 @@ func TestREADMEExample(t *testing.T) {
 		}
 	}
 	checkAnthropicBody(t, filepath.Join(work, "compacted.anthropic.json"))
-	for file, want := range map[string]string{"compacted.anthropic.json": "<summary>", "conversation.ir.json": "ROLE_USER", "gemini.json": `"contents"`} {
+	// The input's tools too, in each body's form (issue 36).
+	for file, wants := range map[string][]string{
+		"compacted.anthropic.json": {"<summary>", `"name":"str_replace_editor"`},
+		"conversation.ir.json":     {"ROLE_USER", `"inputSchemaJson"`},
+		"gemini.json":              {`"contents"`, `"functionDeclarations":[{"name":"bash"`},
+	} {
 		b, err := os.ReadFile(filepath.Join(work, file))
-		if err != nil || !strings.Contains(string(b), want) {
-			t.Errorf("%s: %v; want it to hold %q", file, err, want)
+		for _, want := range wants {
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("%s: %v; want it to hold %q", file, err, want)
+			}
 		}
 	}
 }

@@ -87,8 +87,9 @@ func (l *lowerer) anthropic() {
 			}
 		}
 	}
-	// At most four cache breakpoints, system first, in document order.
-	count := 0
+	// At most four cache breakpoints, tools first (anthropicToolCache counted them), then
+	// system, in document order.
+	count := min(l.toolCaches, maxCacheBreakpoints)
 	limit := func(b *ablock) {
 		if b.cache == nil {
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go/auth/bearer"
 )
@@ -88,13 +89,20 @@ func checkBedrockSDK(body string) error {
 			return fmt.Errorf("system[%d]: neither text nor cachePoint", i)
 		}
 	}
+	tc, ic, err := bedrockToolTypes(body)
+	if err != nil {
+		return err
+	}
 	d.reply = []byte(`{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2},"metrics":{"latencyMs":1}}`)
-	if _, err := client.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("m"), Messages: msgs, System: sys}); err != nil {
+	if _, err := client.Converse(ctx, &bedrockruntime.ConverseInput{ModelId: aws.String("m"), Messages: msgs, System: sys,
+		ToolConfig: tc, InferenceConfig: ic}); err != nil {
 		return fmt.Errorf("the SDK refuses the request: %w", err)
 	}
 	var ours, theirs struct {
-		System   any `json:"system"`
-		Messages any `json:"messages"`
+		System          any `json:"system"`
+		Messages        any `json:"messages"`
+		ToolConfig      any `json:"toolConfig"`
+		InferenceConfig any `json:"inferenceConfig"`
 	}
 	if err := json.Unmarshal([]byte(body), &ours); err != nil {
 		return err
@@ -106,6 +114,55 @@ func checkBedrockSDK(body string) error {
 		return fmt.Errorf("the SDK sends another conversation than the body's:\nours:   %.1500s\ntheirs: %.1500s", mustJSON(ours), mustJSON(theirs))
 	}
 	return nil
+}
+
+// bedrockToolTypes builds the SDK's ToolConfiguration and InferenceConfiguration from the
+// body's toolConfig and inferenceConfig (nil when absent), member by member, so that the SDK
+// validates and serializes them.
+func bedrockToolTypes(body string) (*types.ToolConfiguration, *types.InferenceConfiguration, error) {
+	var top struct {
+		ToolConfig      *brToolConfig `json:"toolConfig"`
+		InferenceConfig *brInference  `json:"inferenceConfig"`
+	}
+	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		return nil, nil, err
+	}
+	var ic *types.InferenceConfiguration
+	if c := top.InferenceConfig; c != nil {
+		ic = &types.InferenceConfiguration{MaxTokens: c.MaxTokens, StopSequences: c.StopSequences, Temperature: c.Temperature, TopP: c.TopP}
+	}
+	c := top.ToolConfig
+	if c == nil {
+		return nil, ic, nil
+	}
+	tc := &types.ToolConfiguration{}
+	for _, t := range c.Tools {
+		switch {
+		case t.ToolSpec != nil:
+			var schema any
+			if err := json.Unmarshal(t.ToolSpec.InputSchema.JSON, &schema); err != nil {
+				return nil, nil, err
+			}
+			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: types.ToolSpecification{Name: aws.String(t.ToolSpec.Name),
+				Description: t.ToolSpec.Description, Strict: t.ToolSpec.Strict,
+				InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(schema)}}})
+		case t.CachePoint != nil:
+			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointType(t.CachePoint.Type)}})
+		case t.SystemTool != nil:
+			tc.Tools = append(tc.Tools, &types.ToolMemberSystemTool{Value: types.SystemTool{Name: aws.String(t.SystemTool.Name)}})
+		}
+	}
+	if ch := c.ToolChoice; ch != nil {
+		switch {
+		case ch.Auto != nil:
+			tc.ToolChoice = &types.ToolChoiceMemberAuto{}
+		case ch.Any != nil:
+			tc.ToolChoice = &types.ToolChoiceMemberAny{}
+		case ch.Tool != nil:
+			tc.ToolChoice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(ch.Tool.Name)}}
+		}
+	}
+	return tc, ic, nil
 }
 
 func mustJSON(v any) string {

@@ -169,6 +169,8 @@ func unitOf(at any) string {
 		return "part"
 	case msgLoc, int:
 		return "message"
+	case toolLoc:
+		return "tool"
 	}
 	return ""
 }

@@ -3,11 +3,17 @@ package format
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -48,27 +54,51 @@ func checkConformance(t *testing.T, p compactorv1.Provider, body string) {
 	}
 }
 
+// sdkFields are the top-level members of a body that sdkRoundTrip requires to survive the
+// SDK's decoding: the conversation, the tools and tool choice, and the generation parameters
+// Lower carries between formats.
+var sdkFields = map[compactorv1.Provider][]string{
+	compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES: {"system", "messages", "tools", "tool_choice",
+		"max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream"},
+	compactorv1.Provider_PROVIDER_OPENAI_CHAT: {"messages", "tools", "tool_choice", "parallel_tool_calls",
+		"max_completion_tokens", "temperature", "top_p", "stop", "stream", "model"},
+	compactorv1.Provider_PROVIDER_OPENAI_RESPONSES: {"input", "include", "tools", "tool_choice", "parallel_tool_calls",
+		"max_output_tokens", "temperature", "top_p", "stream", "model"},
+}
+
 func conformanceErr(p compactorv1.Provider, body string) error {
 	var err error
 	switch p {
 	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
 		if strings.Contains(body, `"type":"compaction"`) { // a beta block: the beta API's params
 			var v anthropic.BetaMessageNewParams
-			err = sdkRoundTrip(body, &v, []string{"system", "messages"})
+			err = sdkRoundTrip(body, &v, sdkFields[p])
 			break
 		}
 		var v anthropic.MessageNewParams
-		err = sdkRoundTrip(body, &v, []string{"system", "messages"})
+		if err = sdkRoundTrip(body, &v, sdkFields[p]); err == nil {
+			err = checkAnthropicTools(body, v.Tools)
+		}
 	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
+		if body, err = checkNamedChoice(body, &struct {
+			Item *openai.ChatCompletionNamedToolChoiceParam `json:"item"`
+		}{&openai.ChatCompletionNamedToolChoiceParam{}}); err != nil {
+			break
+		}
 		var v openai.ChatCompletionNewParams
-		err = sdkRoundTrip(body, &v, []string{"messages"})
+		err = sdkRoundTrip(body, &v, sdkFields[p])
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
 		body, err = checkOutputMessages(body)
 		if err != nil {
 			break
 		}
+		if body, err = checkNamedChoice(body, &struct {
+			Item *responses.ToolChoiceFunctionParam `json:"item"`
+		}{&responses.ToolChoiceFunctionParam{}}); err != nil {
+			break
+		}
 		var v responses.ResponseNewParams
-		err = sdkRoundTrip(body, &v, []string{"input", "include"})
+		err = sdkRoundTrip(body, &v, sdkFields[p])
 	case compactorv1.Provider_PROVIDER_GEMINI:
 		err = checkGemini(body)
 	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
@@ -80,6 +110,52 @@ func conformanceErr(p compactorv1.Provider, body string) error {
 		err = checkPairing(p, body)
 	}
 	return err
+}
+
+// checkAnthropicTools fails on a tool the SDK read as a variant of another type: its union
+// decoder falls back to some variant for a type it does not know, and re-encodes the type as
+// it came. A variant's type is the Default of its Type constant; ToolParam's is "custom" or
+// none, and it needs an input_schema.
+func checkAnthropicTools(body string, tools []anthropic.ToolUnionParam) error {
+	for i, raw := range elemsOf(field(body, "tools")) {
+		if i >= len(tools) {
+			break
+		}
+		typ := sval(field(raw, "type"))
+		if tools[i].OfTool != nil {
+			if (typ != "" && typ != "custom") || field(raw, "input_schema") == "" {
+				return fmt.Errorf("tools[%d]: no Anthropic tool type matches %.200s", i, raw)
+			}
+			continue
+		}
+		if want := variantType(reflect.ValueOf(tools[i])); want != typ {
+			return fmt.Errorf("tools[%d]: type %q read as the SDK's %q", i, typ, want)
+		}
+	}
+	return nil
+}
+
+// variantType returns the Default of the Type constant of a union's set variant, or "".
+func variantType(u reflect.Value) string {
+	for i := range u.NumField() {
+		f := u.Field(i)
+		if !isVariant(u.Type().Field(i).Name) || f.Kind() != reflect.Pointer || f.IsNil() {
+			continue
+		}
+		if m := f.Elem().FieldByName("Type").MethodByName("Default"); m.IsValid() {
+			return m.Call(nil)[0].String()
+		}
+	}
+	return ""
+}
+
+// elemsOf returns the elements of a JSON array.
+func elemsOf(v string) []string {
+	var out []string
+	for _, e := range elems(v) {
+		out = append(out, e)
+	}
+	return out
 }
 
 // checkOutputMessages checks each Responses input item that is an output message (an
@@ -115,6 +191,27 @@ func checkOutputMessages(body string) (string, error) {
 		return body, nil
 	}
 	top["input"], _ = json.Marshal(items)
+	out, err := json.Marshal(top)
+	return string(out), err
+}
+
+// checkNamedChoice checks an OpenAI tool_choice that names a function against the SDK's
+// type for it (into, a struct whose "item" is that type; the SDK's union decoder reads such
+// a choice as an allowed_tools one) and returns the body with it replaced by "required" for
+// the check of the rest.
+func checkNamedChoice(body string, into any) (string, error) {
+	tc := field(body, "tool_choice")
+	if kindOf(tc) != kindObject || sval(field(tc, "type")) != "function" {
+		return body, nil
+	}
+	if err := sdkRoundTrip(`{"item":`+tc+`}`, into, []string{"item"}); err != nil {
+		return body, fmt.Errorf("tool_choice: %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		return body, err
+	}
+	top["tool_choice"] = json.RawMessage(`"required"`)
 	out, err := json.Marshal(top)
 	return string(out), err
 }
@@ -268,8 +365,14 @@ func checkGemini(body string) error {
 	var top struct {
 		SystemInstruction json.RawMessage   `json:"systemInstruction"`
 		Contents          []json.RawMessage `json:"contents"`
+		Tools             []json.RawMessage `json:"tools"`
+		ToolConfig        json.RawMessage   `json:"toolConfig"`
+		GenerationConfig  json.RawMessage   `json:"generationConfig"`
 	}
 	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		return err
+	}
+	if err := checkGeminiTools(top.Tools, top.ToolConfig, top.GenerationConfig); err != nil {
 		return err
 	}
 	check := func(raw json.RawMessage, path string, system bool) error {
@@ -313,6 +416,40 @@ func checkGemini(body string) error {
 	for i, c := range top.Contents {
 		if err := check(c, fmt.Sprintf("contents[%d]", i), false); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkGeminiTools decodes each tools element into genai.Tool, toolConfig into
+// genai.ToolConfig and generationConfig into genai.GenerationConfig, strictly; every function
+// declaration is named and has at most one of parameters and parametersJsonSchema, and a
+// Tool sets at least one member.
+func checkGeminiTools(tools []json.RawMessage, toolConfig, generationConfig json.RawMessage) error {
+	for i, raw := range tools {
+		var tool genai.Tool
+		if err := strictDecode(raw, &tool); err != nil {
+			return fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		if reflect.ValueOf(tool).IsZero() {
+			return fmt.Errorf("tools[%d]: sets nothing", i)
+		}
+		for j, d := range tool.FunctionDeclarations {
+			if d.Name == "" || (d.Parameters != nil && d.ParametersJsonSchema != nil) {
+				return fmt.Errorf("tools[%d].functionDeclarations[%d]: a name and at most one of parameters and parametersJsonSchema", i, j)
+			}
+		}
+	}
+	if toolConfig != nil {
+		var tc genai.ToolConfig
+		if err := strictDecode(toolConfig, &tc); err != nil {
+			return fmt.Errorf("toolConfig: %w", err)
+		}
+	}
+	if generationConfig != nil {
+		var gc genai.GenerationConfig
+		if err := strictDecode(generationConfig, &gc); err != nil {
+			return fmt.Errorf("generationConfig: %w", err)
 		}
 	}
 	return nil
@@ -378,6 +515,36 @@ type (
 		Image    *brImage        `json:"image,omitempty"`
 		Document *brDocument     `json:"document,omitempty"`
 	}
+	brToolConfig struct {
+		Tools      []brTool `json:"tools"`
+		ToolChoice *struct {
+			Auto *struct{} `json:"auto,omitempty"`
+			Any  *struct{} `json:"any,omitempty"`
+			Tool *struct {
+				Name string `json:"name"`
+			} `json:"tool,omitempty"`
+		} `json:"toolChoice,omitempty"`
+	}
+	brTool struct {
+		ToolSpec *struct {
+			Name        string  `json:"name"`
+			Description *string `json:"description,omitempty"`
+			InputSchema struct {
+				JSON json.RawMessage `json:"json"`
+			} `json:"inputSchema"`
+			Strict *bool `json:"strict,omitempty"`
+		} `json:"toolSpec,omitempty"`
+		CachePoint *brCache `json:"cachePoint,omitempty"`
+		SystemTool *struct {
+			Name string `json:"name"`
+		} `json:"systemTool,omitempty"`
+	}
+	brInference struct {
+		MaxTokens     *int32   `json:"maxTokens,omitempty"`
+		StopSequences []string `json:"stopSequences,omitempty"`
+		Temperature   *float32 `json:"temperature,omitempty"`
+		TopP          *float32 `json:"topP,omitempty"`
+	}
 	brReasoning struct {
 		ReasoningText *struct {
 			Text      string `json:"text"`
@@ -401,10 +568,15 @@ func count(set ...bool) int {
 
 func checkBedrock(body string) error {
 	var top struct {
-		System   json.RawMessage `json:"system"`
-		Messages json.RawMessage `json:"messages"`
+		System          json.RawMessage `json:"system"`
+		Messages        json.RawMessage `json:"messages"`
+		ToolConfig      json.RawMessage `json:"toolConfig"`
+		InferenceConfig json.RawMessage `json:"inferenceConfig"`
 	}
 	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		return err
+	}
+	if err := checkBedrockTools(top.ToolConfig, top.InferenceConfig); err != nil {
 		return err
 	}
 	if top.System != nil {
@@ -444,6 +616,43 @@ func checkBedrock(body string) error {
 			if err := checkBedrockBlock(b, bp); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkBedrockTools decodes toolConfig and inferenceConfig strictly: each tool sets exactly
+// one member, a toolSpec has a name and an object schema, a cache point is "default", the
+// tool choice exactly one member.
+func checkBedrockTools(toolConfig, inference json.RawMessage) error {
+	if inference != nil {
+		var ic brInference
+		if err := strictDecode(inference, &ic); err != nil {
+			return fmt.Errorf("inferenceConfig: %w", err)
+		}
+	}
+	if toolConfig == nil {
+		return nil
+	}
+	var tc brToolConfig
+	if err := strictDecode(toolConfig, &tc); err != nil {
+		return fmt.Errorf("toolConfig: %w", err)
+	}
+	for i, t := range tc.Tools {
+		tp := fmt.Sprintf("toolConfig.tools[%d]", i)
+		if count(t.ToolSpec != nil, t.CachePoint != nil, t.SystemTool != nil) != 1 {
+			return fmt.Errorf("%s: exactly one member must be set", tp)
+		}
+		if s := t.ToolSpec; s != nil && (s.Name == "" || !bytes.HasPrefix(bytes.TrimSpace(s.InputSchema.JSON), []byte("{"))) {
+			return fmt.Errorf("%s.toolSpec: a name and an object inputSchema.json are required", tp)
+		}
+		if t.CachePoint != nil && t.CachePoint.Type != "default" {
+			return fmt.Errorf("%s.cachePoint.type: %q", tp, t.CachePoint.Type)
+		}
+	}
+	if c := tc.ToolChoice; c != nil {
+		if count(c.Auto != nil, c.Any != nil, c.Tool != nil) != 1 || (c.Tool != nil && c.Tool.Name == "") {
+			return errors.New("toolConfig.toolChoice: exactly one of auto, any and a named tool")
 		}
 	}
 	return nil
@@ -530,29 +739,264 @@ func TestConformanceGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s/%s: %v", c.name, ProviderName(p), err)
 			}
-			t.Run(c.name+"/"+ProviderName(p), func(t *testing.T) { checkConformance(t, p, resp.GetBody()) })
+			t.Run(c.name+"/"+ProviderName(p), func(t *testing.T) { checkConformance(t, p, withoutBase(t, resp.GetBody(), req.GetBaseBody())) })
 		}
 	}
 }
 
-// TestConformanceCorpus checks every real conversation, lowered to each format (Bedrock with
-// and without toolConfig).
+// withoutBase returns body without the members it took unchanged from base: those are the
+// caller's (a golden case's base_body is shared by every format), not what Lower wrote.
+func withoutBase(t *testing.T, body, base string) string {
+	t.Helper()
+	var top, from map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		t.Fatal(err)
+	}
+	if base == "" || json.Unmarshal([]byte(base), &from) != nil {
+		return body
+	}
+	for k, v := range from {
+		if bytes.Equal(top[k], v) {
+			delete(top, k)
+		}
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// bedrockTools is a Bedrock base_body whose toolConfig lets tool blocks be sent as such.
+const bedrockTools = `{"toolConfig":{"tools":[{"toolSpec":{"name":"lookup","inputSchema":{"json":{"type":"object"}}}}]}}`
+
+// TestConformanceCorpus checks every real conversation, lowered to each format: alone (Bedrock
+// also with a toolConfig), and with the body's tools, tool choice and other fields, which must
+// all be there, each tool under its name, in a body the SDK types decode.
 func TestConformanceCorpus(t *testing.T) {
-	for _, f := range corpus.Files(t) {
-		lifted, err := Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
+	for _, f := range toolCorpus(t) {
+		lifted, err := Lift(&compactorv1.LiftRequest{Body: f.body})
 		if err != nil {
-			t.Fatalf("%s: %v", f.Name, err)
+			t.Fatalf("%s: %v", f.name, err)
 		}
 		for _, p := range allProviders {
-			for _, base := range []string{"", `{"toolConfig":{"tools":[]}}`} {
-				resp, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: base})
+			reqs := []*compactorv1.LowerRequest{
+				{Messages: lifted.GetMessages(), Provider: p},
+				{Messages: lifted.GetMessages(), Provider: p, Tools: lifted.GetTools(), ToolChoice: lifted.GetToolChoice(),
+					RestBody: lifted.GetRestBody(), RestProvider: lifted.GetProvider()},
+			}
+			if p == compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE {
+				reqs = append(reqs, &compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: bedrockTools})
+			}
+			for k, req := range reqs {
+				resp, err := Lower(req)
 				if err != nil {
-					t.Fatalf("%s/%s: %v", f.Name, ProviderName(p), err)
+					t.Fatalf("%s/%s: %v", f.name, ProviderName(p), err)
 				}
-				t.Run(f.Name+"/"+ProviderName(p), func(t *testing.T) { checkConformance(t, p, resp.GetBody()) })
+				t.Run(f.name+"/"+ProviderName(p), func(t *testing.T) {
+					checkConformance(t, p, resp.GetBody())
+					if k != 1 {
+						return
+					}
+					got, want := toolNames(t, p, resp.GetBody()), carriedNames(lifted.GetTools(), p)
+					if !slices.Equal(got, want) {
+						t.Errorf("tools in the body %q, want %q\nwarnings: %q", got, want, resp.GetWarnings())
+					}
+				})
 			}
 		}
 	}
+}
+
+// TestToolsRoundTrip: for every format, tools lowered there, lifted and lowered there again
+// come back byte for byte, whether from the neutral form alone or with base_body = rest_body;
+// and a body's own tools, lifted and lowered to its own format with base_body = rest_body, are
+// the tools member it had, byte for byte.
+func TestToolsRoundTrip(t *testing.T) {
+	for _, f := range toolCorpus(t) {
+		lifted, err := Lift(&compactorv1.LiftRequest{Body: f.body})
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		if len(lifted.GetTools()) == 0 {
+			continue
+		}
+		own, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: lifted.GetProvider(),
+			BaseBody: lifted.GetRestBody(), Tools: lifted.GetTools(), ToolChoice: lifted.GetToolChoice()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(own.GetWarnings()) > 0 && !strings.HasPrefix(own.GetWarnings()[0], "base_body: lacks") {
+			t.Errorf("%s: lowering to its own format warned: %q", f.name, own.GetWarnings())
+		}
+		for _, k := range toolKeys(lifted.GetProvider()) {
+			if a, b := field(f.body, k), field(own.GetBody(), k); a != b {
+				t.Errorf("%s: %s changed:\n%.300s\n%.300s", f.name, k, a, b)
+			}
+		}
+		for _, p := range allProviders {
+			// The tools written from the neutral form alone, and with the body's other fields.
+			for _, withRest := range []bool{false, true} {
+				req := &compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, Tools: lifted.GetTools(), ToolChoice: lifted.GetToolChoice()}
+				if withRest {
+					req.RestBody, req.RestProvider = lifted.GetRestBody(), lifted.GetProvider()
+				}
+				first, err := Lower(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := Lift(&compactorv1.LiftRequest{Body: first.GetBody(), Provider: p})
+				if err != nil {
+					t.Fatalf("%s → %s: lift: %v", f.name, ProviderName(p), err)
+				}
+				again := &compactorv1.LowerRequest{Messages: back.GetMessages(), Provider: p, Tools: back.GetTools(), ToolChoice: back.GetToolChoice()}
+				if withRest {
+					again.BaseBody = back.GetRestBody()
+				}
+				second, err := Lower(again)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range toolKeys(p) {
+					if a, b := field(first.GetBody(), k), field(second.GetBody(), k); a != b {
+						t.Errorf("%s → %s (rest %t): %s is not a fixed point:\n%.300s\n%.300s", f.name, ProviderName(p), withRest, k, a, b)
+					}
+				}
+				if second.GetBody() != first.GetBody() {
+					t.Errorf("%s → %s (rest %t): the body is not a fixed point:\n%.400s\n%.400s", f.name, ProviderName(p), withRest, first.GetBody(), second.GetBody())
+				}
+			}
+		}
+	}
+}
+
+// toolBody is a body of the tool corpus.
+type toolBody struct{ name, body string }
+
+// toolCorpus is the corpus (internal/corpus) and the bodies of testdata/tools, which carry
+// richer tool definitions (nested objects, enums, arrays, $defs, anyOf, Gemini's OpenAPI
+// schema) and each format's own tools and tool choices.
+func toolCorpus(t *testing.T) []toolBody {
+	var out []toolBody
+	for _, f := range corpus.Files(t) {
+		out = append(out, toolBody{f.Name, string(corpus.Read(t, f))})
+	}
+	paths, err := filepath.Glob(filepath.Join("testdata", "tools", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no tool bodies: %v", err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, toolBody{filepath.Base(p), string(b)})
+	}
+	return out
+}
+
+// carriedNames are the names of the tools a body of format p holds when tools are lowered
+// there: every function tool and the provider tools of p.
+func carriedNames(tools []*compactorv1.Tool, p compactorv1.Provider) []string {
+	var out, others []string
+	for _, t := range tools {
+		switch pt := t.GetProviderTool(); {
+		case pt == nil:
+			out = append(out, t.GetName())
+		case pt.GetFormat() == p:
+			others = append(others, t.GetName())
+		}
+	}
+	if p == compactorv1.Provider_PROVIDER_GEMINI {
+		slices.Sort(others) // toolNames gives them by member name
+	}
+	if p == compactorv1.Provider_PROVIDER_GEMINI || len(others) == 0 {
+		return append(out, others...)
+	}
+	// Elsewhere in their order among the functions.
+	out = out[:0]
+	for _, t := range tools {
+		if pt := t.GetProviderTool(); pt == nil || pt.GetFormat() == p {
+			out = append(out, t.GetName())
+		}
+	}
+	return out
+}
+
+// toolNames decodes the tools of a lowered body with the SDK's types and returns their names
+// (a Gemini provider tool by its member's name), function tools first for Gemini.
+func toolNames(t *testing.T, p compactorv1.Provider, body string) []string {
+	t.Helper()
+	var out []string
+	switch p {
+	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		var v anthropic.MessageNewParams
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range v.Tools {
+			out = append(out, *tool.GetName())
+		}
+	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
+		var v openai.ChatCompletionNewParams
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range v.Tools {
+			if f := tool.GetFunction(); f != nil {
+				out = append(out, f.Name)
+			} else if c := tool.GetCustom(); c != nil {
+				out = append(out, c.Name)
+			}
+		}
+	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
+		var v responses.ResponseNewParams
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range v.Tools {
+			if n := tool.GetName(); n != nil {
+				out = append(out, *n)
+			} else {
+				out = append(out, *tool.GetType())
+			}
+		}
+	case compactorv1.Provider_PROVIDER_GEMINI:
+		var v struct{ Tools []genai.Tool }
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		var others []string
+		for _, tool := range v.Tools {
+			for _, d := range tool.FunctionDeclarations {
+				out = append(out, d.Name)
+			}
+			b, _ := json.Marshal(tool)
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(b, &m)
+			for k := range m {
+				if k != "functionDeclarations" {
+					others = append(others, k)
+				}
+			}
+		}
+		slices.Sort(others)
+		out = append(out, others...)
+	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
+		tc, _, err := bedrockToolTypes(body)
+		if err != nil || tc == nil {
+			return nil
+		}
+		for _, tool := range tc.Tools {
+			switch v := tool.(type) {
+			case *types.ToolMemberToolSpec:
+				out = append(out, *v.Value.Name)
+			case *types.ToolMemberSystemTool:
+				out = append(out, *v.Value.Name)
+			}
+		}
+	}
+	return out
 }
 
 // TestConformanceCheckerRejects makes sure the checks above can fail: each body carries one
@@ -573,6 +1017,21 @@ func TestConformanceCheckerRejects(t *testing.T) {
 		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x","image":{"format":"png","source":{"bytes":""}}}]}]}`},
 		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"document":{"format":"pdf","name":"a.pdf","source":{"bytes":""}}}]}]}`},
 		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`},
+		// Tools, tool choices and generation parameters.
+		{compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"messages":[],"tools":[{"type":"teleport_20990101","name":"x"}]}`},
+		{compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"messages":[],"tool_choice":{"type":"sometimes"}}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_CHAT, `{"messages":[],"tools":[{"type":"function","function":{"name":"f","input_schema":{}}}]}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_CHAT, `{"messages":[],"tool_choice":{"type":"function","function":{"name":"f","strict":true}}}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `{"input":[],"tools":[{"type":"function","name":"f","parameters":{},"strict":false,"bogus":1}]}`},
+		{compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `{"input":[],"tool_choice":{"type":"function","function":{"name":"f"}}}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"f","input_schema":{}}]}]}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT"},"parametersJsonSchema":{}}]}]}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"toolConfig":{"tools":[]}}`},
+		{compactorv1.Provider_PROVIDER_GEMINI, `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"max_tokens":1}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[]}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f"}}]}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{}}},"cachePoint":{"type":"default"}}]}}`},
+		{compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE, `{"messages":[{"role":"user","content":[{"text":"x"}]}],"inferenceConfig":{"max_tokens":1}}`},
 	}
 	for i, b := range bad {
 		if conformanceErr(b.p, b.body) == nil {

@@ -116,7 +116,7 @@ func TestCorpusLowerIsAFixedPoint(t *testing.T) {
 				compactorv1.Provider_PROVIDER_OPENAI_CHAT:        `{"model":"gpt-5","tools":[]}`,
 				compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:   `{"model":"o4-mini","store":false}`,
 				compactorv1.Provider_PROVIDER_GEMINI:             `{"generationConfig":{"temperature":0}}`,
-				compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:   `{"modelId":"m","toolConfig":{"tools":[]},"inferenceConfig":{}}`,
+				compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:   `{"modelId":"m","toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}}]},"inferenceConfig":{}}`,
 			}[p]
 			first, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: base})
 			if err != nil {

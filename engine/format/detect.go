@@ -41,7 +41,7 @@ func ParseProvider(name string) (compactorv1.Provider, bool) {
 // detect names the format of a valid JSON object body, or PROVIDER_UNSPECIFIED. The order is
 // the one documented on Lift: Responses, Bedrock, Anthropic, OpenAI Chat, Gemini.
 func detect(body string) compactorv1.Provider {
-	var system, messages, contents string
+	var system, messages, contents, tools string
 	bedrockKeys := false
 	for k, v := range members(body) {
 		switch k {
@@ -53,6 +53,8 @@ func detect(body string) compactorv1.Provider {
 			messages = v
 		case "contents":
 			contents = v
+		case "tools":
+			tools = v
 		case "inferenceConfig", "additionalModelRequestFields", "additionalModelResponseFieldPaths",
 			"guardrailConfig", "promptVariables", "performanceConfig", "requestMetadata":
 			bedrockKeys = true
@@ -65,7 +67,7 @@ func detect(body string) compactorv1.Provider {
 		if bedrockKeys || untypedBlocks(system) || anyMessage(messages, untypedBlocks) {
 			return compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE
 		}
-		if system != "" || anyMessage(messages, anthropicBlocks) {
+		if system != "" || anyMessage(messages, anthropicBlocks) || anthropicTools(tools) {
 			return compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES
 		}
 		return compactorv1.Provider_PROVIDER_OPENAI_CHAT
@@ -91,6 +93,21 @@ func anyMessage(messages string, f func(string) bool) bool {
 func untypedBlocks(v string) bool {
 	for _, b := range elems(v) {
 		if kindOf(b) == kindObject && field(b, "type") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// anthropicTools reports whether v is an array holding a tool definition only Anthropic
+// writes: one with an input_schema, or a server tool ({"type": "web_search_20250305", ...}),
+// where OpenAI Chat's have a "function" or "custom" member.
+func anthropicTools(v string) bool {
+	for _, t := range elems(v) {
+		if field(t, "input_schema") != "" {
+			return true
+		}
+		if typ := sval(field(t, "type")); typ != "" && typ != "function" && typ != "custom" && field(t, typ) == "" {
 			return true
 		}
 	}

@@ -17,9 +17,13 @@ import (
 //
 // With req.Provider unspecified the format is detected, in this order: a top-level "input"
 // means OpenAI Responses; Converse-shaped content (inferenceConfig, toolConfig, blocks keyed by
-// their kind without a "type") means Bedrock; a top-level "system" or Anthropic-only blocks
-// (tool_use, tool_result, thinking, compaction, image/document with a source) mean Anthropic; "messages"
-// means OpenAI Chat; "contents" means Gemini.
+// their kind without a "type") means Bedrock; a top-level "system", Anthropic-only blocks
+// (tool_use, tool_result, thinking, compaction, image/document with a source) or tools (one
+// with an input_schema, a server tool) mean Anthropic; "messages" means OpenAI Chat;
+// "contents" means Gemini.
+//
+// The body's tool definitions and tool choice are in LiftResponse.tools and tool_choice, in
+// the provider-neutral form (and, as the body wrote them, in rest_body).
 //
 // Message boundaries follow the IR's roles: each system block becomes one system message, and
 // a provider message that mixes tool results and other content becomes a tool message (the
@@ -91,28 +95,46 @@ func lift(req *compactorv1.LiftRequest, track bool) (*compactorv1.LiftResponse, 
 		return nil, nil, err
 	}
 	lt.from(nil)
-	return &compactorv1.LiftResponse{
-		Messages: lt.msgs,
-		Provider: provider,
-		Warnings: lt.warnings,
-		RestBody: restBody(body, conv),
-	}, lt.sources, nil
+	rest, tm := restBody(body, conv, toolKeys(provider))
+	resp := &compactorv1.LiftResponse{Messages: lt.msgs, Provider: provider, RestBody: rest}
+	if len(tm) > 0 {
+		ts := readTools(func(k string) string {
+			if i := memberIndex(tm, k); i >= 0 {
+				return tm[i].val
+			}
+			return ""
+		}, provider, root)
+		for _, o := range ts.odd {
+			if o.why == "" {
+				lt.warnings = append(lt.warnings, "body."+o.path+": field not carried by the IR's tools; ignored")
+			} else {
+				lt.warnings = append(lt.warnings, "body."+o.path+": "+o.why+"; the definition is in rest_body only, not in tools")
+			}
+		}
+		resp.Tools, resp.ToolChoice = ts.tools, ts.choice
+	}
+	resp.Warnings = lt.warnings
+	return resp, lt.sources, nil
 }
 
 // restBody returns the object body without the members named in conv, other members in order
-// and byte-exact.
-func restBody(body string, conv []string) string {
+// and byte-exact, and the members named in keep.
+func restBody(body string, conv, keep []string) (string, []member) {
 	var w jw
+	var kept []member
 	w.b = make([]byte, 0, 64)
 	w.b = append(w.b, '{')
 	w.first = true
 	for k, v := range members(body) {
 		if !isOneOf(k, conv) {
 			w.kraw(k, v)
+			if isOneOf(k, keep) {
+				kept = append(kept, member{k, v})
+			}
 		}
 	}
 	w.endObj()
-	return string(w.b)
+	return string(w.b), kept
 }
 
 // lifter holds the state of one Lift call.

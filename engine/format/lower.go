@@ -1,7 +1,9 @@
 // Package format converts between the IR and the request bodies of provider APIs: Lower
 // renders a conversation as the exact JSON body a provider takes (Anthropic Messages, OpenAI
 // Chat Completions, OpenAI Responses, Gemini generateContent, Bedrock Converse) and Lift reads
-// such a body back into the IR, detecting its format when asked to.
+// such a body back into the IR, detecting its format when asked to. A request's tool
+// definitions and tool choice travel beside the conversation in a provider-neutral form
+// (compactorv1.Tool, ToolChoice), and its other fields in rest_body.
 //
 // Both directions are deterministic and never panic. Bad input is reported as an
 // *engine.ValidationError whose field names the JSON path ("body.messages[3].content[1].type",
@@ -31,8 +33,12 @@ import (
 // The body holds the conversation fields of req.Provider's API (for example "system" and
 // "messages" for Anthropic), merged into req.BaseBody when it is set: base_body must be a JSON
 // object; its conversation fields are replaced, every other member passes through unchanged
-// and in order, followed by the conversation fields. The same request always gives the same
-// bytes.
+// and in order. Then come the members of req.RestBody that base_body lacks (all of them in
+// the target's format; of another format, those with an equivalent in the target's names,
+// every other one named in a warning), the tools and the tool choice in the target's form
+// (merged, by name, into those base_body holds), and the conversation fields
+// (request.go; LowerRequest's comments state the rules). The same request always gives the
+// same bytes.
 //
 // Unless req.KeepHistory is set, only what a model sees is sent (engine.Sent: head messages,
 // the latest summary and what follows it; never compaction prompts). With req.Session active
@@ -42,15 +48,19 @@ import (
 // end sends the full context. Without a session the returned cursor is the index of the last
 // message.
 //
-// Errors: an *engine.ValidationError for an unknown provider or a base_body that is not a
-// JSON object. Everything that could not be carried is listed in the response's warnings.
+// Errors: an *engine.ValidationError for an unknown provider, a base_body or rest_body that
+// is not a JSON object, a rest_body without its rest_provider, or a malformed tool (no name,
+// a schema that is not a JSON object) or tool choice. Everything that could not be carried is
+// listed in the response's warnings; with req.Strict, a *StrictError names it instead.
 func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 	l := &lowerer{req: req}
 	base, err := parseBase(req.GetBaseBody())
 	if err != nil {
 		return nil, err
 	}
-	l.base = base
+	if l.base, err = l.compose(base); err != nil {
+		return nil, err
+	}
 	var conv []string
 	var write func()
 	switch req.GetProvider() {
@@ -70,10 +80,10 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 	}
 	l.msgs, l.cursor = selectMessages(req)
 	// Unzeroed: the writer only appends, and the body is tens of KiB.
-	l.w.b = uninit.Bytes(estimateSize(l.msgs) + len(req.GetBaseBody()) + 64)
+	l.w.b = uninit.Bytes(estimateSize(l.msgs) + membersSize(l.base) + 64)
 	l.w.b = append(l.w.b, '{')
 	l.w.first = true
-	for _, m := range base {
+	for _, m := range l.base {
 		if !isOneOf(m.key, conv) && !l.skipBase(m.key) {
 			l.w.kraw(m.key, m.val)
 		}
@@ -96,7 +106,8 @@ func Lower(req *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error) {
 
 // lowerer holds the state of one Lower call.
 type lowerer struct {
-	req      *compactorv1.LowerRequest
+	req *compactorv1.LowerRequest
+	// base: the members written before the conversation (compose).
 	base     []member
 	msgs     []src
 	cursor   int32
@@ -113,6 +124,9 @@ type lowerer struct {
 	uncached map[*compactorv1.Part]bool
 	// skip lists base members a format writes itself (Responses "include").
 	skip []string
+	// toolCaches counts the cache breakpoints written on tools (Anthropic's limit counts
+	// them first).
+	toolCaches int
 }
 
 // member is one member of a JSON object: decoded key and raw value.
@@ -180,6 +194,15 @@ func parseBase(body string) ([]member, error) {
 		out = append(out, member{k, v})
 	}
 	return out, nil
+}
+
+// membersSize is the size of the members' keys and values.
+func membersSize(ms []member) int {
+	n := 0
+	for _, m := range ms {
+		n += len(m.key) + len(m.val) + 4
+	}
+	return n
 }
 
 // estimateSize guesses the body size from the payload sizes, to allocate once.

@@ -48,7 +48,7 @@ const (
 	cHead = `{"model":"gpt-5","messages":[{"role":"user","content":"q"},`
 	rHead = `{"model":"gpt-5","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},`
 	gHead = `{"contents":[{"role":"user","parts":[{"text":"q"}]},`
-	bHead = `{"toolConfig":{"tools":[]},"messages":[{"role":"user","content":[{"text":"q"}]},`
+	bHead = `{"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}}]},"messages":[{"role":"user","content":[{"text":"q"}]},`
 	// aRead is an assistant turn calling a tool (toolu_1) for the user turn after it to answer.
 	aRead = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"search","input":{}}]},`
 	// searchResult is a search_result block as the SDK writes one, its members in another
@@ -60,7 +60,7 @@ const (
 func stateCases() []stateCase {
 	sig := "EqQBCkYIBhgCIkDZb0Ng7c1x+signature=="
 	enc := "gAAAAABpRW5jcnlwdGVkIGNvbnRlbnQ=" // base64, as the providers' encrypted state is
-	return []stateCase{
+	return append([]stateCase{
 		{field: "thinking.signature", from: pA, sdk: "anthropic.ThinkingBlockParam",
 			body: aHead + `{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"` + sig + `"},{"type":"text","text":"a"}]}]}`,
 			at:   "messages[1].parts[0]", mapped: map[compactorv1.Provider]string{pB: sig}},
@@ -159,6 +159,82 @@ func stateCases() []stateCase {
 		{field: "document context, citations", from: pB, sdk: "bedrockruntime types.DocumentBlock",
 			body: `{"messages":[{"role":"user","content":[{"document":{"format":"txt","name":"notes","source":{"bytes":"bm90ZXM="},"context":"c","citations":{"enabled":true}}},{"text":"q"}]}]}`,
 			at:   "messages[0].parts[0]"},
+	}, toolCases()...)
+}
+
+// toolCases are the rows of tool definitions, tool choices and generation parameters
+// (LiftResponse.tools, tool_choice, rest_body): at is the request field a drop is named by.
+func toolCases() []stateCase {
+	const (
+		fn     = `{"name":"f","description":"d","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}}`
+		schema = `{"type":"object","properties":{"x":{"type":"string"}}}`
+		aTools = `{"model":"m","max_tokens":1,"messages":[` + aUser + `],"tools":[`
+		cTools = `{"model":"gpt-5","messages":[{"role":"user","content":"q"}],"tools":[`
+		cFn    = `{"type":"function","function":{"name":"f","parameters":` + schema + `}}`
+		rTools = `{"model":"gpt-5","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}],"tools":[`
+		gTools = `{"contents":[{"role":"user","parts":[{"text":"q"}]}],"tools":[`
+		bTools = `{"messages":[{"role":"user","content":[{"text":"q"}]}],"toolConfig":{"tools":[`
+		bFn    = `{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}}`
+		cGen   = `{"model":"gpt-5","messages":[{"role":"user","content":"q"}],`
+	)
+	type m = map[compactorv1.Provider]string
+	return []stateCase{
+		{field: "tools[] (name, description, input_schema)", from: pA, sdk: "anthropic.ToolParam",
+			body: aTools + fn + `]}`, at: "tools[0]", mapped: m{
+				pC: `"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":` + schema + `}}]`,
+				pR: `"tools":[{"type":"function","name":"f","description":"d","parameters":` + schema + `,"strict":false}]`,
+				pG: `"tools":[{"functionDeclarations":[{"name":"f","description":"d","parametersJsonSchema":` + schema + `}]}]`,
+				pB: `{"toolSpec":{"name":"f","description":"d","inputSchema":{"json":` + schema + `}}}`}},
+		{field: "tools[].cache_control", from: pA, sdk: "anthropic.ToolParam.CacheControl",
+			body: aTools + `{"name":"f","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]}`, at: "tools[0]",
+			mapped: m{pB: `{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object"}}}},{"cachePoint":{"type":"default"}}`}},
+		{field: "server tool (web_search_20250305)", from: pA, sdk: "anthropic.WebSearchTool20250305Param",
+			body: aTools + `{"type":"web_search_20250305","name":"web_search","max_uses":2}]}`, at: "tools[0]"},
+		{field: "tool_choice: a named tool", from: pA, sdk: "anthropic.ToolChoiceToolParam",
+			body: aTools + fn + `],"tool_choice":{"type":"tool","name":"f"}}`, at: "tool_choice", mapped: m{
+				pC: `"tool_choice":{"type":"function","function":{"name":"f"}}`, pR: `"tool_choice":{"type":"function","name":"f"}`,
+				pG: `"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["f"]}}`, pB: `"toolChoice":{"tool":{"name":"f"}}`}},
+		{field: "tool_choice.disable_parallel_tool_use", from: pA, sdk: "anthropic.ToolChoiceAutoParam",
+			body: aTools + fn + `],"tool_choice":{"type":"auto","disable_parallel_tool_use":true}}`, at: "tool_choice.disable_parallel_tool_use",
+			mapped: m{pC: `"tool_choice":"auto","parallel_tool_calls":false`, pR: `"tool_choice":"auto","parallel_tool_calls":false`}},
+		{field: "function.strict", from: pC, sdk: "openai.FunctionDefinitionParam.Strict",
+			body: cTools + `{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{},"additionalProperties":false},"strict":true}}]}`,
+			at:   "tools[0]", mapped: m{pA: `"strict":true`, pR: `"strict":true`, pB: `"strict":true`}},
+		{field: `tool_choice: "none"`, from: pC, sdk: "openai.ChatCompletionToolChoiceOptionUnionParam",
+			body: cTools + cFn + `],"tool_choice":"none"}`, at: "tool_choice", mapped: m{
+				pA: `"tool_choice":{"type":"none"}`, pR: `"tool_choice":"none"`, pG: `"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}`}},
+		{field: "custom tool", from: pC, sdk: "openai.ChatCompletionCustomToolParam",
+			body: cTools + `{"type":"custom","custom":{"name":"sql","description":"Run SQL."}}]}`, at: "tools[0]"},
+		{field: "built-in tool (web_search)", from: pR, sdk: "responses.WebSearchToolParam",
+			body: rTools + `{"type":"web_search"}]}`, at: "tools[0]"},
+		{field: "function defer_loading", from: pR, sdk: "responses.FunctionToolParam.DeferLoading",
+			body: rTools + `{"type":"function","name":"f","parameters":` + schema + `,"strict":false,"defer_loading":true}]}`, at: "tools[0]"},
+		{field: "parameters (OpenAPI Schema)", from: pG, sdk: "genai.FunctionDeclaration.Parameters",
+			body: gTools + `{"functionDeclarations":[{"name":"f","parameters":{"type":"OBJECT","properties":{"x":{"type":"STRING","nullable":true}}}}]}]}`,
+			at:   "tools[0]", mapped: m{
+				pA: `"input_schema":{"type":"object","properties":{"x":{"type":["string","null"]}}}`,
+				pC: `"parameters":{"type":"object","properties":{"x":{"type":["string","null"]}}}`,
+				pR: `"parameters":{"type":"object","properties":{"x":{"type":["string","null"]}}}`,
+				pB: `"json":{"type":"object","properties":{"x":{"type":["string","null"]}}}`}},
+		{field: "googleSearch tool", from: pG, sdk: "genai.Tool.GoogleSearch",
+			body: gTools + `{"googleSearch":{}}]}`, at: "tools[0]"},
+		{field: "functionCallingConfig ANY", from: pG, sdk: "genai.FunctionCallingConfig",
+			body: gTools + `{"functionDeclarations":[{"name":"f"}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}}`, at: "tool_choice",
+			mapped: m{pA: `"tool_choice":{"type":"any"}`, pC: `"tool_choice":"required"`, pR: `"tool_choice":"required"`, pB: `"toolChoice":{"any":{}}`}},
+		{field: "toolSpec + cachePoint", from: pB, sdk: "bedrockruntime types.ToolSpecification, ToolMemberCachePoint",
+			body: bTools + bFn + `,{"cachePoint":{"type":"default"}}]}}`, at: "tools[0]",
+			mapped: m{pA: `"cache_control":{"type":"ephemeral"}`}},
+		{field: "systemTool", from: pB, sdk: "bedrockruntime types.SystemTool",
+			body: bTools + bFn + `,{"systemTool":{"name":"nova_grounding"}}]}}`, at: "tools[1]"},
+		{field: "max tokens, temperature, top_p", from: pC, sdk: "openai.ChatCompletionNewParams",
+			body: cGen + `"max_completion_tokens":100,"temperature":0.5,"top_p":0.9}`, at: "rest_body", mapped: m{
+				pA: `"temperature":0.5,"top_p":0.9`, pR: `"max_output_tokens":100,"temperature":0.5,"top_p":0.9`,
+				pG: `"generationConfig":{"maxOutputTokens":100,"temperature":0.5,"topP":0.9}`, pB: `"inferenceConfig":{"maxTokens":100,"temperature":0.5,"topP":0.9}`}},
+		{field: "stop", from: pC, sdk: "openai.ChatCompletionNewParamsStopUnion",
+			body: cGen + `"stop":["x"]}`, at: "rest_body.stop", mapped: m{
+				pA: `"stop_sequences":["x"]`, pG: `"generationConfig":{"stopSequences":["x"]}`, pB: `"inferenceConfig":{"stopSequences":["x"]}`}},
+		{field: "seed", from: pC, sdk: "openai.ChatCompletionNewParams.Seed",
+			body: cGen + `"seed":7}`, at: "rest_body.seed"},
 	}
 }
 
@@ -172,7 +248,8 @@ func conversationOf(t *testing.T, p compactorv1.Provider, body string) map[strin
 		t.Fatalf("%s: %v", body, err)
 	}
 	out := map[string]any{}
-	for _, k := range map[compactorv1.Provider][]string{pA: anthropicFields, pC: chatFields, pR: responsesFields, pG: geminiFields, pB: bedrockFields}[p] {
+	conv := map[compactorv1.Provider][]string{pA: anthropicFields, pC: chatFields, pR: responsesFields, pG: geminiFields, pB: bedrockFields}[p]
+	for _, k := range append(slices.Clip(conv), toolKeys(p)...) {
 		if v, ok := all[k]; ok {
 			out[k] = v
 		}
@@ -186,13 +263,14 @@ func conversationOf(t *testing.T, p compactorv1.Provider, body string) map[strin
 // It fails the test on anything else: a silent drop.
 func stateOutcome(t *testing.T, c stateCase, lifted *compactorv1.LiftResponse, target compactorv1.Provider) string {
 	t.Helper()
-	base := map[compactorv1.Provider]string{pA: `{"model":"m","max_tokens":1}`, pC: `{"model":"gpt-5"}`, pB: `{"toolConfig":{"tools":[]}}`}[target]
+	base := map[compactorv1.Provider]string{pA: `{"model":"m","max_tokens":1}`, pC: `{"model":"gpt-5"}`, pB: bedrockTools}[target]
 	if target == c.from {
 		base = lifted.GetRestBody()
 	}
 	// keep_history: a provider compaction is a summary boundary, and without it what precedes
 	// the boundary is not sent (TestProviderCompactionIsABoundary).
-	out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: target, BaseBody: base, KeepHistory: true})
+	out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: target, BaseBody: base, KeepHistory: true,
+		Tools: lifted.GetTools(), ToolChoice: lifted.GetToolChoice(), RestBody: lifted.GetRestBody(), RestProvider: c.from})
 	if err != nil {
 		t.Fatalf("lower to %s: %v", ProviderName(target), err)
 	}
@@ -464,8 +542,15 @@ func TestToolResultContentState(t *testing.T) {
 	}
 	const at = "messages[4].parts[0].tool_result.output.content.parts"
 	want := []string{at + "[0].provider.anthropic.search_result", at + "[1].provider_options.anthropic.citations"}
+	// Bedrock takes tool use only with a toolConfig naming the tool.
+	base := func(p compactorv1.Provider) string {
+		if p == pB {
+			return `{"toolConfig":{"tools":[{"toolSpec":{"name":"search","inputSchema":{"json":{"type":"object"}}}}]}}`
+		}
+		return `{"model":"m"}`
+	}
 	for _, p := range []compactorv1.Provider{pC, pR, pG, pB} {
-		out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: `{"model":"m","toolConfig":{"tools":[]}}`})
+		out, err := Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: base(p)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +560,7 @@ func TestToolResultContentState(t *testing.T) {
 			}
 		}
 		checkConformance(t, p, out.GetBody())
-		_, err = Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: `{"model":"m","toolConfig":{"tools":[]}}`, Strict: true})
+		_, err = Lower(&compactorv1.LowerRequest{Messages: lifted.GetMessages(), Provider: p, BaseBody: base(p), Strict: true})
 		var se *StrictError
 		if !errors.As(err, &se) {
 			t.Fatalf("strict to %s: %v, want a StrictError", ProviderName(p), err)

@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -276,6 +277,70 @@ func (x CacheStatus) Number() protoreflect.EnumNumber {
 // Deprecated: Use CacheStatus.Descriptor instead.
 func (CacheStatus) EnumDescriptor() ([]byte, []int) {
 	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{3}
+}
+
+// ToolChoiceMode is how the model may use the tools.
+type ToolChoiceMode int32
+
+const (
+	// Not said: the provider's default (auto). ToolChoice may still disable parallel calls.
+	ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED ToolChoiceMode = 0
+	// The model decides whether to call tools (Anthropic auto, OpenAI "auto", Gemini AUTO,
+	// Bedrock auto).
+	ToolChoiceMode_TOOL_CHOICE_MODE_AUTO ToolChoiceMode = 1
+	// The model calls no tool (Anthropic none, OpenAI "none", Gemini NONE; Bedrock has none).
+	ToolChoiceMode_TOOL_CHOICE_MODE_NONE ToolChoiceMode = 2
+	// The model calls at least one tool (Anthropic any, OpenAI "required", Gemini ANY, Bedrock
+	// any).
+	ToolChoiceMode_TOOL_CHOICE_MODE_REQUIRED ToolChoiceMode = 3
+	// The model calls the tool ToolChoice.tool_name (Anthropic tool, an OpenAI function choice,
+	// Gemini ANY with that one allowed name, Bedrock tool).
+	ToolChoiceMode_TOOL_CHOICE_MODE_TOOL ToolChoiceMode = 4
+)
+
+// Enum value maps for ToolChoiceMode.
+var (
+	ToolChoiceMode_name = map[int32]string{
+		0: "TOOL_CHOICE_MODE_UNSPECIFIED",
+		1: "TOOL_CHOICE_MODE_AUTO",
+		2: "TOOL_CHOICE_MODE_NONE",
+		3: "TOOL_CHOICE_MODE_REQUIRED",
+		4: "TOOL_CHOICE_MODE_TOOL",
+	}
+	ToolChoiceMode_value = map[string]int32{
+		"TOOL_CHOICE_MODE_UNSPECIFIED": 0,
+		"TOOL_CHOICE_MODE_AUTO":        1,
+		"TOOL_CHOICE_MODE_NONE":        2,
+		"TOOL_CHOICE_MODE_REQUIRED":    3,
+		"TOOL_CHOICE_MODE_TOOL":        4,
+	}
+)
+
+func (x ToolChoiceMode) Enum() *ToolChoiceMode {
+	p := new(ToolChoiceMode)
+	*p = x
+	return p
+}
+
+func (x ToolChoiceMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolChoiceMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_compactor_v1_compactor_proto_enumTypes[4].Descriptor()
+}
+
+func (ToolChoiceMode) Type() protoreflect.EnumType {
+	return &file_compactor_v1_compactor_proto_enumTypes[4]
+}
+
+func (x ToolChoiceMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolChoiceMode.Descriptor instead.
+func (ToolChoiceMode) EnumDescriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{4}
 }
 
 // Policy is the set of knobs shared by Plan and Compact. Zero values mean the defaults.
@@ -1491,10 +1556,44 @@ type LowerRequest struct {
 	// message does not invalidate the cached prefix.
 	InlineDynamicSystem bool `protobuf:"varint,7,opt,name=inline_dynamic_system,json=inlineDynamicSystem,proto3" json:"inline_dynamic_system,omitempty"`
 	// Refuse to drop anything: a lowering that would leave out or change a field (every case
-	// LowerResponse.warnings would name), or a body missing a field the target requires
-	// (Anthropic's model and max_tokens, when base_body lacks them), fails with
+	// LowerResponse.warnings would name: of the messages, of tools and tool_choice, a member of
+	// rest_body another format has no place for), or a body missing a field the target
+	// requires (Anthropic's model and max_tokens, when base_body lacks them), fails with
 	// FAILED_PRECONDITION and a PreconditionFailure naming each field instead.
-	Strict        bool `protobuf:"varint,8,opt,name=strict,proto3" json:"strict,omitempty"`
+	Strict bool `protobuf:"varint,8,opt,name=strict,proto3" json:"strict,omitempty"`
+	// The tools the model is offered, written in the target's form: Anthropic tools[]{name,
+	// description, input_schema}; OpenAI Chat tools[].function{name, description, parameters,
+	// strict}; Responses tools[]{type: "function", name, description, parameters, strict};
+	// Gemini tools[].functionDeclarations[]{name, description, parametersJsonSchema}; Bedrock
+	// toolConfig.tools[].toolSpec{name, description, inputSchema.json, strict}. What the target
+	// cannot take (a provider tool of another format, an option with no equivalent) is named
+	// in a warning. Empty: rest_body's tools, as Lift reads them, if it has any.
+	//
+	// When base_body (or a rest_body of the target's own format) already holds the target's
+	// tools, they are kept as they are, and each of these tools whose name they do not define is
+	// added to them; one they define differently is not added, and a warning names it. So
+	// base_body = LiftResponse.rest_body with tools = LiftResponse.tools gives back the body's
+	// own tools, byte for byte.
+	Tools []*Tool `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
+	// How the model may use the tools, written in the target's form (Anthropic tool_choice,
+	// OpenAI tool_choice and parallel_tool_calls, Gemini toolConfig.functionCallingConfig,
+	// Bedrock toolConfig.toolChoice) unless base_body sets that field itself. A choice the
+	// target cannot express (Bedrock has no "none"; only Anthropic and OpenAI can disable
+	// parallel calls) is named in a warning. Unset: rest_body's, as Lift reads it.
+	ToolChoice *ToolChoice `protobuf:"bytes,10,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
+	// The other fields of the body the messages were lifted from (LiftResponse.rest_body), in
+	// the format rest_provider names, carried into the body beside base_body (whose members
+	// win). Into the same format every member passes through as base_body's do. Into another
+	// one, the members with an equivalent there are written in its names: max tokens,
+	// temperature, top_p, top_k, stop sequences and stream where the target has them, the
+	// model between the two OpenAI formats, the tools and tool choice (see tools and
+	// tool_choice); every other member is named in a warning ("rest_body.seed: not carried to
+	// anthropic"). A model is not carried to another provider and not warned about: a model
+	// name belongs to its provider, and base_body (or, for Gemini and Bedrock, the URL) names
+	// the target's.
+	RestBody string `protobuf:"bytes,11,opt,name=rest_body,json=restBody,proto3" json:"rest_body,omitempty"`
+	// The format rest_body is in (LiftResponse.provider). Required when rest_body is set.
+	RestProvider  Provider `protobuf:"varint,12,opt,name=rest_provider,json=restProvider,proto3,enum=compactor.v1.Provider" json:"rest_provider,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1583,6 +1682,34 @@ func (x *LowerRequest) GetStrict() bool {
 		return x.Strict
 	}
 	return false
+}
+
+func (x *LowerRequest) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *LowerRequest) GetToolChoice() *ToolChoice {
+	if x != nil {
+		return x.ToolChoice
+	}
+	return nil
+}
+
+func (x *LowerRequest) GetRestBody() string {
+	if x != nil {
+		return x.RestBody
+	}
+	return ""
+}
+
+func (x *LowerRequest) GetRestProvider() Provider {
+	if x != nil {
+		return x.RestProvider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
 }
 
 // LowerResponse is a provider request body.
@@ -1718,8 +1845,19 @@ type LiftResponse struct {
 	// Everything that could not be carried exactly, one line each.
 	Warnings []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// The body without its conversation fields, ready to pass back as LowerRequest.base_body
-	// (model, tools, temperature, ...). "{}" when nothing else was present.
-	RestBody      string `protobuf:"bytes,4,opt,name=rest_body,json=restBody,proto3" json:"rest_body,omitempty"`
+	// (model, tools, temperature, ...), or as LowerRequest.rest_body to lower into another
+	// format. "{}" when nothing else was present. The tools and the tool choice stay in it as
+	// the body wrote them, as well as in tools and tool_choice: lowering with base_body =
+	// rest_body and tools = tools gives back the body's own tool definitions byte for byte.
+	RestBody string `protobuf:"bytes,4,opt,name=rest_body,json=restBody,proto3" json:"rest_body,omitempty"`
+	// The body's tool definitions, in order, in the provider-neutral form: every function tool
+	// with its name, description and input schema (its bytes as the body held them), and a
+	// provider's own tools (server and built-in tools) kept whole as ProviderTool.
+	Tools []*Tool `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	// The body's tool choice, when it maps onto ToolChoice (auto, none, required or one named
+	// tool, and whether parallel calls are disabled); unset when the body has none or one of
+	// another kind (it is then only in rest_body).
+	ToolChoice    *ToolChoice `protobuf:"bytes,6,opt,name=tool_choice,json=toolChoice,proto3" json:"tool_choice,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1782,11 +1920,267 @@ func (x *LiftResponse) GetRestBody() string {
 	return ""
 }
 
+func (x *LiftResponse) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *LiftResponse) GetToolChoice() *ToolChoice {
+	if x != nil {
+		return x.ToolChoice
+	}
+	return nil
+}
+
+// Tool is a tool a request offers the model: a function the caller runs, described in a
+// provider-neutral form, or a provider's own tool kept as that provider's body held it.
+type Tool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name the model calls the tool by: a function's name, a provider tool's name (its type
+	// when it has none: "googleSearch"). Required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the tool does, for the model. Optional.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// The JSON Schema of the tool's input: raw JSON text, a JSON object, kept byte for byte as
+	// the body held it (like ToolCallPart.input_json) and written whole into every format
+	// (Gemini's parametersJsonSchema, which takes any JSON Schema, not its narrower parameters).
+	// Empty: the tool declares no input, written as {"type":"object","properties":{}} where the
+	// target requires a schema. A schema Lift read from Gemini's parameters (an OpenAPI Schema,
+	// marked by provider_options.google.openAPISchema) goes back there as it is, and elsewhere
+	// as JSON Schema: type names in lower case, nullable as a "null" type.
+	InputSchemaJson string `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	// Whether the model's input must follow the schema exactly: the "strict" of OpenAI,
+	// Anthropic and Bedrock's toolSpec. Unset: not said (OpenAI Responses, which requires the
+	// flag, is given false, the other formats' default). Gemini has no such flag: true is named
+	// in a warning.
+	Strict *bool `protobuf:"varint,4,opt,name=strict,proto3,oneof" json:"strict,omitempty"`
+	// Members of the provider's definition the neutral form does not model, under their API
+	// names and keyed by provider as in Part.provider_options: {"anthropic": {"cacheControl":
+	// {"type": "ephemeral"}, "defer_loading": true}}, {"google": {"behavior": "NON_BLOCKING"}},
+	// {"bedrock": {"cachePoint": {"type": "default"}}} (a cache point after the tool). Lower
+	// writes them back to their provider, maps Anthropic's cacheControl and Bedrock's
+	// cachePoint onto each other, and names every other one in a warning elsewhere.
+	ProviderOptions map[string]*structpb.Struct `protobuf:"bytes,5,rep,name=provider_options,json=providerOptions,proto3" json:"provider_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Set for a provider's own tool, which has no neutral form: a server or built-in tool
+	// (Anthropic web_search_20250305, bash_20250124, text_editor_20250728, ...; OpenAI
+	// Responses web_search, file_search, mcp, ...; OpenAI custom tools; Gemini googleSearch,
+	// codeExecution, ...; Bedrock systemTool). Lower writes it back byte for byte to the format
+	// it came from and names it in a warning in any other.
+	ProviderTool  *ProviderTool `protobuf:"bytes,6,opt,name=provider_tool,json=providerTool,proto3" json:"provider_tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tool) Reset() {
+	*x = Tool{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tool) ProtoMessage() {}
+
+func (x *Tool) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tool.ProtoReflect.Descriptor instead.
+func (*Tool) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Tool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Tool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Tool) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
+
+func (x *Tool) GetStrict() bool {
+	if x != nil && x.Strict != nil {
+		return *x.Strict
+	}
+	return false
+}
+
+func (x *Tool) GetProviderOptions() map[string]*structpb.Struct {
+	if x != nil {
+		return x.ProviderOptions
+	}
+	return nil
+}
+
+func (x *Tool) GetProviderTool() *ProviderTool {
+	if x != nil {
+		return x.ProviderTool
+	}
+	return nil
+}
+
+// ProviderTool is a tool definition only one provider format understands.
+type ProviderTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The body format it was read from, the only one it is written to. Required.
+	Format Provider `protobuf:"varint,1,opt,name=format,proto3,enum=compactor.v1.Provider" json:"format,omitempty"`
+	// Its kind, as the provider names it: "web_search_20250305", "web_search", "custom",
+	// "googleSearch", "systemTool". Required.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// The definition exactly as the body held it: one JSON object (for Gemini, a Tool object
+	// with that one member, {"googleSearch": {}}). Required.
+	Json          string `protobuf:"bytes,3,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderTool) Reset() {
+	*x = ProviderTool{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderTool) ProtoMessage() {}
+
+func (x *ProviderTool) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderTool.ProtoReflect.Descriptor instead.
+func (*ProviderTool) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ProviderTool) GetFormat() Provider {
+	if x != nil {
+		return x.Format
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *ProviderTool) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ProviderTool) GetJson() string {
+	if x != nil {
+		return x.Json
+	}
+	return ""
+}
+
+// ToolChoice is how the model may use the tools a request offers.
+type ToolChoice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How the model may use them.
+	Mode ToolChoiceMode `protobuf:"varint,1,opt,name=mode,proto3,enum=compactor.v1.ToolChoiceMode" json:"mode,omitempty"`
+	// The tool to call, for TOOL_CHOICE_MODE_TOOL (required then).
+	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// At most one tool call per turn: Anthropic's disable_parallel_tool_use, OpenAI's
+	// parallel_tool_calls: false. Gemini and Bedrock have no such setting: named in a warning.
+	DisableParallelToolUse bool `protobuf:"varint,3,opt,name=disable_parallel_tool_use,json=disableParallelToolUse,proto3" json:"disable_parallel_tool_use,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *ToolChoice) Reset() {
+	*x = ToolChoice{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolChoice) ProtoMessage() {}
+
+func (x *ToolChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolChoice.ProtoReflect.Descriptor instead.
+func (*ToolChoice) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ToolChoice) GetMode() ToolChoiceMode {
+	if x != nil {
+		return x.Mode
+	}
+	return ToolChoiceMode_TOOL_CHOICE_MODE_UNSPECIFIED
+}
+
+func (x *ToolChoice) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *ToolChoice) GetDisableParallelToolUse() bool {
+	if x != nil {
+		return x.DisableParallelToolUse
+	}
+	return false
+}
+
 var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\"\x85\x05\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x05\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -1892,7 +2286,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
-	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xd2\x02\n" +
+	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\x91\x04\n" +
 	"\fLowerRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x127\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderB\x03\xe0A\x02R\bprovider\x12\x14\n" +
@@ -1901,19 +2295,48 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\asession\x18\x05 \x01(\v2\x15.compactor.v1.SessionR\asession\x12!\n" +
 	"\fkeep_history\x18\x06 \x01(\bR\vkeepHistory\x122\n" +
 	"\x15inline_dynamic_system\x18\a \x01(\bR\x13inlineDynamicSystem\x12\x16\n" +
-	"\x06strict\x18\b \x01(\bR\x06strict\"W\n" +
+	"\x06strict\x18\b \x01(\bR\x06strict\x12(\n" +
+	"\x05tools\x18\t \x03(\v2\x12.compactor.v1.ToolR\x05tools\x129\n" +
+	"\vtool_choice\x18\n" +
+	" \x01(\v2\x18.compactor.v1.ToolChoiceR\n" +
+	"toolChoice\x12\x1b\n" +
+	"\trest_body\x18\v \x01(\tR\brestBody\x12;\n" +
+	"\rrest_provider\x18\f \x01(\x0e2\x16.compactor.v1.ProviderR\frestProvider\"W\n" +
 	"\rLowerResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\tR\x04body\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\x12\x16\n" +
 	"\x06cursor\x18\x03 \x01(\x05R\x06cursor\"Z\n" +
 	"\vLiftRequest\x12\x17\n" +
 	"\x04body\x18\x01 \x01(\tB\x03\xe0A\x02R\x04body\x122\n" +
-	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\"\xae\x01\n" +
+	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\"\x93\x02\n" +
 	"\fLiftResponse\x121\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x122\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x1a\n" +
 	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x12\x1b\n" +
-	"\trest_body\x18\x04 \x01(\tR\brestBody*\xb2\x01\n" +
+	"\trest_body\x18\x04 \x01(\tR\brestBody\x12(\n" +
+	"\x05tools\x18\x05 \x03(\v2\x12.compactor.v1.ToolR\x05tools\x129\n" +
+	"\vtool_choice\x18\x06 \x01(\v2\x18.compactor.v1.ToolChoiceR\n" +
+	"toolChoice\"\x87\x03\n" +
+	"\x04Tool\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
+	"\x11input_schema_json\x18\x03 \x01(\tR\x0finputSchemaJson\x12\x1b\n" +
+	"\x06strict\x18\x04 \x01(\bH\x00R\x06strict\x88\x01\x01\x12R\n" +
+	"\x10provider_options\x18\x05 \x03(\v2'.compactor.v1.Tool.ProviderOptionsEntryR\x0fproviderOptions\x12?\n" +
+	"\rprovider_tool\x18\x06 \x01(\v2\x1a.compactor.v1.ProviderToolR\fproviderTool\x1a[\n" +
+	"\x14ProviderOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x05value:\x028\x01B\t\n" +
+	"\a_strict\"u\n" +
+	"\fProviderTool\x123\n" +
+	"\x06format\x18\x01 \x01(\x0e2\x16.compactor.v1.ProviderB\x03\xe0A\x02R\x06format\x12\x17\n" +
+	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x02R\x04type\x12\x17\n" +
+	"\x04json\x18\x03 \x01(\tB\x03\xe0A\x02R\x04json\"\x96\x01\n" +
+	"\n" +
+	"ToolChoice\x120\n" +
+	"\x04mode\x18\x01 \x01(\x0e2\x1c.compactor.v1.ToolChoiceModeR\x04mode\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x129\n" +
+	"\x19disable_parallel_tool_use\x18\x03 \x01(\bR\x16disableParallelToolUse*\xb2\x01\n" +
 	"\bProvider\x12\x18\n" +
 	"\x14PROVIDER_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bPROVIDER_ANTHROPIC_MESSAGES\x10\x01\x12\x18\n" +
@@ -1938,7 +2361,13 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x10CACHE_STATUS_HIT\x10\x01\x12\x15\n" +
 	"\x11CACHE_STATUS_MISS\x10\x02\x12\x1c\n" +
 	"\x18CACHE_STATUS_UNAVAILABLE\x10\x03\x12\x17\n" +
-	"\x13CACHE_STATUS_BYPASS\x10\x042\x9a\x02\n" +
+	"\x13CACHE_STATUS_BYPASS\x10\x04*\xa2\x01\n" +
+	"\x0eToolChoiceMode\x12 \n" +
+	"\x1cTOOL_CHOICE_MODE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n" +
+	"\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03\x12\x19\n" +
+	"\x15TOOL_CHOICE_MODE_TOOL\x10\x042\x9a\x02\n" +
 	"\x10CompactorService\x12=\n" +
 	"\x04Plan\x12\x19.compactor.v1.PlanRequest\x1a\x1a.compactor.v1.PlanResponse\x12F\n" +
 	"\aCompact\x12\x1c.compactor.v1.CompactRequest\x1a\x1d.compactor.v1.CompactResponse\x12@\n" +
@@ -1957,63 +2386,79 @@ func file_compactor_v1_compactor_proto_rawDescGZIP() []byte {
 	return file_compactor_v1_compactor_proto_rawDescData
 }
 
-var file_compactor_v1_compactor_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_compactor_v1_compactor_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_compactor_v1_compactor_proto_goTypes = []any{
 	(Provider)(0),           // 0: compactor.v1.Provider
 	(Action)(0),             // 1: compactor.v1.Action
 	(Disposition)(0),        // 2: compactor.v1.Disposition
 	(CacheStatus)(0),        // 3: compactor.v1.CacheStatus
-	(*Policy)(nil),          // 4: compactor.v1.Policy
-	(*CachePrices)(nil),     // 5: compactor.v1.CachePrices
-	(*PrunePolicy)(nil),     // 6: compactor.v1.PrunePolicy
-	(*Usage)(nil),           // 7: compactor.v1.Usage
-	(*PlanRequest)(nil),     // 8: compactor.v1.PlanRequest
-	(*PlanResponse)(nil),    // 9: compactor.v1.PlanResponse
-	(*CompactRequest)(nil),  // 10: compactor.v1.CompactRequest
-	(*CompactResponse)(nil), // 11: compactor.v1.CompactResponse
-	(*Summary)(nil),         // 12: compactor.v1.Summary
-	(*Session)(nil),         // 13: compactor.v1.Session
-	(*LowerRequest)(nil),    // 14: compactor.v1.LowerRequest
-	(*LowerResponse)(nil),   // 15: compactor.v1.LowerResponse
-	(*LiftRequest)(nil),     // 16: compactor.v1.LiftRequest
-	(*LiftResponse)(nil),    // 17: compactor.v1.LiftResponse
-	(*Message)(nil),         // 18: compactor.v1.Message
+	(ToolChoiceMode)(0),     // 4: compactor.v1.ToolChoiceMode
+	(*Policy)(nil),          // 5: compactor.v1.Policy
+	(*CachePrices)(nil),     // 6: compactor.v1.CachePrices
+	(*PrunePolicy)(nil),     // 7: compactor.v1.PrunePolicy
+	(*Usage)(nil),           // 8: compactor.v1.Usage
+	(*PlanRequest)(nil),     // 9: compactor.v1.PlanRequest
+	(*PlanResponse)(nil),    // 10: compactor.v1.PlanResponse
+	(*CompactRequest)(nil),  // 11: compactor.v1.CompactRequest
+	(*CompactResponse)(nil), // 12: compactor.v1.CompactResponse
+	(*Summary)(nil),         // 13: compactor.v1.Summary
+	(*Session)(nil),         // 14: compactor.v1.Session
+	(*LowerRequest)(nil),    // 15: compactor.v1.LowerRequest
+	(*LowerResponse)(nil),   // 16: compactor.v1.LowerResponse
+	(*LiftRequest)(nil),     // 17: compactor.v1.LiftRequest
+	(*LiftResponse)(nil),    // 18: compactor.v1.LiftResponse
+	(*Tool)(nil),            // 19: compactor.v1.Tool
+	(*ProviderTool)(nil),    // 20: compactor.v1.ProviderTool
+	(*ToolChoice)(nil),      // 21: compactor.v1.ToolChoice
+	nil,                     // 22: compactor.v1.Tool.ProviderOptionsEntry
+	(*Message)(nil),         // 23: compactor.v1.Message
+	(*structpb.Struct)(nil), // 24: google.protobuf.Struct
 }
 var file_compactor_v1_compactor_proto_depIdxs = []int32{
-	6,  // 0: compactor.v1.Policy.prune:type_name -> compactor.v1.PrunePolicy
-	7,  // 1: compactor.v1.Policy.reported_usage:type_name -> compactor.v1.Usage
-	5,  // 2: compactor.v1.Policy.cache_prices:type_name -> compactor.v1.CachePrices
-	18, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
-	4,  // 4: compactor.v1.PlanRequest.policy:type_name -> compactor.v1.Policy
+	7,  // 0: compactor.v1.Policy.prune:type_name -> compactor.v1.PrunePolicy
+	8,  // 1: compactor.v1.Policy.reported_usage:type_name -> compactor.v1.Usage
+	6,  // 2: compactor.v1.Policy.cache_prices:type_name -> compactor.v1.CachePrices
+	23, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
+	5,  // 4: compactor.v1.PlanRequest.policy:type_name -> compactor.v1.Policy
 	1,  // 5: compactor.v1.PlanResponse.action:type_name -> compactor.v1.Action
 	2,  // 6: compactor.v1.PlanResponse.dispositions:type_name -> compactor.v1.Disposition
-	18, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
-	4,  // 8: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
+	23, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
+	5,  // 8: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
 	0,  // 9: compactor.v1.CompactRequest.target_provider:type_name -> compactor.v1.Provider
-	18, // 10: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
-	9,  // 11: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
-	12, // 12: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
+	23, // 10: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
+	10, // 11: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
+	13, // 12: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
 	3,  // 13: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
-	18, // 14: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
+	23, // 14: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
 	0,  // 15: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
-	13, // 16: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
-	0,  // 17: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
-	18, // 18: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
-	0,  // 19: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
-	8,  // 20: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
-	10, // 21: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
-	14, // 22: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
-	16, // 23: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
-	9,  // 24: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
-	11, // 25: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
-	15, // 26: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
-	17, // 27: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	14, // 16: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
+	19, // 17: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
+	21, // 18: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
+	0,  // 19: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
+	0,  // 20: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
+	23, // 21: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
+	0,  // 22: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
+	19, // 23: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
+	21, // 24: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
+	22, // 25: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
+	20, // 26: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
+	0,  // 27: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
+	4,  // 28: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
+	24, // 29: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
+	9,  // 30: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
+	11, // 31: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
+	15, // 32: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
+	17, // 33: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
+	10, // 34: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
+	12, // 35: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
+	16, // 36: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
+	18, // 37: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
+	34, // [34:38] is the sub-list for method output_type
+	30, // [30:34] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_compactor_proto_init() }
@@ -2022,13 +2467,14 @@ func file_compactor_v1_compactor_proto_init() {
 		return
 	}
 	file_compactor_v1_conversation_proto_init()
+	file_compactor_v1_compactor_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactor_v1_compactor_proto_rawDesc), len(file_compactor_v1_compactor_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   14,
+			NumEnums:      5,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -124,7 +124,11 @@ func TestRequiredFieldsAreValidated(t *testing.T) {
 			_, err := srv.Compact(ctx, r.(*compactorv1.CompactRequest))
 			return err
 		}},
-		{"Lower", &compactorv1.LowerRequest{Messages: conversation(t), Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES}, func(r proto.Message) error {
+		{"Lower", &compactorv1.LowerRequest{Messages: conversation(t), Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Tools: []*compactorv1.Tool{
+			{Name: "bash", InputSchemaJson: `{"type":"object","properties":{"cmd":{"type":"string"}}}`},
+			{Name: "web_search", ProviderTool: &compactorv1.ProviderTool{Format: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
+				Type: "web_search_20250305", Json: `{"type":"web_search_20250305","name":"web_search"}`}},
+		}}, func(r proto.Message) error {
 			_, err := srv.Lower(ctx, r.(*compactorv1.LowerRequest))
 			return err
 		}},

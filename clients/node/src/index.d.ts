@@ -76,11 +76,13 @@ export interface CompactBodyOptions extends CallOptions {
   instructions?: string;
   /** The model the lowered body is for. */
   model?: string;
-  /** The target's other fields (model, max_tokens, tools, ...) as JSON text or an object;
-   * default the input's when the provider does not change. An Anthropic body needs model
-   * and max_tokens. */
+  /** The target's other fields (model, max_tokens, ...) as JSON text or an object; they win
+   * over the input's, which are carried where the target has an equivalent (all of them when
+   * the provider does not change). An Anthropic body needs model and max_tokens. The input's
+   * tools are written in the target's form either way. */
   baseBody?: string | object;
-  /** Fail (FAILED_PRECONDITION) rather than drop anything the target cannot carry. */
+  /** Fail (FAILED_PRECONDITION) rather than drop anything the target cannot carry, tools
+   * and other fields included. */
   strict?: boolean;
 }
 

@@ -195,8 +195,10 @@ export function createClient({ address, tenant, token, apiKey, tls, timeoutMs = 
     /**
      * Lifts a provider body, compacts it and lowers it again (to the same provider, or to
      * `to`) in one call; resolves to the JSON body. When nothing needed compacting the
-     * conversation comes back as it was; the body's other fields (model, tools, …) are kept
-     * when the provider does not change.
+     * conversation comes back as it was. The body's tools are written in the target's form;
+     * its other fields (model, temperature, …) are kept when the provider does not change,
+     * and for another provider those with an equivalent there are carried and `baseBody`
+     * gives the rest.
      */
     async compactBody(body, { to, policy, contextWindow, force = false, summarizer = "", instructions = "", model = "", baseBody, strict = false, timeoutMs: t } = {}) {
       const target = to === undefined ? undefined : provider(to); // a bad name fails before any call
@@ -207,9 +209,9 @@ export function createClient({ address, tenant, token, apiKey, tls, timeoutMs = 
       const res = await api.compact({ messages: lifted.messages, policy: pol, force, summarizer, instructions, targetProvider: target ?? 0 }, opts);
       const messages = res.compacted ? res.messages : lifted.messages;
       const prov = target ?? lifted.provider;
-      let base = prov === lifted.provider && lifted.restBody !== "{}" ? lifted.restBody : "";
-      if (baseBody !== undefined) base = typeof baseBody === "string" ? baseBody : JSON.stringify(baseBody);
-      const out = await api.lower({ messages, provider: prov, model, baseBody: base, strict }, opts);
+      const base = baseBody === undefined ? "" : typeof baseBody === "string" ? baseBody : JSON.stringify(baseBody);
+      const out = await api.lower({ messages, provider: prov, model, baseBody: base, strict, restBody: lifted.restBody,
+        restProvider: lifted.provider, tools: lifted.tools, toolChoice: lifted.toolChoice }, opts);
       return out.body;
     },
     /** Closes the connection. */

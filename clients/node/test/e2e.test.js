@@ -68,6 +68,8 @@ test("compactBody keeps the rest of the body, or the conversation when nothing i
   assert.equal(same.messages.length, JSON.parse(body).messages.length);
   const gemini = JSON.parse(await client.compactBody(body, { to: "gemini", policy }));
   assert.ok(gemini.contents && !gemini.model);
+  // The input's tools, as Gemini's function declarations (issue 36).
+  assert.deepEqual(gemini.tools.flatMap((t) => (t.functionDeclarations ?? []).map((d) => d.name)), ["bash", "str_replace_editor", "submit"]);
   await assert.rejects(client.compactBody(body, { to: "claude", policy }), TypeError);
 });
 
@@ -75,10 +77,19 @@ test("compactBody to another provider takes its baseBody; strict names what is m
   const out = JSON.parse(await client.compactBody(body, { to: "anthropic", policy, strict: true, baseBody: { model: "claude-sonnet-4-5", max_tokens: 1024 } }));
   assert.equal(out.model, "claude-sonnet-4-5");
   assert.equal(out.max_tokens, 1024);
-  assert.ok(!out.tools);
+  // The input's tools, in Anthropic's form (issue 36: strict used to let them go).
+  assert.deepEqual(out.tools.map((t) => t.name), ["bash", "str_replace_editor", "submit"]);
+  assert.deepEqual(out.tools[0].input_schema.required, ["command"]);
   await assert.rejects(client.compactBody(body, { to: "anthropic", policy, strict: true }), (err) => {
     assert.equal(err.codeName, "FAILED_PRECONDITION");
     assert.match(err.message, /max_tokens/);
+    return true;
+  });
+  // A field of the input the target has no place for fails strict, named.
+  const seeded = { ...JSON.parse(body), seed: 7 };
+  await assert.rejects(client.compactBody(seeded, { to: "gemini", policy, strict: true }), (err) => {
+    assert.equal(err.codeName, "FAILED_PRECONDITION");
+    assert.match(err.message, /rest_body\.seed/);
     return true;
   });
 });

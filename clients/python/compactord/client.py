@@ -213,10 +213,13 @@ class Client:
     ) -> str:
         """Lift a provider body, compact it, and lower it again (to the same provider, or to
         ``to``) in one call; returns the JSON body. When nothing needed compacting, the
-        conversation comes back as it was. The body's other fields (model, tools, …) are
-        kept when the provider does not change; for another provider ``base_body`` gives
-        the target's (an Anthropic body needs ``model`` and ``max_tokens``). ``strict``
-        fails (FAILED_PRECONDITION) rather than drop anything the target cannot carry."""
+        conversation comes back as it was. The body's tools are written in the target's form,
+        and its other fields (model, temperature, …) are kept when the provider does not
+        change; for another provider those with an equivalent there are carried (max tokens,
+        temperature, top_p, stop sequences) and ``base_body`` gives the rest of the target's
+        (an Anthropic body needs ``model`` and ``max_tokens``). ``strict`` fails
+        (FAILED_PRECONDITION) rather than drop anything the target cannot carry, tools and
+        other fields included."""
         target = None if to is None else provider(to)  # a bad name fails before any call
         lifted = self.lift(body, timeout=timeout)
         pol = pb.Policy()
@@ -233,12 +236,13 @@ class Client:
         messages = res.messages if res.compacted else lifted.messages
         if target is None:
             target = lifted.provider
-        base = lifted.rest_body if target == lifted.provider and lifted.rest_body != "{}" else ""
-        if base_body is not None:
-            base = _json_text(base_body)
-        out = self.lower(pb.LowerRequest(messages=messages, provider=target, model=model, base_body=base,
-                                         strict=strict),
-                         timeout=timeout)
+        req = pb.LowerRequest(messages=messages, provider=target, model=model,
+                              base_body="" if base_body is None else _json_text(base_body),
+                              rest_body=lifted.rest_body, rest_provider=lifted.provider,
+                              tools=lifted.tools, strict=strict)
+        if lifted.HasField("tool_choice"):
+            req.tool_choice.CopyFrom(lifted.tool_choice)
+        out = self.lower(req, timeout=timeout)
         return out.body
 
 

@@ -60,13 +60,29 @@ def test_compact_body_to_another_provider_takes_its_base_body(server, swe_body):
     with Client(server) as c:
         out = json.loads(c.compact_body(swe_body, to="anthropic", policy=POLICY, strict=True,
                                         base_body={"model": "claude-sonnet-4-5", "max_tokens": 1024}))
-        assert out["model"] == "claude-sonnet-4-5" and out["max_tokens"] == 1024 and "tools" not in out
+        assert out["model"] == "claude-sonnet-4-5" and out["max_tokens"] == 1024
+        # The input's tools, in Anthropic's form (issue 36: strict used to let them go).
+        assert [t["name"] for t in out["tools"]] == ["bash", "str_replace_editor", "submit"]
+        assert out["tools"][0]["input_schema"]["required"] == ["command"]
         assert out["messages"][0]["role"] == "user"
         # Without it, strict lowering names what Anthropic requires.
         with pytest.raises(CompactordError) as e:
             c.compact_body(swe_body, to="anthropic", policy=POLICY, strict=True)
         assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
         assert "max_tokens" in e.value.message
+
+
+def test_compact_body_carries_tools_and_strict_names_what_it_cannot(server, swe_body):
+    with Client(server) as c:
+        gemini = json.loads(c.compact_body(swe_body, to="gemini", policy=POLICY, strict=True))
+        decls = [d["name"] for t in gemini["tools"] for d in t.get("functionDeclarations", [])]
+        assert decls == ["bash", "str_replace_editor", "submit"]
+        seeded = json.loads(swe_body)
+        seeded["seed"] = 7
+        with pytest.raises(CompactordError) as e:
+            c.compact_body(seeded, to="gemini", policy=POLICY, strict=True)
+        assert e.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert "rest_body.seed" in e.value.message
 
 
 def test_invalid_argument_names_the_field(server, swe_body):

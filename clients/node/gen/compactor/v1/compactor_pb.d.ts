@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 import type { Message as Message$1 } from "./conversation_pb.js";
 
 /**
@@ -574,6 +574,26 @@ export declare type LowerRequest = Message<"compactor.v1.LowerRequest"> & {
    * @generated from field: bool strict = 8;
    */
   strict: boolean;
+
+  /**
+   * @generated from field: repeated compactor.v1.Tool tools = 9;
+   */
+  tools: Tool[];
+
+  /**
+   * @generated from field: compactor.v1.ToolChoice tool_choice = 10;
+   */
+  toolChoice?: ToolChoice | undefined;
+
+  /**
+   * @generated from field: string rest_body = 11;
+   */
+  restBody: string;
+
+  /**
+   * @generated from field: compactor.v1.Provider rest_provider = 12;
+   */
+  restProvider: Provider;
 };
 
 /**
@@ -652,6 +672,16 @@ export declare type LiftResponse = Message<"compactor.v1.LiftResponse"> & {
    * @generated from field: string rest_body = 4;
    */
   restBody: string;
+
+  /**
+   * @generated from field: repeated compactor.v1.Tool tools = 5;
+   */
+  tools: Tool[];
+
+  /**
+   * @generated from field: compactor.v1.ToolChoice tool_choice = 6;
+   */
+  toolChoice?: ToolChoice | undefined;
 };
 
 /**
@@ -659,6 +689,99 @@ export declare type LiftResponse = Message<"compactor.v1.LiftResponse"> & {
  * Use `create(LiftResponseSchema)` to create a new message.
  */
 export declare const LiftResponseSchema: GenMessage<LiftResponse>;
+
+/**
+ * @generated from message compactor.v1.Tool
+ */
+export declare type Tool = Message<"compactor.v1.Tool"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * @generated from field: string input_schema_json = 3;
+   */
+  inputSchemaJson: string;
+
+  /**
+   * @generated from field: optional bool strict = 4;
+   */
+  strict?: boolean | undefined;
+
+  /**
+   * @generated from field: map<string, google.protobuf.Struct> provider_options = 5;
+   */
+  providerOptions: { [key: string]: JsonObject };
+
+  /**
+   * @generated from field: compactor.v1.ProviderTool provider_tool = 6;
+   */
+  providerTool?: ProviderTool | undefined;
+};
+
+/**
+ * Describes the message compactor.v1.Tool.
+ * Use `create(ToolSchema)` to create a new message.
+ */
+export declare const ToolSchema: GenMessage<Tool>;
+
+/**
+ * @generated from message compactor.v1.ProviderTool
+ */
+export declare type ProviderTool = Message<"compactor.v1.ProviderTool"> & {
+  /**
+   * @generated from field: compactor.v1.Provider format = 1;
+   */
+  format: Provider;
+
+  /**
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string json = 3;
+   */
+  json: string;
+};
+
+/**
+ * Describes the message compactor.v1.ProviderTool.
+ * Use `create(ProviderToolSchema)` to create a new message.
+ */
+export declare const ProviderToolSchema: GenMessage<ProviderTool>;
+
+/**
+ * @generated from message compactor.v1.ToolChoice
+ */
+export declare type ToolChoice = Message<"compactor.v1.ToolChoice"> & {
+  /**
+   * @generated from field: compactor.v1.ToolChoiceMode mode = 1;
+   */
+  mode: ToolChoiceMode;
+
+  /**
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * @generated from field: bool disable_parallel_tool_use = 3;
+   */
+  disableParallelToolUse: boolean;
+};
+
+/**
+ * Describes the message compactor.v1.ToolChoice.
+ * Use `create(ToolChoiceSchema)` to create a new message.
+ */
+export declare const ToolChoiceSchema: GenMessage<ToolChoice>;
 
 /**
  * @generated from enum compactor.v1.Provider
@@ -804,6 +927,41 @@ export enum CacheStatus {
  * Describes the enum compactor.v1.CacheStatus.
  */
 export declare const CacheStatusSchema: GenEnum<CacheStatus>;
+
+/**
+ * @generated from enum compactor.v1.ToolChoiceMode
+ */
+export enum ToolChoiceMode {
+  /**
+   * @generated from enum value: TOOL_CHOICE_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: TOOL_CHOICE_MODE_AUTO = 1;
+   */
+  AUTO = 1,
+
+  /**
+   * @generated from enum value: TOOL_CHOICE_MODE_NONE = 2;
+   */
+  NONE = 2,
+
+  /**
+   * @generated from enum value: TOOL_CHOICE_MODE_REQUIRED = 3;
+   */
+  REQUIRED = 3,
+
+  /**
+   * @generated from enum value: TOOL_CHOICE_MODE_TOOL = 4;
+   */
+  TOOL = 4,
+}
+
+/**
+ * Describes the enum compactor.v1.ToolChoiceMode.
+ */
+export declare const ToolChoiceModeSchema: GenEnum<ToolChoiceMode>;
 
 /**
  * @generated from service compactor.v1.CompactorService

@@ -1,4 +1,5 @@
 from compactord._gen.compactor.v1 import conversation_pb2 as _conversation_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -27,6 +28,11 @@ PROVIDER_GEMINI: Provider
 PROVIDER_OPENAI_CHAT: Provider
 PROVIDER_OPENAI_RESPONSES: Provider
 PROVIDER_UNSPECIFIED: Provider
+TOOL_CHOICE_MODE_AUTO: ToolChoiceMode
+TOOL_CHOICE_MODE_NONE: ToolChoiceMode
+TOOL_CHOICE_MODE_REQUIRED: ToolChoiceMode
+TOOL_CHOICE_MODE_TOOL: ToolChoiceMode
+TOOL_CHOICE_MODE_UNSPECIFIED: ToolChoiceMode
 
 class CachePrices(_message.Message):
     __slots__ = ["read", "write"]
@@ -81,36 +87,48 @@ class LiftRequest(_message.Message):
     def __init__(self, body: _Optional[str] = ..., provider: _Optional[_Union[Provider, str]] = ...) -> None: ...
 
 class LiftResponse(_message.Message):
-    __slots__ = ["messages", "provider", "rest_body", "warnings"]
+    __slots__ = ["messages", "provider", "rest_body", "tool_choice", "tools", "warnings"]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     REST_BODY_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CHOICE_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     provider: Provider
     rest_body: str
+    tool_choice: ToolChoice
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., rest_body: _Optional[str] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., rest_body: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ...) -> None: ...
 
 class LowerRequest(_message.Message):
-    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "session", "strict"]
+    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "rest_body", "rest_provider", "session", "strict", "tool_choice", "tools"]
     BASE_BODY_FIELD_NUMBER: _ClassVar[int]
     INLINE_DYNAMIC_SYSTEM_FIELD_NUMBER: _ClassVar[int]
     KEEP_HISTORY_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    REST_BODY_FIELD_NUMBER: _ClassVar[int]
+    REST_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     STRICT_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CHOICE_FIELD_NUMBER: _ClassVar[int]
     base_body: str
     inline_dynamic_system: bool
     keep_history: bool
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     model: str
     provider: Provider
+    rest_body: str
+    rest_provider: Provider
     session: Session
     strict: bool
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ..., strict: bool = ...) -> None: ...
+    tool_choice: ToolChoice
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ..., strict: bool = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ..., rest_body: _Optional[str] = ..., rest_provider: _Optional[_Union[Provider, str]] = ...) -> None: ...
 
 class LowerResponse(_message.Message):
     __slots__ = ["body", "cursor", "warnings"]
@@ -214,6 +232,16 @@ class Policy(_message.Message):
     trigger_tokens: int
     def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ..., headroom_turns: _Optional[int] = ..., cache_prices: _Optional[_Union[CachePrices, _Mapping]] = ...) -> None: ...
 
+class ProviderTool(_message.Message):
+    __slots__ = ["format", "json", "type"]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    format: Provider
+    json: str
+    type: str
+    def __init__(self, format: _Optional[_Union[Provider, str]] = ..., type: _Optional[str] = ..., json: _Optional[str] = ...) -> None: ...
+
 class PrunePolicy(_message.Message):
     __slots__ = ["clear_at_least_tokens", "clear_inputs", "disabled", "exclude_tools", "keep_recent", "min_output_tokens"]
     CLEAR_AT_LEAST_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -274,6 +302,39 @@ class Summary(_message.Message):
     text: str
     def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ..., fallback_from: _Optional[str] = ...) -> None: ...
 
+class Tool(_message.Message):
+    __slots__ = ["description", "input_schema_json", "name", "provider_options", "provider_tool", "strict"]
+    class ProviderOptionsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: _struct_pb2.Struct
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_TOOL_FIELD_NUMBER: _ClassVar[int]
+    STRICT_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    input_schema_json: str
+    name: str
+    provider_options: _containers.MessageMap[str, _struct_pb2.Struct]
+    provider_tool: ProviderTool
+    strict: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ..., strict: bool = ..., provider_options: _Optional[_Mapping[str, _struct_pb2.Struct]] = ..., provider_tool: _Optional[_Union[ProviderTool, _Mapping]] = ...) -> None: ...
+
+class ToolChoice(_message.Message):
+    __slots__ = ["disable_parallel_tool_use", "mode", "tool_name"]
+    DISABLE_PARALLEL_TOOL_USE_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    disable_parallel_tool_use: bool
+    mode: ToolChoiceMode
+    tool_name: str
+    def __init__(self, mode: _Optional[_Union[ToolChoiceMode, str]] = ..., tool_name: _Optional[str] = ..., disable_parallel_tool_use: bool = ...) -> None: ...
+
 class Usage(_message.Message):
     __slots__ = ["input_tokens", "message_count"]
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -292,4 +353,7 @@ class Disposition(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class CacheStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ToolChoiceMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
