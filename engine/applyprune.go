@@ -17,10 +17,13 @@ import (
 // gets the marker as its text output; a cleared tool call keeps its id and name and gets the
 // marker as its input JSON; a cut output becomes its cut text (an error stays an error), a
 // cut content output and a cut observation keep their parts, their texts cut (cutParts).
-// Changed messages are new
-// messages with token_count cleared; every other message is returned as is. msgs must be the
-// conversation d was planned for; it is never modified (the result shares unchanged messages
-// and parts with it).
+// Changed messages are new messages; a message counted by the caller (token_count, or
+// reported_usage) carries as its token_count what the plan counted for it less what pruning
+// and cutting saved, so that a plan of the result counts, in the caller's units, what this
+// one did (with reported_usage, the unchanged messages of the prefix it covers are copied with
+// the count the plan scaled for them); any other changed message has its token_count
+// cleared. msgs must be the conversation d was planned for; it is never modified (the result
+// shares unchanged messages and parts with it).
 func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message {
 	out := slices.Clone(msgs)
 	disp := d.Response.GetDispositions()
@@ -46,7 +49,27 @@ func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message
 			}
 		}
 	}
+	d.keepCallerCounts(msgs, out)
 	return out
+}
+
+// keepCallerCounts sets, in out (msgs with d carried out), the token_count of every message
+// d counted in the caller's units: what the plan counted less what pruning and cutting saved.
+func (d *Decision) keepCallerCounts(msgs, out []*compactorv1.Message) {
+	counts := d.Response.GetMessageTokens()
+	for i, counted := range d.counted {
+		if !counted {
+			continue
+		}
+		n := max(counts[i]-d.saved[i], 1)
+		if out[i].GetTokenCount() == n {
+			continue
+		}
+		if out[i] == msgs[i] {
+			out[i] = withParts(msgs[i], msgs[i].GetParts())
+		}
+		out[i].TokenCount = n
+	}
 }
 
 // cutMessage returns m with the output c names cut.

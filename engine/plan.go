@@ -32,6 +32,15 @@ type Decision struct {
 	LeadingRequests int
 	// tokenizer is the policy's, which ApplyPrune cuts with.
 	tokenizer tokenizer.ID
+	// counted marks the messages whose count came from the caller (token_count) or from
+	// reported_usage rather than the tokenizer; saved holds what pruning and cutting remove
+	// from each, in the same units; split holds, for the messages a summary splits from their
+	// standing instructions, the counts of the two parts (see Split). What Compact returns
+	// carries those counts, so that a plan of it counts what this one did.
+	counted   []bool
+	saved     []int64
+	splitHead []int64
+	splitRest []int64
 
 	// For PrefixChain (SUMMARIZE only): the counter, the conversation and the content keys
 	// Decide computed, so the chain is not hashed from the message contents a second time.
@@ -167,4 +176,19 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		c.plans.store(pk, &pol, d.Response)
 	}
 	return nil
+}
+
+// Split returns message i of the decided conversation split from its standing instructions
+// (SplitInstructions): the standing parts as a message of their own and the rest. When the
+// message's count came from the caller or from reported_usage, each part carries the count
+// the plan gave it as its token_count. For a message without standing instructions it
+// returns nil and the message.
+func (d *Decision) Split(i int) (standing, rest *compactorv1.Message) {
+	standing, rest = SplitInstructions(d.msgs[i])
+	if standing == nil || d.counted == nil || !d.counted[i] || d.splitHead == nil {
+		return standing, rest
+	}
+	standing.TokenCount = d.splitHead[i]
+	rest.TokenCount = d.splitRest[i]
+	return standing, rest
 }

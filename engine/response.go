@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -78,10 +79,44 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 		}
 		d.Cuts = sh.cuts
 		d.tokenizer = pol.tokenizer
+		dc.callerCounts(d, sh, cut)
 	}
 	var buf [512]byte
 	resp.Reason = string(dc.reason(reason(buf[:0]), sh, cut, prunedTail, d.TailTurns))
 	return nil
+}
+
+// callerCounts records in d what carrying it out needs to keep the caller's units: which
+// messages the caller counted (token_count, or reported_usage), what pruning and cutting save
+// in each, and the counts of the parts of the messages a summary splits.
+func (dc *deciding) callerCounts(d *Decision, sh shape, cut int) {
+	var counted []bool
+	for i, m := range dc.msgs {
+		if m.GetTokenCount() > 0 || i < dc.pol.usageCount {
+			if counted == nil {
+				counted = make([]bool, len(dc.msgs))
+			}
+			counted[i] = true
+		}
+	}
+	if counted == nil {
+		return
+	}
+	d.counted = counted
+	d.saved = make([]int64, len(dc.msgs))
+	if sh.pruned && dc.pr.saved != nil {
+		for i := max(cut, 0); i < len(dc.msgs); i++ {
+			d.saved[i] = dc.pr.saved[i]
+		}
+	}
+	for _, c := range sh.cuts {
+		d.saved[c.Message] += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
+	}
+	if sh.action == compactorv1.Action_ACTION_SUMMARIZE && dc.sp.head != nil {
+		d.splitHead = slices.Clone(dc.sp.head)
+		d.splitRest = slices.Clone(dc.sp.rest)
+	}
+	d.msgs = dc.msgs
 }
 
 // instructions sets the plan's standing instructions: the head's messages of standing

@@ -32,7 +32,11 @@ func (c *compaction) messages(pruned []*compactorv1.Message, text string) []*com
 	}
 	out = append(out, engine.SummaryMessage(text, folded, len(c.kept)+c.leading))
 	for _, k := range c.kept {
-		out = append(out, c.folded(int(k)))
+		if sp, ok := c.splits[int(k)]; ok {
+			out = append(out, sp.rest)
+		} else {
+			out = append(out, pruned[k])
+		}
 	}
 	return append(out, pruned[c.cut:]...)
 }

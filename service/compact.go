@@ -93,8 +93,8 @@ func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compacto
 	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests}
 	c.kept = c.keptPositions()
 	for _, i := range plan.GetInstructionIndexes() {
-		if d := plan.GetDispositions()[i]; int(i) < c.cut && d != compactorv1.Disposition_DISPOSITION_KEEP {
-			standing, rest := engine.SplitInstructions(msgs[i])
+		if disp := plan.GetDispositions()[i]; int(i) < c.cut && disp != compactorv1.Disposition_DISPOSITION_KEEP {
+			standing, rest := d.Split(int(i))
 			if c.splits == nil {
 				c.splits = map[int]split{}
 			}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
@@ -17,6 +19,7 @@ import (
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/internal/irtest"
+	"github.com/compactord/compactord/internal/measure"
 	"github.com/compactord/compactord/service"
 	"github.com/compactord/compactord/summarize"
 )
@@ -160,4 +163,125 @@ func genAgentConversation(r *rand.Rand) []*compactorv1.Message {
 		}
 	}
 	return msgs
+}
+
+// TestCompactFitsTheWindowAsCallersCount is the window promise with the options callers
+// really send (issue 33): their own token counts (0.5, 0.8 and 1.25 of compactord's), a
+// provider's reported usage, instructions for the summary, a target provider, and an LLM
+// summarizer (the one-line model, through the official SDK). For every Compact that
+// compacts, the conversation it returns, planned again as the caller would plan it (its own
+// counts, as Compact returned them), counts at most tokens_after, and tokens_after is at
+// most the trigger unless even the least the conversation can keep exceeds it (then within
+// the usable window).
+func TestCompactFitsTheWindowAsCallersCount(t *testing.T) {
+	sum, err := measure.NewSummarizer("oneline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sum.Close)
+	srv := sum.Server(nil)
+	var convs [][]*compactorv1.Message
+	for _, f := range corpus.Files(t) {
+		lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		convs = append(convs, lifted.GetMessages())
+	}
+	n := 15
+	if testing.Short() {
+		n = 5
+	}
+	for seed := range n {
+		convs = append(convs, genAgentConversation(rand.New(rand.NewPCG(uint64(seed), 23))))
+	}
+	counted := func(scale float64) func([]*compactorv1.Message, *compactorv1.CompactRequest) {
+		return func(msgs []*compactorv1.Message, req *compactorv1.CompactRequest) {
+			plan, err := srv.Plan(context.Background(), &compactorv1.PlanRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 1 << 40}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Messages = make([]*compactorv1.Message, len(msgs))
+			for i, m := range msgs {
+				c := proto.CloneOf(m)
+				c.TokenCount = max(1, int64(math.Round(scale*float64(plan.GetMessageTokens()[i]))))
+				req.Messages[i] = c
+			}
+		}
+	}
+	variants := []struct {
+		name string
+		edit func([]*compactorv1.Message, *compactorv1.CompactRequest)
+	}{
+		{"caller counts 0.5x", counted(0.5)},
+		{"caller counts 0.8x", counted(0.8)},
+		{"caller counts 1.25x", counted(1.25)},
+		{"reported usage 0.8x of the first 70%", func(msgs []*compactorv1.Message, req *compactorv1.CompactRequest) {
+			k := len(msgs) * 7 / 10
+			p, err := srv.Plan(context.Background(), &compactorv1.PlanRequest{Messages: msgs[:k], Policy: &compactorv1.Policy{ContextWindow: 1 << 40}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Policy.ReportedUsage = &compactorv1.Usage{InputTokens: max(1, p.GetTokensBefore()*8/10), MessageCount: int32(k)}
+		}},
+		{"instructions", func(_ []*compactorv1.Message, req *compactorv1.CompactRequest) {
+			req.Instructions = "Keep every file path and the failing test names."
+		}},
+		{"target provider", func(_ []*compactorv1.Message, req *compactorv1.CompactRequest) {
+			req.TargetProvider = compactorv1.Provider_PROVIDER_GEMINI
+		}},
+		{"LLM summarizer", func(_ []*compactorv1.Message, req *compactorv1.CompactRequest) { req.Summarizer = sum.Name }},
+	}
+	ctx := context.Background()
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			compacted := 0
+			for k, msgs := range convs {
+				total := tokensOf(t, srv, msgs)
+				for _, pct := range []int64{15, 45, 75} {
+					for _, force := range []bool{false, true} {
+						req := &compactorv1.CompactRequest{Messages: msgs, Force: force, Policy: &compactorv1.Policy{ContextWindow: max(total*pct/100, 16)}}
+						v.edit(msgs, req)
+						name := fmt.Sprintf("conversation %d at %d%%, force %v", k, pct, force)
+						resp, err := srv.Compact(ctx, req)
+						if err != nil {
+							if status.Code(err) != codes.FailedPrecondition {
+								t.Errorf("%s: %v", name, err)
+							}
+							continue
+						}
+						if !resp.GetCompacted() {
+							continue
+						}
+						compacted++
+						checkFits(t, srv, name, req.GetPolicy(), resp)
+					}
+				}
+			}
+			if compacted < len(convs) {
+				t.Fatalf("%d compactions over %d conversations: the property was not exercised", compacted, len(convs))
+			}
+		})
+	}
+}
+
+// checkFits checks the window promise of one compaction, planning what it returned again
+// without the reported usage (a host has none yet for a conversation it has not sent).
+func checkFits(t *testing.T, srv *service.Server, name string, policy *compactorv1.Policy, resp *compactorv1.CompactResponse) {
+	t.Helper()
+	policy = proto.CloneOf(policy)
+	policy.ReportedUsage = nil
+	again, err := srv.Plan(context.Background(), &compactorv1.PlanRequest{Messages: resp.GetMessages(), Policy: policy})
+	if err != nil {
+		t.Errorf("%s: planning the compacted conversation: %v", name, err)
+		return
+	}
+	plan := resp.GetPlan()
+	got, after, trigger := again.GetTokensBefore(), plan.GetTokensAfter(), plan.GetTriggerAtTokens()
+	if got > after {
+		t.Errorf("%s: the compacted conversation has %d tokens, more than tokens_after %d (%s)", name, got, after, plan.GetReason())
+	}
+	if after > trigger && (after > plan.GetUsableTokens() || plan.GetAction() == compactorv1.Action_ACTION_NONE) {
+		t.Errorf("%s: tokens_after %d above the trigger %d (usable %d): %s", name, after, trigger, plan.GetUsableTokens(), plan.GetReason())
+	}
 }
