@@ -75,29 +75,33 @@ func Plan(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter) (*comp
 // Decide plans a compaction. msgs must have passed Limits.Validate; c is the process's
 // Counter (nil plans with a throw-away one, without the memo's benefit). It counts every
 // message (token_count wins over the count; reported_usage replaces the counts of the prefix
-// it covers, scaled so that the sent messages of the prefix sum to it), then:
+// it covers, scaled so that the sent messages of the prefix sum to it), then decides as
+// decide.go's comment says:
 //
 //  1. tokens_before ≤ trigger → ACTION_NONE (unless opt.Force);
 //  2. pruning old tool outputs alone brings the conversation to the target, removing at least
-//     prune.clear_at_least_tokens → ACTION_PRUNE;
+//     prune.clear_at_least_tokens (by default what pays back the prompt cache it rewrites)
+//     → ACTION_PRUNE;
 //  3. otherwise ACTION_SUMMARIZE: the cut is the start of a turn such that the verbatim tail
-//     (the active non-head messages from the cut on, after pruning) fits the tail budget
-//     min(keep_recent_tokens, target − head − summary_max_tokens) with as many turns as
-//     possible, but keeps at least keep_recent_turns turns whatever it costs; among cuts
-//     whose tail is at least half that long, the start of a user turn is preferred. The
-//     latest summary and the active messages before the cut are summarized; the tail is
-//     pruned.
+//     (the active non-head messages from the cut on, after pruning) fits keep_recent_tokens
+//     and the whole fits the target with as many turns as possible; among cuts whose tail is
+//     at least half that long, the start of a user turn is preferred. Toward the target the
+//     shape keeps fewer turns than keep_recent_turns and gives up half its summary room when
+//     it must; the newest turn whole and the requests kept verbatim yield only to the
+//     trigger. The latest summary and the active messages before the cut are summarized;
+//     the tail is pruned.
 //
-// When the floor (head + the last keep_recent_turns turns after pruning + summary_max_tokens)
-// exceeds the usable window, it returns an *IrreducibleError (wrapping ErrIrreducible)
-// instead of a plan. When fewer than keep_recent_turns + 1 turns are active, nothing can be
-// summarized: the result prunes (or does nothing) if the pruned conversation fits the usable
-// window, and is an *IrreducibleError otherwise; a conversation above the usable window is
-// pruned even for less than clear_at_least_tokens. Policy errors are *ValidationError.
+// When even the least shape exceeds the usable window, it returns an *IrreducibleError
+// (wrapping ErrIrreducible) instead of a plan, naming the head, standing instructions and
+// newest request when they alone exceed it. When too few turns are active to summarize, the
+// result prunes (or does nothing) if the pruned conversation fits, and is an
+// *IrreducibleError otherwise; a conversation above the usable window is pruned even for
+// less than clear_at_least_tokens. Policy errors are *ValidationError.
 //
 // Dispositions: compaction prompts and non-head messages before the latest summary DROP; head
-// messages KEEP; the latest summary and active messages before the cut SUMMARIZE; active
-// messages with pruned parts PRUNE; the rest KEEP. The result is deterministic.
+// messages KEEP; the latest summary and active messages before the cut SUMMARIZE, or
+// KEEP_REQUEST for the requests kept verbatim after the summary; active messages with pruned
+// or cut parts PRUNE; the rest KEEP. The result is deterministic.
 func Decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt Options) (*Decision, error) {
 	d := new(Decision)
 	if err := decide(msgs, p, c, opt, d, true); err != nil {
