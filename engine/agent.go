@@ -53,21 +53,6 @@ func IsDemonstration(text string) bool {
 	return false
 }
 
-// UserText returns the text parts of a message joined by newlines, and whether the message
-// is text only (no tool results, images or files).
-func UserText(m *compactorv1.Message) (text string, textOnly bool) {
-	var parts []string
-	textOnly = true
-	for _, p := range m.GetParts() {
-		if t := p.GetText(); t != nil {
-			parts = append(parts, t.GetText())
-			continue
-		}
-		textOnly = false
-	}
-	return strings.Join(parts, "\n"), textOnly
-}
-
 // issuesCommand reports whether an assistant message runs a command the next user message
 // answers with its output: a fenced code block in a message without tool calls (function
 // calling agents answer with tool results, not user text).

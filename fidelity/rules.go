@@ -40,11 +40,13 @@ func summarized(m *compactorv1.Message) bool {
 
 // Requests returns the requests of a summarized range (engine.Requests: the task and every
 // later text-only user request that is neither a tool observation nor a demonstration),
-// with their lines. Requests without a line of MinLineChars are left out (nothing to check).
+// with the lines of the user's own words (engine.UserWords: the standing instructions beside
+// them are kept in the head, transient reminders may go). Requests without a line of
+// MinLineChars are left out (nothing to check).
 func Requests(msgs []*compactorv1.Message) []Request {
 	var out []Request
 	for _, i := range engine.Requests(msgs) {
-		text, _ := engine.UserText(msgs[i])
+		text := engine.UserWords(msgs[i])
 		if lines := Lines(text); len(lines) > 0 {
 			out = append(out, Request{Index: i, Text: text, Lines: lines})
 		}

@@ -164,6 +164,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 		case compactorv1.Role_ROLE_USER:
 			switch kinds[i] {
 			case engine.UserRequest:
+				text = engine.UserWords(m) // host blocks: kept in the head or transient
 				seq := x.next()
 				x.names.note(text, fromUser, seq)
 				if !x.kept[m] {

@@ -15,20 +15,19 @@ import (
 	"github.com/compactord/compactord/internal/irtest"
 )
 
-// sumFirstUserText and sumLastUserText return the first and last user requests (engine's
-// rule: not text-protocol tool outputs, not few-shot demonstrations).
-// sumFirstUserText returns the text of the first request a summary of msgs covers: the
-// first that is not kept in the head (a harness's task beside its standing instructions is).
+// sumFirstUserText returns the user's words (engine.UserWords) of the first request a summary
+// of msgs covers: the first that is not kept in the head (a harness's task beside its
+// standing instructions is). sumLastUserText returns those of the last.
 func sumFirstUserText(msgs []*compactorv1.Message) string {
 	if reqs := summarizedRequests(msgs); len(reqs) > 0 {
-		return messageText(msgs[reqs[0]])
+		return engine.UserWords(msgs[reqs[0]])
 	}
 	return ""
 }
 
 func sumLastUserText(msgs []*compactorv1.Message) string {
 	if reqs := summarizedRequests(msgs); len(reqs) > 0 {
-		return messageText(msgs[reqs[len(reqs)-1]])
+		return engine.UserWords(msgs[reqs[len(reqs)-1]])
 	}
 	return ""
 }
