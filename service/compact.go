@@ -118,6 +118,7 @@ func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse,
 	if fb, ok := s.summarizers.Fallback(c.req.GetSummarizer()); ok && transient(ctx, err) {
 		fallbackFrom = c.sum.Fingerprint().Name
 		span.SetAttributes(attrFallbackFrom.String(fallbackFrom))
+		resp.Warnings = append(resp.Warnings, fallbackWarning(fallbackFrom, fb, err))
 		entry, err = c.fallback(ctx, fb)
 		outcome = cache.StatusBypass
 	}
@@ -171,6 +172,8 @@ type compaction struct {
 	// with other parts (engine.SplitInstructions): their standing parts join the head, and
 	// what is left of them is summarized or kept as a request.
 	splits map[int]split
+	// bypass is set when a fallback writes the summary: none of it is cached.
+	bypass bool
 }
 
 // split is a message split from its standing instructions.

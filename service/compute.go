@@ -3,9 +3,12 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/internal/clip"
 	"github.com/compactord/compactord/internal/hold"
 	"github.com/compactord/compactord/summarize"
 )
@@ -77,6 +80,14 @@ func transient(ctx context.Context, err error) bool {
 // fallback has fb write the summary the compaction's summarizer failed to write. It is not
 // cached: the next call tries that summarizer again.
 func (c compaction) fallback(ctx context.Context, fb summarize.Summarizer) (*cache.Entry, error) {
-	c.sum = fb
+	c.sum, c.bypass = fb, true
 	return c.summarize(ctx, c.start())
+}
+
+// fallbackWarning is the response's warning that fb wrote the summary because the summarizer
+// named from failed with err (whose text names the failure and, for a chunked summary, the
+// chunk; never the provider's response body).
+func fallbackWarning(from string, fb summarize.Summarizer, err error) string {
+	return fmt.Sprintf("summary: %s failed (%s); the fallback %s wrote this summary, which is not cached",
+		from, clip.String(strings.TrimPrefix(err.Error(), "compact: "), 2*clip.Max), fb.Fingerprint().Name)
 }

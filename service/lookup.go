@@ -40,7 +40,7 @@ type base struct {
 // error, as if it were its own; only a computation that ran out of its starter's time is
 // started again.
 func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, error) {
-	scope := cache.Scope{Tenant: tenant(ctx), Summarizer: c.sum.Fingerprint().String(), Instructions: c.req.GetInstructions()}
+	scope := c.scope(ctx)
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
 	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)

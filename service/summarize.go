@@ -26,9 +26,14 @@ const minSummaryTokens = 32
 // them), those kept verbatim, the bounded anchor, and the tokens the summary replaces.
 type summaryJob struct {
 	in, kept []*compactorv1.Message
+	pos      []int // the position of each of in in the conversation, ascending
+	released int   // in opens with this many requests its base released
 	anchor   string
 	inTokens int64 // the range and the anchor: what the summary replaces
+	read     int64 // the call's input: what of the range it reads, and the anchor
 	budget   int64 // the longest summary: maxSummaryRatio × inTokens, within the room
+	end      int   // the summary stands for msgs[0:end] (the cut, or a chunk's end)
+	attrs    []attribute.KeyValue
 }
 
 // summarize writes the summary of msgs[0:cut] on top of base b (see job), within a budget it
@@ -39,7 +44,7 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.call(ctx, j)
+	res, err := c.chunks(ctx, j)
 	if err != nil {
 		return nil, err
 	}
@@ -64,24 +69,25 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 // (less the summary message's framing). A range too short for any summary to pay returns an
 // error wrapping errUnpaid.
 func (c *compaction) job(b base) (summaryJob, error) {
-	var j summaryJob
+	j := summaryJob{end: c.cut}
 	j.anchor, j.inTokens = c.s.boundAnchor(b.anchor, c.tokenizer(), c.room)
 	for _, i := range b.released {
-		j.in = append(j.in, c.folded(int(i)))
+		j.in, j.pos = append(j.in, c.folded(int(i))), append(j.pos, int(i))
 		j.inTokens += c.plan.GetMessageTokens()[i]
 	}
 	for i := b.from; i < c.cut; i++ {
 		switch c.plan.GetDispositions()[i] {
 		case compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
-			j.in = append(j.in, c.folded(i))
+			j.in, j.pos = append(j.in, c.folded(i)), append(j.pos, i)
 			j.kept = append(j.kept, c.folded(i))
 		case compactorv1.Disposition_DISPOSITION_SUMMARIZE:
 			if c.summarized(i) {
-				j.in = append(j.in, c.folded(i))
+				j.in, j.pos = append(j.in, c.folded(i)), append(j.pos, i)
 				j.inTokens += c.plan.GetMessageTokens()[i]
 			}
 		}
 	}
+	j.read, j.released = j.inTokens, len(b.released)
 	j.budget = min(int64(c.s.maxSummaryRatio*float64(j.inTokens)), c.room)
 	switch {
 	case j.inTokens == 0:
@@ -100,7 +106,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 	name := c.sum.Fingerprint().Name
 	spent := func(int64) {}
 	if c.s.admit != nil && summarize.CallsModel(c.sum) {
-		estimate := j.inTokens + c.s.textTokens(c.req.GetInstructions(), c.tokenizer()) + j.budget
+		estimate := j.read + c.s.textTokens(c.req.GetInstructions(), c.tokenizer()) + j.budget
 		var err error
 		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx), estimate); err != nil {
 			return summarize.Result{}, err
@@ -108,8 +114,8 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 	}
 	start := time.Now()
 	res, err := c.sum.Summarize(ctx, summarize.Request{
-		Attributes: []attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
-			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())},
+		Attributes: append([]attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
+			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())}, j.attrs...),
 		SummaryInput:    engine.SummaryInput{Messages: j.in, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions()},
 		MaxOutputTokens: j.budget,
 		Count:           c.count,
@@ -125,7 +131,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 // checked runs the summary check on text, the summarizer's summary of j, and returns the
 // checked text and what the check found.
 func (c *compaction) checked(text string, j summaryJob) (string, summary.Check, error) {
-	text, rep := c.check(text, int(j.budget), c.count)
+	text, rep := c.check(text, j.end, int(j.budget), c.count)
 	if out := c.count(text); float64(out) > c.s.maxSummaryRatio*float64(j.inTokens) {
 		// Check keeps the text within budget; this guards the invariant.
 		return "", rep, fmt.Errorf("compact: %w: the checked summary has %d tokens, more than %.2f × the %d tokens it replaces",
@@ -160,20 +166,20 @@ func (c *compaction) summarized(i int) bool {
 		c.msgs[i].GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY
 }
 
-// check runs the summary check over the range the summary replaces since the conversation's
-// latest summary (whatever cached prefix the summary was built on), against the summary and
-// the head messages kept before the cut (the tail is left out: the entry is cached for every
-// conversation sharing the prefix).
-func (c *compaction) check(text string, budget int, count func(string) int) (string, summary.Check) {
-	rng, kept := c.split()
+// check runs the summary check over the range a summary of msgs[0:end] replaces since the
+// conversation's latest summary (whatever cached prefix the summary was built on), against
+// the summary and the head messages kept before end (the tail is left out: the entry is
+// cached for every conversation sharing the prefix).
+func (c *compaction) check(text string, end, budget int, count func(string) int) (string, summary.Check) {
+	rng, kept := c.split(end)
 	return fidelity.Check(fidelity.CheckInput{Summary: text, Range: rng, Kept: kept, Budget: budget, Count: count})
 }
 
-// split returns the messages the summary replaces since the conversation's latest summary
-// (the requests kept verbatim included: the check counts them as kept), and the messages
-// kept before the cut: the head and the kept requests.
-func (c *compaction) split() (rng, kept []*compactorv1.Message) {
-	for i := range c.cut {
+// split returns the messages a summary of msgs[0:end] replaces since the conversation's
+// latest summary (the requests kept verbatim included: the check counts them as kept), and
+// the messages kept before end: the head and the kept requests.
+func (c *compaction) split(end int) (rng, kept []*compactorv1.Message) {
+	for i := range end {
 		d := c.plan.GetDispositions()[i]
 		if sp, ok := c.splits[i]; ok {
 			kept = append(kept, sp.standing)
