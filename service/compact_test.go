@@ -52,6 +52,8 @@ type replicaConfig struct {
 	admit    service.SummaryAdmitter
 	fallback string                        // the llm summarizer's fallback
 	model    string                        // the llm summarizer's model; "gpt-test" by default
+	kind     string                        // the llm summarizer's kind; openai by default
+	maxInput int64                         // the llm summarizer's max_input_tokens; 0: the default
 	calls    service.Admitter              // admits calls and their requests' memory
 	metrics  *metrics.Recorder             // records the cache outcomes and the rest
 	unary    []grpc.UnaryServerInterceptor // e.g. the per-tenant limits
@@ -69,9 +71,16 @@ func startReplica(t *testing.T, cfg replicaConfig) compactorv1.CompactorServiceC
 		cfg.model = "gpt-test"
 	}
 	if cfg.llm != nil {
+		kind, base := cfg.kind, cfg.llm.URL+"/v1"
+		switch kind {
+		case "":
+			kind = summarize.KindOpenAI
+		case summarize.KindAnthropic:
+			base = cfg.llm.URL
+		}
 		sc = &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
-			Name: "llm", Kind: "openai", BaseURL: cfg.llm.URL + "/v1", Model: cfg.model, Timeout: 10 * time.Second,
-			Fallback: cfg.fallback,
+			Name: "llm", Kind: kind, BaseURL: base, Model: cfg.model, Timeout: 10 * time.Second,
+			Fallback: cfg.fallback, MaxInputTokens: cfg.maxInput,
 		}}}
 	}
 	reg, err := summarize.NewRegistry(sc, "", summarize.Options{TracerProvider: cfg.tp, Retry: cfg.retry, Breaker: cfg.breaker})

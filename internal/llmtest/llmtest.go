@@ -1,6 +1,7 @@
-// Package llmtest runs a local HTTP server speaking the OpenAI chat completions wire
-// protocol, for tests of compactord's LLM summarizers through the official SDK. It counts
-// calls, records request bodies and answers as scripted.
+// Package llmtest runs a local HTTP server speaking the OpenAI chat completions and the
+// Anthropic Messages wire protocols, for tests of compactord's LLM summarizers through the
+// official SDKs. It counts calls, records request bodies and prompts, holds every request to
+// an input bound, and answers as scripted.
 package llmtest
 
 import (
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // Reply answers call n (1-based): a status other than 0 or 200 is sent as an OpenAI error
@@ -26,22 +29,66 @@ type Server struct {
 	*httptest.Server
 	calls atomic.Int64
 
+	tb      testing.TB
 	mu      sync.Mutex
 	bodies  []string
+	prompts []string
 	reply   Reply
+	replyTo PromptReply
 	delay   time.Duration
 	arrived chan struct{}
 	release chan struct{}
+	bound   int // most input tokens a request may have; 0: none
+	largest int // most input tokens a request had
 }
+
+// PromptReply answers call n (1-based) given its prompt (see Prompt), as Reply does.
+type PromptReply func(n int64, prompt string) (status int, text string)
 
 // NewOpenAI starts a server that answers every call with "SUMMARY-<n>: …" until scripted
 // otherwise. It is closed when the test ends.
 func NewOpenAI(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{}
+	s := &Server{tb: tb}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(s.Close)
 	return s
+}
+
+// NewAnthropic is NewOpenAI: the server speaks both protocols (POST …/chat/completions and
+// POST …/v1/messages). Point an Anthropic summarizer at URL.
+func NewAnthropic(tb testing.TB) *Server { return NewOpenAI(tb) }
+
+// MaxInput makes the server hold every following request to at most tokens input tokens
+// (o200k_base tokens of its system and user texts): a request over it fails the test.
+func (s *Server) MaxInput(tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bound = tokens
+}
+
+// Largest returns the most input tokens (as MaxInput counts them) a request had.
+func (s *Server) Largest() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.largest
+}
+
+// ScriptPrompt is Script with a reply that reads the prompt.
+func (s *Server) ScriptPrompt(reply PromptReply, delay time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply, s.replyTo, s.delay = nil, reply, delay
+}
+
+// Prompt returns the system and user texts of call n (1-based), joined by a new line, or "".
+func (s *Server) Prompt(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 1 || n > len(s.prompts) {
+		return ""
+	}
+	return s.prompts[n-1]
 }
 
 // Calls returns how many completion requests arrived.
@@ -52,7 +99,7 @@ func (s *Server) Calls() int64 { return s.calls.Load() }
 func (s *Server) Script(reply Reply, delay time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reply, s.delay = reply, delay
+	s.reply, s.replyTo, s.delay = reply, nil, delay
 }
 
 // Hold makes every following request wait until release is called; arrived receives one
@@ -77,14 +124,13 @@ func (s *Server) Body(n int) string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	anthropic := strings.HasSuffix(r.URL.Path, "/v1/messages")
+	if r.Method != http.MethodPost || !(anthropic || strings.HasSuffix(r.URL.Path, "/chat/completions")) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
-	var req struct {
-		Model string `json:"model"`
-	}
+	var req request
 	if err == nil {
 		err = json.Unmarshal(body, &req)
 	}
@@ -92,11 +138,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	prompt := req.prompt()
 	n := s.calls.Add(1)
 	s.mu.Lock()
 	s.bodies = append(s.bodies, string(body))
-	reply, delay, arrived, release := s.reply, s.delay, s.arrived, s.release
+	s.prompts = append(s.prompts, prompt)
+	reply, replyTo, delay, arrived, release, bound := s.reply, s.replyTo, s.delay, s.arrived, s.release, s.bound
 	s.mu.Unlock()
+	if bound > 0 {
+		s.measure(n, prompt, bound)
+	}
 	if arrived != nil {
 		arrived <- struct{}{}
 		select {
@@ -113,13 +164,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	status, text := 0, fmt.Sprintf("SUMMARY-%d: the user asked for the tasks quoted above; next step: continue.", n)
-	if reply != nil {
+	switch {
+	case replyTo != nil:
+		status, text = replyTo(n, prompt)
+	case reply != nil:
 		status, text = reply(n)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if status != 0 && status != http.StatusOK {
 		w.WriteHeader(status)
+		if anthropic {
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"scripted %d"}}`, status)
+			return
+		}
 		fmt.Fprintf(w, `{"error":{"message":"scripted %d","type":"server_error","code":null,"param":null}}`, status)
+		return
+	}
+	if anthropic {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": req.Model,
+			"content":     []map[string]any{{"type": "text", "text": text}},
+			"stop_reason": "end_turn", "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": len(body) / 4, "output_tokens": len(text) / 4},
+		})
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
@@ -128,4 +195,66 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"message": map[string]any{"role": "assistant", "content": text}}},
 		"usage": map[string]any{"prompt_tokens": len(body) / 4, "completion_tokens": len(text) / 4, "total_tokens": (len(body) + len(text)) / 4},
 	})
+}
+
+// measure counts the input tokens of call n's prompt, records the largest, and fails the
+// test when they exceed bound.
+func (s *Server) measure(n int64, prompt string, bound int) {
+	enc, err := tokenizer.New(tokenizer.O200k)
+	if err != nil {
+		s.tb.Errorf("llmtest: %v", err)
+		return
+	}
+	tokens := int(enc.Count(prompt))
+	s.mu.Lock()
+	s.largest = max(s.largest, tokens)
+	s.mu.Unlock()
+	if tokens > bound {
+		s.tb.Errorf("llmtest: call %d has %d input tokens, over the bound of %d", n, tokens, bound)
+	}
+}
+
+// request is what the server reads of a chat completions or Messages request.
+type request struct {
+	Model    string          `json:"model"`
+	System   json.RawMessage `json:"system"` // Anthropic: a string or text blocks
+	Messages []struct {
+		Content json.RawMessage `json:"content"` // a string or text blocks
+	} `json:"messages"`
+}
+
+// prompt is the request's texts (its system prompt, then its messages), joined by new lines.
+func (r request) prompt() string {
+	var parts []string
+	for _, raw := range append([]json.RawMessage{r.System}, contents(r)...) {
+		if t := texts(raw); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func contents(r request) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(r.Messages))
+	for _, m := range r.Messages {
+		out = append(out, m.Content)
+	}
+	return out
+}
+
+// texts reads a content value: a string, or blocks of which the text ones count.
+func texts(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &blocks)
+	out := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		out = append(out, b.Text)
+	}
+	return strings.Join(out, "\n")
 }
