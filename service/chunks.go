@@ -53,7 +53,8 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 	for start, n := 0, 1; ; n++ {
 		end := len(j.in)
 		if n < maxChunks {
-			end = start + max(1, summarize.Fit(c.sum, engine.SummaryInput{Messages: j.in[start:], Kept: j.kept, Anchor: anchor, Instructions: ins}))
+			end = start + max(1, summarize.Fit(c.sum, summarize.Request{Count: c.count,
+				SummaryInput: engine.SummaryInput{Messages: j.in[start:], Kept: j.kept, Anchor: anchor, Instructions: ins}}))
 		}
 		if n == 1 && end == len(j.in) {
 			trace.SpanFromContext(ctx).SetAttributes(attrChunks.Int(1))

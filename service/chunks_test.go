@@ -228,3 +228,76 @@ func TestCompactChunkFailureFallsBack(t *testing.T) {
 		t.Errorf("once back, the first call is anchored on %.60q; want the second chunk's cached summary", prev)
 	}
 }
+
+// millionTokens builds an agent session of turns (a request, a long assistant note, a tool
+// call and its output, an answer) that comes to about 5,900 o200k tokens a turn, every text
+// distinct.
+func millionTokens(turns int) []*compactorv1.Message {
+	words := strings.Fields("the build runs each module test and the agent reads its output before it edits the parser lexer cache index for the next step")
+	note := func(i int) string {
+		var b strings.Builder
+		for k := 0; b.Len() < 16000; k++ {
+			fmt.Fprintf(&b, "%s %s %d. ", words[(i+k)%len(words)], words[(i*7+k*3)%len(words)], i*1000+k)
+		}
+		return b.String()
+	}
+	msgs := []*compactorv1.Message{irtest.Msg(compactorv1.Role_ROLE_SYSTEM, irtest.Text("You are a careful coding agent."))}
+	for i := range turns {
+		id := fmt.Sprintf("call_%04d", i)
+		msgs = append(msgs,
+			irtest.User(fmt.Sprintf("req-%04d: fix module m%04d.go", i, i)),
+			irtest.Assistant(note(i), irtest.Call(id, "read_file", fmt.Sprintf(`{"path":"m%04d.go"}`, i))),
+			irtest.Result(id, "read_file", irtest.OutText(note(i + 1)[:1900])),
+			irtest.Assistant(fmt.Sprintf("ans-%04d: fixed m%04d.go.", i, i)),
+		)
+	}
+	return msgs
+}
+
+// TestCompactMillionTokenRange: a range of a million tokens, summarized with a summarizer of
+// max_input_tokens 100,000 (OpenAI protocol, a fake that answers at once): no call over the
+// bound, and every request of the range in the summary (through the summary check) or kept
+// verbatim after it. The figures go to docs/PERFORMANCE.md (go test -v prints them).
+func TestCompactMillionTokenRange(t *testing.T) {
+	const bound = 100_000
+	llm := llmtest.NewOpenAI(t)
+	llm.MaxInput(bound)
+	llm.ScriptPrompt(func(n int64, _ string) (int, string) { return 0, fmt.Sprintf("CHUNK-%d: the agent fixed the modules.", n) }, 0)
+	client := startReplica(t, replicaConfig{llm: llm, maxInput: bound, cache: cache.NewMemory(cache.MemoryOptions{})})
+	msgs := millionTokens(175)
+	req := compactReq(msgs)
+	req.Policy = &compactorv1.Policy{ContextWindow: 1_100_000, TargetRatio: 0.05, KeepRecentTokens: 20_000, SummaryMaxTokens: 8000,
+		Prune: &compactorv1.PrunePolicy{Disabled: true}}
+	start := time.Now()
+	resp, err := client.Compact(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	cut := int(resp.GetPlan().GetCutIndex())
+	var summarized int64
+	for i := 1; i < cut; i++ {
+		summarized += resp.GetPlan().GetMessageTokens()[i]
+	}
+	if summarized < 1_000_000 {
+		t.Fatalf("the range before the cut has %d tokens; want a million", summarized)
+	}
+	kept := map[string]bool{}
+	for _, m := range resp.GetMessages() {
+		if m.GetRole() == compactorv1.Role_ROLE_USER {
+			kept[m.GetParts()[0].GetText().GetText()] = true
+		}
+	}
+	s, missing := resp.GetSummary(), 0
+	for i := 1; i < cut; i++ {
+		if text := msgs[i].GetParts()[0].GetText().GetText(); msgs[i].GetRole() == compactorv1.Role_ROLE_USER && !kept[text] && !strings.Contains(s.GetText(), text) {
+			missing++
+		}
+	}
+	if missing > 0 || s.GetRequestsRetained()+s.GetRequestsAppended() != s.GetRequestsTotal() {
+		t.Errorf("%d requests of the range are neither in the summary nor kept after it (check: %d of %d retained, %d appended)",
+			missing, s.GetRequestsRetained(), s.GetRequestsTotal(), s.GetRequestsAppended())
+	}
+	t.Logf("range %d tokens (%d messages): %d calls, the largest %d input tokens (bound %d), Compact %v",
+		summarized, cut-1, llm.Calls(), llm.Largest(), bound, took.Round(time.Millisecond))
+}

@@ -10,50 +10,58 @@ import (
 // the next chunk ends; the caller (package service) makes the calls, so that each chunk's
 // summary is admitted, checked and cached under its own prefix.
 
-// keptLabelBytes bounds what the transcript adds to a message kept verbatim after the summary
-// (its role line says so).
-const keptLabelBytes = 64
+// keptLabelTokens bounds what the transcript adds to a message kept verbatim after the
+// summary (its role line says so), and joinTokens what joining two messages' transcripts may
+// add to their tokens counted apart.
+const (
+	keptLabelTokens = 16
+	joinTokens      = 1
+)
 
 // fitter is a Summarizer whose calls read a bounded input.
 type fitter interface {
-	Fit(in engine.SummaryInput) int
+	Fit(req Request) int
 }
 
-// Fit returns how many of in.Messages, from the first, one call of s reads whole, together
-// with in.Anchor, in.Instructions and the prompt: all of them when s reads any input (the
-// extractive summarizer) or when they fit its input bound (max_input_tokens); otherwise the
-// most that fit and end at a turn boundary (no tool call or approval request apart from its
-// answer), and at least the first turn (which the call then shortens to fit, as
-// engine.FitSummaryPrompt does). The rest is for the next call, anchored on this one's summary.
-func Fit(s Summarizer, in engine.SummaryInput) int {
+// Fit returns how many of req.Messages, from the first, one call of s reads whole, together
+// with req.Anchor, req.Instructions and the prompt: all of them when s reads any input (the
+// extractive summarizer) or when they fit its input bound (max_input_tokens, counted with
+// req.Count); otherwise the most that fit and end at a turn boundary (no tool call or
+// approval request apart from its answer), and at least the first turn (which the call then
+// shortens to fit, as engine.FitSummaryPrompt does). The rest is for the next call, anchored
+// on this one's summary.
+func Fit(s Summarizer, req Request) int {
 	if f, ok := s.(fitter); ok {
-		return f.Fit(in)
+		return f.Fit(req)
 	}
-	return len(in.Messages)
+	return len(req.Messages)
 }
 
 // Fit implements Fit for an LLM summarizer: the prompt is measured as the call renders it
-// (engine.SummaryPrompt with the default transcript caps), in bytes against max_input_tokens
-// at 3 bytes per token.
-func (l *LLM) Fit(in engine.SummaryInput) int {
-	msgs := in.Messages
+// (engine.SummaryPrompt with the default transcript caps), each message's part of the
+// transcript counted apart.
+func (l *LLM) Fit(req Request) int {
+	msgs := req.Messages
 	if l.maxInput <= 0 || len(msgs) == 0 {
 		return len(msgs)
 	}
-	frame := len(engine.SummarySystemPrompt()) +
-		len(engine.SummaryPrompt(engine.SummaryInput{Anchor: in.Anchor, Instructions: in.Instructions}, engine.TranscriptOptions{}))
+	count := counter(req.Count)
+	frame := count(engine.SummarySystemPrompt()) +
+		count(engine.SummaryPrompt(engine.SummaryInput{Anchor: req.Anchor, Instructions: req.Instructions}, engine.TranscriptOptions{}))
 	room := l.maxInput - frame
-	kept := make(map[*compactorv1.Message]bool, len(in.Kept))
-	for _, m := range in.Kept {
+	kept := make(map[*compactorv1.Message]bool, len(req.Kept))
+	for _, m := range req.Kept {
 		kept[m] = true
 	}
 	ends := turnEnds(msgs)
 	size, fit := 0, 0
 	for i, m := range msgs {
 		if !engine.InHead(m) {
-			size += len(engine.Transcript([]*compactorv1.Message{m}, engine.TranscriptOptions{}))
+			if t := engine.Transcript([]*compactorv1.Message{m}, engine.TranscriptOptions{}); t != "" {
+				size += count(t) + joinTokens
+			}
 			if kept[m] {
-				size += keptLabelBytes
+				size += keptLabelTokens
 			}
 		}
 		if size > room {
@@ -72,6 +80,32 @@ func (l *LLM) Fit(in engine.SummaryInput) int {
 		}
 	}
 	return len(msgs)
+}
+
+// counter is count, or, for nil, an estimate of 3 bytes a token (fewer than English text or
+// code take).
+func counter(count func(string) int) func(string) int {
+	if count != nil {
+		return count
+	}
+	return func(s string) int { return (len(s) + 2) / 3 }
+}
+
+// prompt returns the user prompt of req, within the input bound with system: the whole
+// transcript when it fits, else shortened by engine.FitSummaryPrompt until it does.
+func (l *LLM) prompt(req Request, system string) string {
+	count := counter(req.Count)
+	p := engine.SummaryPrompt(req.SummaryInput, engine.TranscriptOptions{})
+	limit := l.maxInput - count(system)
+	for range 8 {
+		n := count(p)
+		if l.maxInput <= 0 || n <= limit {
+			break
+		}
+		// Aim below the bound by the share the prompt is over it, and a little more.
+		p = engine.FitSummaryPrompt(req.SummaryInput, int(int64(len(p))*int64(max(limit, 1))/int64(n))*15/16)
+	}
+	return p
 }
 
 // turnEnds reports, for each message, whether a chunk may end after it: no tool call or

@@ -6,6 +6,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/tokenizer"
 	"github.com/compactord/compactord/internal/irtest"
 )
 
@@ -54,28 +55,36 @@ func b2i(b bool) int {
 // boundary within the bound (prompt, anchor and instructions counted), and at least a turn;
 // the extractive summarizer reads any range whole.
 func TestFit(t *testing.T) {
-	msgs := irtest.Conversation(30)[1:]          // ≈ 2.4 kB a turn of four messages
+	msgs := irtest.Conversation(30)[1:] // ≈ 520 tokens a turn of four messages
 	safe := func(n int) bool { return n%4 != 2 } // not between a tool call and its result
-	l := &LLM{maxInput: 3 * 6000}
+	enc, err := tokenizer.New(tokenizer.O200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(s string) int { return int(enc.Count(s)) }
+	size := func(in engine.SummaryInput) int {
+		return count(engine.SummarySystemPrompt()) + count(engine.SummaryPrompt(in, engine.TranscriptOptions{}))
+	}
 	in := engine.SummaryInput{Messages: msgs, Instructions: "focus on the tests"}
-	full := len(engine.SummarySystemPrompt()) + len(engine.SummaryPrompt(in, engine.TranscriptOptions{}))
+	full := size(in)
+	unanchored := Fit(&LLM{maxInput: 3000}, Request{SummaryInput: in, Count: count})
 	for _, tc := range []struct {
 		name   string
-		bound  int // bytes
+		bound  int
 		anchor string
 		want   func(n int) bool
 	}{
-		{"all fit", full, "", func(n int) bool { return n == len(msgs) }},
-		{"one byte short", full - 1, "", func(n int) bool { return n < len(msgs) && safe(n) }},
-		{"chunk", 18000, "", func(n int) bool { return n > 4 && safe(n) }},
-		{"anchor counted", 18000, strings.Repeat("earlier work. ", 600), func(n int) bool { return n > 0 && n < 12 && safe(n) }},
+		{"all fit", full + 2*len(msgs), "", func(n int) bool { return n == len(msgs) }},
+		{"short of all", full - 1, "", func(n int) bool { return n < len(msgs) && safe(n) }},
+		{"chunk", 3000, "", func(n int) bool { return n > 4 && safe(n) }},
+		{"anchor counted", 3000, strings.Repeat("earlier work. ", 400), func(n int) bool { return n > 0 && n < unanchored && safe(n) }},
 		{"first turn at least", 10, "", func(n int) bool { return n == 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l.maxInput = tc.bound
+			l := &LLM{maxInput: tc.bound}
 			in := in
 			in.Anchor = tc.anchor
-			n := Fit(l, in)
+			n := Fit(l, Request{SummaryInput: in, Count: count})
 			if !tc.want(n) {
 				t.Fatalf("Fit = %d of %d messages", n, len(msgs))
 			}
@@ -83,8 +92,8 @@ func TestFit(t *testing.T) {
 				return
 			}
 			in.Messages = msgs[:n]
-			if size := len(engine.SummarySystemPrompt()) + len(engine.SummaryPrompt(in, engine.TranscriptOptions{})); size > tc.bound {
-				t.Errorf("the prompt of the %d messages Fit chose has %d bytes, over the bound of %d", n, size, tc.bound)
+			if got := size(in); got > tc.bound {
+				t.Errorf("the prompt of the %d messages Fit chose has %d tokens, over the bound of %d", n, got, tc.bound)
 			}
 			if n < len(msgs) {
 				next := n + 1
@@ -92,13 +101,13 @@ func TestFit(t *testing.T) {
 					next++
 				}
 				in.Messages = msgs[:next]
-				if size := len(engine.SummarySystemPrompt()) + len(engine.SummaryPrompt(in, engine.TranscriptOptions{})); size <= tc.bound {
-					t.Errorf("the next turn boundary (%d bytes) fits the bound of %d", size, tc.bound)
+				if got := size(in); got <= tc.bound-2*next {
+					t.Errorf("the next turn boundary (%d tokens) fits the bound of %d", got, tc.bound)
 				}
 			}
 		})
 	}
-	if n := Fit(NewExtractive("x", 0, Options{}), engine.SummaryInput{Messages: msgs}); n != len(msgs) {
+	if n := Fit(NewExtractive("x", 0, Options{}), Request{SummaryInput: engine.SummaryInput{Messages: msgs}}); n != len(msgs) {
 		t.Errorf("extractive: Fit = %d, want all %d", n, len(msgs))
 	}
 }

@@ -67,8 +67,10 @@ type SummarizerConfig struct {
 	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 	// MaxAttempts overrides Options.Retry.MaxAttempts for this summarizer when positive.
 	MaxAttempts int `yaml:"max_attempts"`
-	// MaxInputTokens bounds the prompt for the model's context window; a longer transcript
-	// is shortened (engine.FitSummaryPrompt, at 3 bytes per token). Default 100000.
+	// MaxInputTokens bounds each call's input (the system prompt, the previous summary, the
+	// transcript, the instructions), counted with the conversation's tokenizer
+	// (policy.tokenizer): a range whose transcript is longer is summarized in chunks (see
+	// Fit), each call anchored on the summary so far. Default 100000.
 	MaxInputTokens int64 `yaml:"max_input_tokens"`
 	// AllowHTTP lets an http:// base_url name a host other than a loopback address (a
 	// model server beside the pod, inside the cluster's network): without it such a URL is
@@ -247,7 +249,7 @@ func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, c
 		provider:  provider,
 		model:     cfg.Model,
 		maxTokens: cfg.MaxOutputTokens,
-		maxInput:  int(cfg.MaxInputTokens) * 3,
+		maxInput:  int(cfg.MaxInputTokens),
 		timeout:   cfg.Timeout,
 		retry:     retry.withDefaults(),
 		breaker:   newBreaker(opt.Breaker),

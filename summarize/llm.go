@@ -184,7 +184,7 @@ type LLM struct {
 	model     string
 	server    string
 	maxTokens int64
-	maxInput  int // prompt bytes
+	maxInput  int // prompt tokens (Request.Count)
 	timeout   time.Duration
 	retry     RetryPolicy
 	breaker   *breaker
@@ -230,8 +230,7 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 	defer func() { endSpan(span, res, err) }()
 
 	system := engine.SummarySystemPrompt()
-	user := engine.FitSummaryPrompt(req.SummaryInput,
-		l.maxInput-len(system))
+	user := l.prompt(req, system)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt - 1

@@ -87,8 +87,9 @@ type Request struct {
 	engine.SummaryInput
 	// MaxOutputTokens bounds the summary; 0 uses the summarizer's configured maximum.
 	MaxOutputTokens int64
-	// Count measures text in tokens for the extractive summarizer's budget (e.g. the
-	// request's tokenizer); nil uses ApproxTokens. LLM summarizers ignore it.
+	// Count measures text in tokens (e.g. with the request's tokenizer): the extractive
+	// summarizer's budget, an LLM summarizer's input bound (max_input_tokens); nil uses
+	// ApproxTokens for the first, 3 bytes a token for the second.
 	Count func(string) int
 	// Attributes are added to the summarization span (e.g. the prefix hash and token totals
 	// of the compaction). They must never carry conversation text.
