@@ -262,7 +262,9 @@ func TestCompactMillionTokenRange(t *testing.T) {
 	const bound = 100_000
 	llm := llmtest.NewOpenAI(t)
 	llm.MaxInput(bound)
-	llm.ScriptPrompt(func(n int64, _ string) (int, string) { return 0, fmt.Sprintf("CHUNK-%d: the agent fixed the modules.", n) }, 0)
+	llm.ScriptPrompt(func(n int64, _ string) (int, string) {
+		return 0, fmt.Sprintf("CHUNK-%d: the agent fixed the modules.", n)
+	}, 0)
 	client := startReplica(t, replicaConfig{llm: llm, maxInput: bound, cache: cache.NewMemory(cache.MemoryOptions{})})
 	msgs := millionTokens(175)
 	req := compactReq(msgs)

@@ -55,7 +55,7 @@ func b2i(b bool) int {
 // boundary within the bound (prompt, anchor and instructions counted), and at least a turn;
 // the extractive summarizer reads any range whole.
 func TestFit(t *testing.T) {
-	msgs := irtest.Conversation(30)[1:] // ≈ 520 tokens a turn of four messages
+	msgs := irtest.Conversation(30)[1:]          // ≈ 520 tokens a turn of four messages
 	safe := func(n int) bool { return n%4 != 2 } // not between a tool call and its result
 	enc, err := tokenizer.New(tokenizer.O200k)
 	if err != nil {
