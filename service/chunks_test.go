@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/limit"
 	"github.com/compactord/compactord/summarize"
 )
 
@@ -302,4 +303,36 @@ func TestCompactMillionTokenRange(t *testing.T) {
 	}
 	t.Logf("range %d tokens (%d messages): %d calls, the largest %d input tokens (bound %d), Compact %v",
 		summarized, cut-1, llm.Calls(), llm.Largest(), bound, took.Round(time.Millisecond))
+}
+
+// TestCompactChunksAreAdmittedEach: every chunk's call is admitted under the tenant's token
+// budget with an estimate that covers what it reads (at least the input tokens the provider
+// reports less the prompt's own text), and charged what it spent; a budget that runs out
+// midway refuses the summary with RESOURCE_EXHAUSTED.
+func TestCompactChunksAreAdmittedEach(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	llm.MaxInput(chunkBound)
+	rec := &recordingSummaryAdmitter{}
+	client := startReplica(t, replicaConfig{llm: llm, maxInput: chunkBound, cache: cache.NewMemory(cache.MemoryOptions{}), admit: rec})
+	if _, err := client.Compact(t.Context(), compactReq(irtest.Conversation(40))); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	if calls := int(llm.Calls()); calls < 3 || len(rec.estimates) != calls || len(rec.spent) != calls {
+		t.Errorf("%d calls, %d admitted, %d charged; want each chunk's call admitted and charged", calls, len(rec.estimates), len(rec.spent))
+	}
+	for i, e := range rec.estimates {
+		if e < chunkBound/2 || e > 2*chunkBound {
+			t.Errorf("call %d admitted for %d tokens; want about what one call under the bound of %d reads", i+1, e, chunkBound)
+		}
+	}
+	rec.mu.Unlock()
+
+	enf := limit.New(limit.Config{Default: limit.Quota{SummarizerTokens: 3 * chunkBound, TokenWindow: time.Hour}}, limit.Options{})
+	limited := startReplica(t, replicaConfig{llm: llm, maxInput: chunkBound, cache: cache.NewMemory(cache.MemoryOptions{}), admit: limit.Admission{Enforcer: enf}})
+	before := llm.Calls()
+	_, err := limited.Compact(t.Context(), compactReq(irtest.Conversation(40)))
+	if !quotaRefusal(err, limit.SummarizerTokens) || llm.Calls()-before >= 4 {
+		t.Errorf("a budget of three calls' tokens: %v after %d calls; want RESOURCE_EXHAUSTED naming %s before the fourth", err, llm.Calls()-before, limit.SummarizerTokens)
+	}
 }
