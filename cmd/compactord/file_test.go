@@ -22,6 +22,7 @@ summarizers:
     api_key_env: OPENAI_API_KEY   # read from the environment, never from the file
     timeout: 30s
     max_output_tokens: 2048
+    max_input_tokens: 100000      # each call's input; a longer range is summarized in chunks
     fallback: extractive          # writes the summary (uncached) while this one is down
 `
 
@@ -40,7 +41,7 @@ func TestParseConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := summarize.SummarizerConfig{Name: "mini", Kind: summarize.KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "gpt-4o-mini",
-		APIKeyEnv: "OPENAI_API_KEY", Timeout: 30 * time.Second, MaxOutputTokens: 2048, Fallback: "extractive"}
+		APIKeyEnv: "OPENAI_API_KEY", Timeout: 30 * time.Second, MaxOutputTokens: 2048, MaxInputTokens: 100000, Fallback: "extractive"}
 	if c.DefaultSummarizer != "mini" || len(c.Summarizers) != 1 || c.Summarizers[0] != want {
 		t.Errorf("parseConfigFile = %+v", c)
 	}
