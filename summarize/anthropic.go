@@ -58,6 +58,8 @@ func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
 			text:         b.String(),
 			model:        string(r.Model),
 			inputTokens:  r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens,
+			cacheRead:    r.Usage.CacheReadInputTokens,
+			cacheWrite:   r.Usage.CacheCreationInputTokens,
 			outputTokens: r.Usage.OutputTokens,
 		}
 		if r.StopReason != "" {

@@ -42,6 +42,9 @@ type Config struct {
 	DefaultSummarizer string `yaml:"default_summarizer"`
 	// Summarizers are the named summarizers.
 	Summarizers []SummarizerConfig `yaml:"summarizers"`
+	// Prices is the price table the LLM summarizers estimate each call's cost from
+	// (Summary.estimated_cost); empty: no estimate.
+	Prices Prices `yaml:"prices"`
 }
 
 // SummarizerConfig defines one named summarizer.
@@ -104,6 +107,9 @@ func (c *Config) Validate() error {
 		case !seen[f] && f != DefaultName:
 			errs = append(errs, fmt.Errorf("summarizers[%d]: fallback %q is not defined", i, f))
 		}
+	}
+	if err := c.Prices.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if d := c.DefaultSummarizer; d != "" && !seen[d] && d != DefaultName {
 		errs = append(errs, fmt.Errorf("default_summarizer: %q is not defined", d))
@@ -174,6 +180,9 @@ type Options struct {
 	// Logger receives what a failed provider call's error says beyond its summary (never
 	// the provider's response body, which may echo the conversation); nil discards it.
 	Logger *slog.Logger
+	// Prices estimate each LLM call's cost; NewRegistry sets them from Config.Prices when
+	// nil.
+	Prices Prices
 }
 
 // DefaultKeyFileInterval is Options.KeyFileInterval's default.
@@ -256,6 +265,7 @@ func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, c
 		apiError:  apiErr,
 		sleep:     sleepCtx,
 		logger:    opt.Logger,
+		prices:    opt.Prices,
 	}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -300,6 +310,9 @@ func NewRegistry(cfg *Config, defaultName string, opt Options) (*Registry, error
 		return nil, err
 	}
 	r := &Registry{byName: make(map[string]Summarizer), fallback: make(map[string]string)}
+	if opt.Prices == nil {
+		opt.Prices = cfg.Prices
+	}
 	for _, sc := range cfg.Summarizers {
 		s, err := New(sc, opt)
 		if err != nil {

@@ -37,6 +37,9 @@ const (
 	AttrResponseModel      = attribute.Key("gen_ai.response.model")
 	AttrUsageInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
 	AttrUsageOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	AttrUsageCacheRead     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	AttrUsageCacheCreation = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	AttrCost               = attribute.Key("compactor.summarize.cost")
 	AttrFinishReasons      = attribute.Key("gen_ai.response.finish_reasons")
 	AttrErrorType          = attribute.Key("error.type")
 	AttrServerAddress      = attribute.Key("server.address")
@@ -101,7 +104,9 @@ func (p RetryPolicy) backoff(attempt int) time.Duration {
 type completion struct {
 	text          string
 	model         string
-	inputTokens   int64
+	inputTokens   int64 // every input token, cache reads and writes included
+	cacheRead     int64
+	cacheWrite    int64
 	outputTokens  int64
 	finishReasons []string
 }
@@ -193,6 +198,7 @@ type LLM struct {
 	apiError  apiErrorFunc
 	sleep     func(ctx context.Context, d time.Duration) error
 	logger    *slog.Logger
+	prices    Prices
 }
 
 var _ Summarizer = (*LLM)(nil)
@@ -253,9 +259,13 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		if err == nil {
 			done(nil)
 			res.Model, res.InputTokens, res.OutputTokens, res.FinishReasons = c.model, c.inputTokens, c.outputTokens, c.finishReasons
+			res.CacheReadTokens, res.CacheWriteTokens = c.cacheRead, c.cacheWrite
 			res.PromptVersion = engine.PromptVersion
 			if res.Model == "" {
 				res.Model = l.model
+			}
+			if p, ok := l.prices.Lookup(res.Model, l.model); ok {
+				res.Cost = p.Cost(res.Output)
 			}
 			res.Text = strings.TrimSpace(c.text)
 			if res.Text == "" {
@@ -407,9 +417,7 @@ func endSpan(span trace.Span, res Result, err error) {
 	if res.Model != "" {
 		span.SetAttributes(AttrResponseModel.String(res.Model))
 	}
-	if res.InputTokens > 0 || res.OutputTokens > 0 {
-		span.SetAttributes(AttrUsageInputTokens.Int64(res.InputTokens), AttrUsageOutputTokens.Int64(res.OutputTokens))
-	}
+	span.SetAttributes(usageAttributes(res.Output)...)
 	if len(res.FinishReasons) > 0 {
 		span.SetAttributes(AttrFinishReasons.StringSlice(res.FinishReasons))
 	}

@@ -60,7 +60,8 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 		if err != nil {
 			return completion{}, err
 		}
-		c := completion{model: r.Model, inputTokens: r.Usage.PromptTokens, outputTokens: r.Usage.CompletionTokens}
+		c := completion{model: r.Model, inputTokens: r.Usage.PromptTokens, outputTokens: r.Usage.CompletionTokens,
+			cacheRead: r.Usage.PromptTokensDetails.CachedTokens}
 		for _, ch := range r.Choices {
 			if ch.Index == 0 || len(r.Choices) == 1 {
 				c.text = ch.Message.Content

@@ -1303,7 +1303,10 @@ type Summary struct {
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// The version of the summary prompt.
 	PromptVersion string `protobuf:"bytes,4,opt,name=prompt_version,json=promptVersion,proto3" json:"prompt_version,omitempty"`
-	// Tokens sent to the summarizer.
+	// Tokens sent to the summarizer: every input token of the call that wrote the summary,
+	// those read from and written to the provider's prompt cache included (GenAI semantic
+	// conventions' gen_ai.usage.input_tokens). A summary served from compactord's cache
+	// reports the call that wrote it.
 	InputTokens int64 `protobuf:"varint,5,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
 	// Tokens the summarizer returned.
 	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
@@ -1331,7 +1334,18 @@ type Summary struct {
 	// Set when the requested summarizer failed transiently and its configured fallback (see
 	// the summarizer's `fallback`) wrote this summary instead: the name of the one that
 	// failed. A fallback summary is not cached, so the next call tries that summarizer again.
-	FallbackFrom  string `protobuf:"bytes,16,opt,name=fallback_from,json=fallbackFrom,proto3" json:"fallback_from,omitempty"`
+	FallbackFrom string `protobuf:"bytes,16,opt,name=fallback_from,json=fallbackFrom,proto3" json:"fallback_from,omitempty"`
+	// The input tokens of input_tokens the provider read from its prompt cache (Anthropic
+	// cache_read_input_tokens, OpenAI cached_tokens).
+	CacheReadInputTokens int64 `protobuf:"varint,30,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
+	// The input tokens of input_tokens the provider wrote to its prompt cache (Anthropic
+	// cache_creation_input_tokens; OpenAI reports none).
+	CacheCreationInputTokens int64 `protobuf:"varint,31,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
+	// The call's estimated cost from the server's price table (the config file's `prices`),
+	// in the table's currency: uncached input, cache reads, cache writes and output tokens
+	// each at its model's price per million. 0 when the table has no price for the model, or
+	// for the extractive summarizer.
+	EstimatedCost float64 `protobuf:"fixed64,32,opt,name=estimated_cost,json=estimatedCost,proto3" json:"estimated_cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1476,6 +1490,27 @@ func (x *Summary) GetFallbackFrom() string {
 		return x.FallbackFrom
 	}
 	return ""
+}
+
+func (x *Summary) GetCacheReadInputTokens() int64 {
+	if x != nil {
+		return x.CacheReadInputTokens
+	}
+	return 0
+}
+
+func (x *Summary) GetCacheCreationInputTokens() int64 {
+	if x != nil {
+		return x.CacheCreationInputTokens
+	}
+	return 0
+}
+
+func (x *Summary) GetEstimatedCost() float64 {
+	if x != nil {
+		return x.EstimatedCost
+	}
+	return 0
 }
 
 // Session describes a session-stateful back end that already holds the earlier turns.
@@ -2262,7 +2297,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
 	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
 	"\x06reason\x18\x14 \x01(\tR\x06reason\x12\x1a\n" +
-	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xdd\x04\n" +
+	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xfa\x05\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -2283,7 +2318,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0epaths_appended\x18\r \x01(\x05R\rpathsAppended\x12#\n" +
 	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\x124\n" +
 	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\x12#\n" +
-	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
+	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\x125\n" +
+	"\x17cache_read_input_tokens\x18\x1e \x01(\x03R\x14cacheReadInputTokens\x12=\n" +
+	"\x1bcache_creation_input_tokens\x18\x1f \x01(\x03R\x18cacheCreationInputTokens\x12%\n" +
+	"\x0eestimated_cost\x18  \x01(\x01R\restimatedCost\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\x91\x04\n" +

@@ -819,6 +819,28 @@ func (m *Summary) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.EstimatedCost != 0 {
+		i -= 8
+		binary.LittleEndian.PutUint64(dAtA[i:], uint64(math.Float64bits(float64(m.EstimatedCost))))
+		i--
+		dAtA[i] = 0x2
+		i--
+		dAtA[i] = 0x81
+	}
+	if m.CacheCreationInputTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CacheCreationInputTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xf8
+	}
+	if m.CacheReadInputTokens != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CacheReadInputTokens))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xf0
+	}
 	if len(m.FallbackFrom) > 0 {
 		i -= len(m.FallbackFrom)
 		copy(dAtA[i:], m.FallbackFrom)
@@ -1865,6 +1887,15 @@ func (m *Summary) SizeVT() (n int) {
 	l = len(m.FallbackFrom)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.CacheReadInputTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.CacheReadInputTokens))
+	}
+	if m.CacheCreationInputTokens != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.CacheCreationInputTokens))
+	}
+	if m.EstimatedCost != 0 {
+		n += 10
 	}
 	n += len(m.unknownFields)
 	return n
@@ -4525,6 +4556,55 @@ func (m *Summary) UnmarshalVT(dAtA []byte) error {
 			}
 			m.FallbackFrom = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 30:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CacheReadInputTokens", wireType)
+			}
+			m.CacheReadInputTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CacheReadInputTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 31:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CacheCreationInputTokens", wireType)
+			}
+			m.CacheCreationInputTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CacheCreationInputTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 32:
+			if wireType != 1 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EstimatedCost", wireType)
+			}
+			var v uint64
+			if (iNdEx + 8) > l {
+				return io.ErrUnexpectedEOF
+			}
+			v = uint64(binary.LittleEndian.Uint64(dAtA[iNdEx:]))
+			iNdEx += 8
+			m.EstimatedCost = float64(math.Float64frombits(v))
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -8557,6 +8637,55 @@ func (m *Summary) UnmarshalVTUnsafe(dAtA []byte) error {
 			}
 			m.FallbackFrom = stringValue
 			iNdEx = postIndex
+		case 30:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CacheReadInputTokens", wireType)
+			}
+			m.CacheReadInputTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CacheReadInputTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 31:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CacheCreationInputTokens", wireType)
+			}
+			m.CacheCreationInputTokens = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.CacheCreationInputTokens |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 32:
+			if wireType != 1 {
+				return fmt.Errorf("proto: wrong wireType = %d for field EstimatedCost", wireType)
+			}
+			var v uint64
+			if (iNdEx + 8) > l {
+				return io.ErrUnexpectedEOF
+			}
+			v = uint64(binary.LittleEndian.Uint64(dAtA[iNdEx:]))
+			iNdEx += 8
+			m.EstimatedCost = float64(math.Float64frombits(v))
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
