@@ -83,6 +83,12 @@ type SummarizerConfig struct {
 	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
 	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
 	Fallback string `yaml:"fallback"`
+	// AgentCache (anthropic and openai; default true) sends the summary request as the
+	// agent's own request when a CompactRequest carries agent_request for this summarizer's
+	// provider format and model, so that the conversation is read from the provider's prompt
+	// cache (docs/PERFORMANCE.md measures what it saves). false: always the summarizer's own
+	// prompt.
+	AgentCache *bool `yaml:"agent_cache"`
 }
 
 // Validate checks names, kinds and required fields without reading keys.
@@ -267,6 +273,7 @@ func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, c
 		logger:    opt.Logger,
 		prices:    opt.Prices,
 	}
+	l.agentCache = cfg.AgentCache == nil || *cfg.AgentCache
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
 	}

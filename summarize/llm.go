@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
 )
@@ -40,6 +41,7 @@ const (
 	AttrUsageCacheRead     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
 	AttrUsageCacheCreation = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
 	AttrCost               = attribute.Key("compactor.summarize.cost")
+	AttrAgentPrefix        = attribute.Key("compactor.summarize.agent_prefix")
 	AttrFinishReasons      = attribute.Key("gen_ai.response.finish_reasons")
 	AttrErrorType          = attribute.Key("error.type")
 	AttrServerAddress      = attribute.Key("server.address")
@@ -199,6 +201,12 @@ type LLM struct {
 	sleep     func(ctx context.Context, d time.Duration) error
 	logger    *slog.Logger
 	prices    Prices
+	// rawCall sends a request body as it is (a summary request as the agent's own, in
+	// agentFormat); agentCache says whether to (SummarizerConfig.AgentCache).
+	rawCall     func(ctx context.Context, body []byte) (completion, error)
+	agentFormat compactorv1.Provider
+	agentCache  bool
+	official    bool // api.openai.com: max_completion_tokens
 }
 
 var _ Summarizer = (*LLM)(nil)
@@ -238,6 +246,13 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 	system := engine.SummarySystemPrompt()
 	user := engine.FitSummaryPrompt(req.SummaryInput,
 		l.maxInput-len(system))
+	call := func(ctx context.Context) (completion, error) { return l.call(ctx, system, user, maxTokens) }
+	agent := false
+	if body, ok := l.agentBody(req, maxTokens); ok {
+		agent = true
+		call = func(ctx context.Context) (completion, error) { return l.rawCall(ctx, body) }
+	}
+	span.SetAttributes(AttrAgentPrefix.Bool(agent))
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt - 1
@@ -254,7 +269,7 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		}
 		res.Attempts = attempt
 		actx, cancel := context.WithTimeout(ctx, l.timeout)
-		c, err := l.call(actx, system, user, maxTokens)
+		c, err := call(actx)
 		cancel()
 		if err == nil {
 			done(nil)

@@ -90,6 +90,11 @@ type Request struct {
 	// Count measures text in tokens for the extractive summarizer's budget (e.g. the
 	// request's tokenizer); nil uses ApproxTokens. LLM summarizers ignore it.
 	Count func(string) int
+	// Agent, when set, is the conversation as the agent sends it, up to the cut: an LLM
+	// summarizer of the agent's provider and model sends it as the agent's own request, the
+	// summary instruction after it, to read it from the provider's prompt cache (see
+	// AgentPrompt); others, and the extractive summarizer, ignore it.
+	Agent *AgentPrompt
 	// Attributes are added to the summarization span (e.g. the prefix hash and token totals
 	// of the compaction). They must never carry conversation text.
 	Attributes []attribute.KeyValue

@@ -3,6 +3,7 @@ package summarize
 import (
 	"context"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/llmtest"
 )
 
@@ -107,3 +109,74 @@ func TestPrices(t *testing.T) {
 }
 
 func attributeKey(s string) attribute.Key { return attribute.Key(s) }
+
+// agentSends sends msgs to p as the agent would, in f, with tools (an Anthropic breakpoint on
+// the last message), and returns the bill.
+func agentSends(t *testing.T, p *llmtest.Provider, f compactorv1.Provider, msgs []*compactorv1.Message, tools []*compactorv1.Tool) llmtest.Call {
+	t.Helper()
+	if f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+		msgs = append(msgs[:len(msgs)-1:len(msgs)-1], withCacheBreakpoint(msgs[len(msgs)-1]))
+	}
+	low, err := format.Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: f, Model: "test-model",
+		BaseBody: `{"model":"test-model","max_tokens":100}`, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/v1/chat/completions"
+	if f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+		path = "/v1/messages"
+	}
+	resp, err := http.Post(p.URL+path, "application/json", strings.NewReader(low.GetBody()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	calls := p.Calls()
+	return calls[len(calls)-1]
+}
+
+func TestAgentPrefixReadsTheAgentsCache(t *testing.T) {
+	tools := []*compactorv1.Tool{{Name: "bash", Description: "run a command", InputSchemaJson: `{"type":"object","properties":{"cmd":{"type":"string"}}}`}}
+	for _, tc := range []struct {
+		kind   string
+		format compactorv1.Provider
+	}{
+		{KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES},
+		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			msgs := append([]*compactorv1.Message{{Role: compactorv1.Role_ROLE_SYSTEM, Parts: []*compactorv1.Part{
+				{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "You are a coding agent."}}}}}}, longMessages()...)
+			cut := len(msgs) - 4
+			for _, agentCache := range []bool{false, true} {
+				s, p, exp := usageFixture(t, tc.kind, SummarizerConfig{AgentCache: &agentCache})
+				// The agent's turns: each request ends with the user's message after an
+				// assistant's.
+				for end := cut - 5; end <= len(msgs); end += 2 {
+					agentSends(t, p, tc.format, msgs[:end], tools)
+				}
+				ar := &compactorv1.AgentRequest{Provider: tc.format, Model: "test-model", Tools: tools, BaseBody: `{"max_tokens":100,"stream":true}`}
+				res, err := s.Summarize(context.Background(), Request{
+					SummaryInput: engine.SummaryInput{Messages: msgs[1:cut]},
+					Agent:        &AgentPrompt{Request: ar, Messages: msgs[:cut], Tokens: 3000},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls := p.Calls()
+				checkUsage(t, res, p, len(calls), exp)
+				spans := exp.GetSpans().Snapshots()
+				if got := attrs(spans[len(spans)-1])[AttrAgentPrefix].AsBool(); got != agentCache {
+					t.Errorf("agent_cache %v: span %s = %v", agentCache, AttrAgentPrefix, got)
+				}
+				full := res.InputTokens
+				if agentCache && res.CacheReadTokens < full/2 {
+					t.Errorf("as the agent's request: %d of %d input tokens read from the cache, want most", res.CacheReadTokens, full)
+				}
+				if !agentCache && res.CacheReadTokens != 0 {
+					t.Errorf("own prompt: %d tokens read from the agent's cache", res.CacheReadTokens)
+				}
+			}
+		})
+	}
+}

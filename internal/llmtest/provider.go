@@ -143,7 +143,12 @@ func prefixValues(api string, req providerRequest) []any {
 	}
 	switch api {
 	case "anthropic":
-		addAll(req.System)
+		var sys string
+		if json.Unmarshal(req.System, &sys) == nil {
+			vs = append(vs, map[string]any{"type": "text", "text": sys})
+		} else {
+			addAll(req.System)
+		}
 	case "responses":
 		add(req.Instructions)
 		addAll(req.Input)
@@ -151,7 +156,24 @@ func prefixValues(api string, req providerRequest) []any {
 	for _, m := range req.Messages {
 		add(m)
 	}
+	if api == "anthropic" {
+		for _, v := range vs {
+			textBlocks(v)
+		}
+	}
 	return vs
+}
+
+// textBlocks rewrites, in an Anthropic system block or message, a string content as the one
+// text block it stands for: the provider renders both alike (a breakpoint needs the block).
+func textBlocks(v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	if s, ok := m["content"].(string); ok && m["role"] != nil {
+		m["content"] = []any{map[string]any{"type": "text", "text": s}}
+	}
 }
 
 // answer is the response body of call n of api.
