@@ -118,3 +118,21 @@ func keptBefore(s *session, t int, msgs []*compactorv1.Message) (requests, claud
 	}
 	return requestShare(hay, reqs), claudeMD
 }
+
+// summaryBilled sums, over results, the summary input billed (compaction.billed), and
+// counts the summary calls that billed any and the sessions that compacted.
+func summaryBilled(results []result) (billed float64, calls, sessions int) {
+	for _, r := range results {
+		if !r.compacted() {
+			continue
+		}
+		sessions++
+		for _, c := range r.tr.compactions {
+			if c.billed > 0 {
+				billed += c.billed
+				calls++
+			}
+		}
+	}
+	return billed, calls, sessions
+}
