@@ -69,7 +69,8 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 	msgs := make([]*compactorv1.Message, len(p.Messages), len(p.Messages)+1)
 	copy(msgs, p.Messages)
 	if l.agentFormat == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
-		msgs[len(msgs)-1] = withCacheBreakpoint(msgs[len(msgs)-1])
+		i := agentRequestEnd(msgs)
+		msgs[i] = withCacheBreakpoint(msgs[i])
 	}
 	msgs = append(msgs, &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
 		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: agentInstruction(p, req.Instructions)}}}}})
@@ -113,6 +114,20 @@ func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
 	}
 	out, err := json.Marshal(top)
 	return out, err == nil
+}
+
+// agentRequestEnd is the index of the message of msgs where the agent's latest request
+// before the cut ended, and so its cache breakpoint: the last that is not the assistant's
+// (an agent asks its model after a user or tool message); the last message when all are.
+// A breakpoint there reads what that request cached, where one on a later assistant message
+// would also write that message to the cache (1.25× the input price) for no later reader.
+func agentRequestEnd(msgs []*compactorv1.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].GetRole() != compactorv1.Role_ROLE_ASSISTANT {
+			return i
+		}
+	}
+	return len(msgs) - 1
 }
 
 // withCacheBreakpoint returns m with an Anthropic ephemeral cache_control on its last part.

@@ -104,9 +104,10 @@ func run(ctx context.Context, o options, out string) error {
 	}
 	if o.summarizer == "anthropic" || o.summarizer == "anthropic-agent" {
 		for i, ratio := range o.windows {
-			billed, calls, sessions := summaryBilled(rep.cold[i])
-			fmt.Fprintf(os.Stderr, "session at %.0f%%: summary input billed at Anthropic's cache prices: %.0f tokens per compacted session (%d sessions, %d summary calls, %.0f per call)\n",
-				100*ratio, billed/float64(max(sessions, 1)), sessions, calls, billed/float64(max(calls, 1)))
+			billed, calls, sessions, in := summaryBilled(rep.cold[i])
+			fmt.Fprintf(os.Stderr, "session at %.0f%%: summary input billed at Anthropic's cache prices: %.0f tokens per compacted session (%d sessions, %d summary calls, %.0f per call; per call %d uncached, %d cache read, %d cache written)\n",
+				100*ratio, billed/float64(max(sessions, 1)), sessions, calls, billed/float64(max(calls, 1)),
+				in[0]/int64(max(calls, 1)), in[1]/int64(max(calls, 1)), in[2]/int64(max(calls, 1)))
 		}
 	}
 	fmt.Fprintf(os.Stderr, "session: %s\n", rep.env.elapsed.Round(time.Second))

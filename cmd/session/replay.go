@@ -53,6 +53,9 @@ type compaction struct {
 	// billed is what the summary call this compaction made cost in input tokens at
 	// Anthropic's cache prices (measure.Billed; 0 when the summary was cached or local).
 	billed float64
+	// uncached, read and written are that call's input tokens billed at the input price, read
+	// from the cache and written to it.
+	uncached, read, written int64
 	// requests and claudeMD are what the conversation held right after the compaction of the
 	// requests before this turn and of the CLAUDE.md block (-1: none), as measureEnd counts.
 	requests, claudeMD float64
@@ -179,7 +182,10 @@ func (r *replayer) compact(ctx context.Context, t int, held []*compactorv1.Messa
 		after: after.plan.GetTokensBefore(), planAfter: resp.GetPlan().GetTokensAfter(),
 	}
 	if resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT && r.agent != nil {
-		c.billed = measure.Billed(resp.GetSummary())
+		s := resp.GetSummary()
+		c.billed = measure.Billed(s)
+		c.read, c.written = s.GetCacheReadInputTokens(), s.GetCacheCreationInputTokens()
+		c.uncached = s.GetInputTokens() - c.read - c.written
 	}
 	if n := len(r.tr.requests); n > 0 {
 		c.added = c.before - r.tr.requests[n-1].tokens

@@ -16,9 +16,9 @@ import (
 // (/v1/responses), and bills each request the usage the real provider would report, its
 // prompt cache modelled by prefix (per model; tokens estimated at 4 bytes of JSON):
 //
-//   - Anthropic: the prefix (tools, system, messages) up to a cache_control breakpoint, or
-//     up to 20 messages before one, held since an earlier request's breakpoint is a cache
-//     read; the rest up to the last breakpoint is a cache write (when it reaches 1024
+//   - Anthropic: the prefix (tools, system, the messages' content blocks) up to a
+//     cache_control breakpoint, or up to 20 blocks before one, held since an earlier
+//     request's breakpoint is a cache read; the rest up to the last breakpoint is a cache write (when it reaches 1024
 //     tokens); what follows it is input.
 //   - OpenAI: the longest prefix (tools, instructions, messages or input items) an earlier
 //     request held, of 1024 tokens or more, is a cache read (cached_tokens, in steps of 128
@@ -157,23 +157,36 @@ func prefixValues(api string, req providerRequest) []any {
 		add(m)
 	}
 	if api == "anthropic" {
-		for _, v := range vs {
-			textBlocks(v)
-		}
+		return anthropicBlocks(vs)
 	}
 	return vs
 }
 
-// textBlocks rewrites, in an Anthropic system block or message, a string content as the one
-// text block it stands for: the provider renders both alike (a breakpoint needs the block).
-func textBlocks(v any) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return
+// anthropicBlocks splits Anthropic messages into their content blocks, each with its
+// message's role and whether it opens the message: Anthropic caches by block, so a prefix
+// ends at a block whether or not its message goes on. A string content is the one text block
+// it stands for.
+func anthropicBlocks(vs []any) []any {
+	out := make([]any, 0, len(vs))
+	for _, v := range vs {
+		m, ok := v.(map[string]any)
+		if !ok || m["role"] == nil {
+			out = append(out, v)
+			continue
+		}
+		blocks, ok := m["content"].([]any)
+		if s, isText := m["content"].(string); isText {
+			blocks, ok = []any{map[string]any{"type": "text", "text": s}}, true
+		}
+		if !ok {
+			out = append(out, v)
+			continue
+		}
+		for j, b := range blocks {
+			out = append(out, map[string]any{"role": m["role"], "opens": j == 0, "block": b})
+		}
 	}
-	if s, ok := m["content"].(string); ok && m["role"] != nil {
-		m["content"] = []any{map[string]any{"type": "text", "text": s}}
-	}
+	return out
 }
 
 // answer is the response body of call n of api.
