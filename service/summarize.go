@@ -119,6 +119,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 		SummaryInput:    engine.SummaryInput{Messages: j.in, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions()},
 		MaxOutputTokens: j.budget,
 		Count:           c.count,
+		Agent:           c.agentPrompt(j.kept),
 	})
 	c.s.metrics.ObserveSummarizer(ctx, name, time.Since(start), err)
 	spent(res.InputTokens + res.OutputTokens)

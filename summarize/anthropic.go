@@ -9,6 +9,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
 // DefaultAnthropicBaseURL is used when an anthropic summarizer has no base_url.
@@ -39,33 +41,18 @@ func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
 	u, _ := url.Parse(base)
 	model := cfg.Model
 	call := func(ctx context.Context, system, user string, maxTokens int64) (completion, error) {
-		r, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+		return anthropicCompletion(client.Messages.New(ctx, anthropic.MessageNewParams{
 			Model:     anthropic.Model(model),
 			MaxTokens: maxTokens,
 			System:    []anthropic.TextBlockParam{{Text: system}},
 			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(user))},
-		}, option.WithAPIKey(key())) // a rotated key file is read again
-		if err != nil {
-			return completion{}, err
-		}
-		var b strings.Builder
-		for _, blk := range r.Content {
-			if blk.Type == "text" {
-				b.WriteString(blk.Text)
-			}
-		}
-		c := completion{
-			text:         b.String(),
-			model:        string(r.Model),
-			inputTokens:  r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens,
-			outputTokens: r.Usage.OutputTokens,
-		}
-		if r.StopReason != "" {
-			c.finishReasons = []string{string(r.StopReason)}
-		}
-		return c, nil
+		}, option.WithAPIKey(key()))) // a rotated key file is read again
 	}
-	return newLLM(cfg, ProviderAnthropic, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
+	raw := func(ctx context.Context, body []byte) (completion, error) {
+		return anthropicCompletion(client.Messages.New(ctx, anthropic.MessageNewParams{},
+			option.WithRequestBody("application/json", body), option.WithAPIKey(key())))
+	}
+	l := newLLM(cfg, ProviderAnthropic, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
 		var e *anthropic.Error
 		if errors.As(err, &e) {
 			var h http.Header
@@ -75,5 +62,32 @@ func NewAnthropic(cfg SummarizerConfig, opt Options) (*LLM, error) {
 			return &ProviderError{Status: e.StatusCode, Type: string(e.Type()), err: err}, h, true
 		}
 		return nil, nil, false
-	}), nil
+	})
+	l.rawCall, l.agentFormat = raw, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES
+	return l, nil
+}
+
+// anthropicCompletion is what a Messages answer r (or err) says.
+func anthropicCompletion(r *anthropic.Message, err error) (completion, error) {
+	if err != nil {
+		return completion{}, err
+	}
+	var b strings.Builder
+	for _, blk := range r.Content {
+		if blk.Type == "text" {
+			b.WriteString(blk.Text)
+		}
+	}
+	c := completion{
+		text:         b.String(),
+		model:        string(r.Model),
+		inputTokens:  r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens,
+		cacheRead:    r.Usage.CacheReadInputTokens,
+		cacheWrite:   r.Usage.CacheCreationInputTokens,
+		outputTokens: r.Usage.OutputTokens,
+	}
+	if r.StopReason != "" {
+		c.finishReasons = []string{string(r.StopReason)}
+	}
+	return c, nil
 }

@@ -42,6 +42,9 @@ type Config struct {
 	DefaultSummarizer string `yaml:"default_summarizer"`
 	// Summarizers are the named summarizers.
 	Summarizers []SummarizerConfig `yaml:"summarizers"`
+	// Prices is the price table the LLM summarizers estimate each call's cost from
+	// (Summary.estimated_cost); empty: no estimate.
+	Prices Prices `yaml:"prices"`
 }
 
 // SummarizerConfig defines one named summarizer.
@@ -82,6 +85,12 @@ type SummarizerConfig struct {
 	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
 	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
 	Fallback string `yaml:"fallback"`
+	// AgentCache (anthropic and openai; default true) sends the summary request as the
+	// agent's own request when a CompactRequest carries agent_request for this summarizer's
+	// provider format and model, so that the conversation is read from the provider's prompt
+	// cache (docs/PERFORMANCE.md measures what it saves). false: always the summarizer's own
+	// prompt.
+	AgentCache *bool `yaml:"agent_cache"`
 }
 
 // Validate checks names, kinds and required fields without reading keys.
@@ -106,6 +115,9 @@ func (c *Config) Validate() error {
 		case !seen[f] && f != DefaultName:
 			errs = append(errs, fmt.Errorf("summarizers[%d]: fallback %q is not defined", i, f))
 		}
+	}
+	if err := c.Prices.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if d := c.DefaultSummarizer; d != "" && !seen[d] && d != DefaultName {
 		errs = append(errs, fmt.Errorf("default_summarizer: %q is not defined", d))
@@ -176,6 +188,9 @@ type Options struct {
 	// Logger receives what a failed provider call's error says beyond its summary (never
 	// the provider's response body, which may echo the conversation); nil discards it.
 	Logger *slog.Logger
+	// Prices estimate each LLM call's cost; NewRegistry sets them from Config.Prices when
+	// nil.
+	Prices Prices
 }
 
 // DefaultKeyFileInterval is Options.KeyFileInterval's default.
@@ -258,7 +273,9 @@ func newLLM(cfg SummarizerConfig, provider string, base *url.URL, opt Options, c
 		apiError:  apiErr,
 		sleep:     sleepCtx,
 		logger:    opt.Logger,
+		prices:    opt.Prices,
 	}
+	l.agentCache = cfg.AgentCache == nil || *cfg.AgentCache
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
 	}
@@ -302,6 +319,9 @@ func NewRegistry(cfg *Config, defaultName string, opt Options) (*Registry, error
 		return nil, err
 	}
 	r := &Registry{byName: make(map[string]Summarizer), fallback: make(map[string]string)}
+	if opt.Prices == nil {
+		opt.Prices = cfg.Prices
+	}
 	for _, sc := range cfg.Summarizers {
 		s, err := New(sc, opt)
 		if err != nil {

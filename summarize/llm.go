@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
 )
@@ -37,6 +38,10 @@ const (
 	AttrResponseModel      = attribute.Key("gen_ai.response.model")
 	AttrUsageInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
 	AttrUsageOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	AttrUsageCacheRead     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	AttrUsageCacheCreation = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	AttrCost               = attribute.Key("compactor.summarize.cost")
+	AttrAgentPrefix        = attribute.Key("compactor.summarize.agent_prefix")
 	AttrFinishReasons      = attribute.Key("gen_ai.response.finish_reasons")
 	AttrErrorType          = attribute.Key("error.type")
 	AttrServerAddress      = attribute.Key("server.address")
@@ -101,7 +106,9 @@ func (p RetryPolicy) backoff(attempt int) time.Duration {
 type completion struct {
 	text          string
 	model         string
-	inputTokens   int64
+	inputTokens   int64 // every input token, cache reads and writes included
+	cacheRead     int64
+	cacheWrite    int64
 	outputTokens  int64
 	finishReasons []string
 }
@@ -193,6 +200,13 @@ type LLM struct {
 	apiError  apiErrorFunc
 	sleep     func(ctx context.Context, d time.Duration) error
 	logger    *slog.Logger
+	prices    Prices
+	// rawCall sends a request body as it is (a summary request as the agent's own, in
+	// agentFormat); agentCache says whether to (SummarizerConfig.AgentCache).
+	rawCall     func(ctx context.Context, body []byte) (completion, error)
+	agentFormat compactorv1.Provider
+	agentCache  bool
+	official    bool // api.openai.com: max_completion_tokens
 }
 
 var _ Summarizer = (*LLM)(nil)
@@ -231,6 +245,13 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 
 	system := engine.SummarySystemPrompt()
 	user := l.prompt(req, system)
+	call := func(ctx context.Context) (completion, error) { return l.call(ctx, system, user, maxTokens) }
+	agent := false
+	if body, ok := l.agentBody(req, maxTokens); ok {
+		agent = true
+		call = func(ctx context.Context) (completion, error) { return l.rawCall(ctx, body) }
+	}
+	span.SetAttributes(AttrAgentPrefix.Bool(agent))
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt - 1
@@ -247,14 +268,18 @@ func (l *LLM) Summarize(ctx context.Context, req Request) (res Result, err error
 		}
 		res.Attempts = attempt
 		actx, cancel := context.WithTimeout(ctx, l.timeout)
-		c, err := l.call(actx, system, user, maxTokens)
+		c, err := call(actx)
 		cancel()
 		if err == nil {
 			done(nil)
 			res.Model, res.InputTokens, res.OutputTokens, res.FinishReasons = c.model, c.inputTokens, c.outputTokens, c.finishReasons
+			res.CacheReadTokens, res.CacheWriteTokens = c.cacheRead, c.cacheWrite
 			res.PromptVersion = engine.PromptVersion
 			if res.Model == "" {
 				res.Model = l.model
+			}
+			if p, ok := l.prices.Lookup(res.Model, l.model); ok {
+				res.Cost = p.Cost(res.Output)
 			}
 			res.Text = strings.TrimSpace(c.text)
 			if res.Text == "" {
@@ -406,9 +431,7 @@ func endSpan(span trace.Span, res Result, err error) {
 	if res.Model != "" {
 		span.SetAttributes(AttrResponseModel.String(res.Model))
 	}
-	if res.InputTokens > 0 || res.OutputTokens > 0 {
-		span.SetAttributes(AttrUsageInputTokens.Int64(res.InputTokens), AttrUsageOutputTokens.Int64(res.OutputTokens))
-	}
+	span.SetAttributes(usageAttributes(res.Output)...)
 	if len(res.FinishReasons) > 0 {
 		span.SetAttributes(AttrFinishReasons.StringSlice(res.FinishReasons))
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
 // DefaultOpenAIBaseURL is used when an openai summarizer has no base_url.
@@ -56,20 +58,13 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 		} else {
 			p.MaxTokens = openai.Int(maxTokens)
 		}
-		r, err := client.Chat.Completions.New(ctx, p, option.WithAPIKey(key())) // a rotated key file is read again
-		if err != nil {
-			return completion{}, err
-		}
-		c := completion{model: r.Model, inputTokens: r.Usage.PromptTokens, outputTokens: r.Usage.CompletionTokens}
-		for _, ch := range r.Choices {
-			if ch.Index == 0 || len(r.Choices) == 1 {
-				c.text = ch.Message.Content
-			}
-			c.finishReasons = append(c.finishReasons, ch.FinishReason)
-		}
-		return c, nil
+		return chatCompletion(client.Chat.Completions.New(ctx, p, option.WithAPIKey(key()))) // a rotated key file is read again
 	}
-	return newLLM(cfg, ProviderOpenAI, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
+	raw := func(ctx context.Context, body []byte) (completion, error) {
+		return chatCompletion(client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{},
+			option.WithRequestBody("application/json", body), option.WithAPIKey(key())))
+	}
+	l := newLLM(cfg, ProviderOpenAI, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
 		var e *openai.Error
 		if errors.As(err, &e) {
 			var h http.Header
@@ -83,5 +78,23 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 			return &ProviderError{Status: e.StatusCode, Type: kind, err: err}, h, true
 		}
 		return nil, nil, false
-	}), nil
+	})
+	l.rawCall, l.agentFormat, l.official = raw, compactorv1.Provider_PROVIDER_OPENAI_CHAT, official
+	return l, nil
+}
+
+// chatCompletion is what a chat completion r (or err) says.
+func chatCompletion(r *openai.ChatCompletion, err error) (completion, error) {
+	if err != nil {
+		return completion{}, err
+	}
+	c := completion{model: r.Model, inputTokens: r.Usage.PromptTokens, outputTokens: r.Usage.CompletionTokens,
+		cacheRead: r.Usage.PromptTokensDetails.CachedTokens}
+	for _, ch := range r.Choices {
+		if ch.Index == 0 || len(r.Choices) == 1 {
+			c.text = ch.Message.Content
+		}
+		c.finishReasons = append(c.finishReasons, ch.FinishReason)
+	}
+	return c, nil
 }

@@ -91,6 +91,11 @@ type Request struct {
 	// summarizer's budget, an LLM summarizer's input bound (max_input_tokens); nil uses
 	// ApproxTokens for the first, 3 bytes a token for the second.
 	Count func(string) int
+	// Agent, when set, is the conversation as the agent sends it, up to the cut: an LLM
+	// summarizer of the agent's provider and model sends it as the agent's own request, the
+	// summary instruction after it, to read it from the provider's prompt cache (see
+	// AgentPrompt); others, and the extractive summarizer, ignore it.
+	Agent *AgentPrompt
 	// Attributes are added to the summarization span (e.g. the prefix hash and token totals
 	// of the compaction). They must never carry conversation text.
 	Attributes []attribute.KeyValue

@@ -23,9 +23,23 @@ type Output struct {
 	// (engine.PromptVersion).
 	PromptVersion string `json:"prompt_version,omitempty"`
 	// InputTokens and OutputTokens are the usage of the call that wrote it, as its provider
-	// reported it (estimates for the extractive summarizer).
+	// reported it (estimates for the extractive summarizer). InputTokens counts every input
+	// token, those read from and written to the provider's prompt cache included.
 	InputTokens  int64 `json:"input_tokens,omitempty"`
 	OutputTokens int64 `json:"output_tokens,omitempty"`
+	// CacheReadTokens and CacheWriteTokens are the input tokens of InputTokens the provider
+	// read from its prompt cache and wrote to it (OpenAI reports no writes).
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// Cost is the call's estimated cost from the server's price table, in the table's
+	// currency; 0 when the table has no price for the model.
+	Cost float64 `json:"cost,omitempty"`
+}
+
+// UncachedInputTokens are the input tokens billed at the full input price: InputTokens less
+// the cache reads and writes.
+func (o Output) UncachedInputTokens() int64 {
+	return max(o.InputTokens-o.CacheReadTokens-o.CacheWriteTokens, 0)
 }
 
 // Check is what the summary check (fidelity.Check) found in a summary: counts only, never

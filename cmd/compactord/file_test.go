@@ -24,6 +24,9 @@ summarizers:
     max_output_tokens: 2048
     max_input_tokens: 100000      # each call's input; a longer range is summarized in chunks
     fallback: extractive          # writes the summary (uncached) while this one is down
+    agent_cache: true             # the default: see "Summary calls that read the agent's cache"
+prices:                           # per million tokens; example figures, not a quote: use your provider's
+  - {model: "gpt-4o-mini*", input: 0.15, cache_read: 0.075, cache_write: 0, output: 0.60}
 `
 
 // TestParseConfigFile: the documented example parses with the parser the binary uses, and
@@ -42,8 +45,17 @@ func TestParseConfigFile(t *testing.T) {
 	}
 	want := summarize.SummarizerConfig{Name: "mini", Kind: summarize.KindOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "gpt-4o-mini",
 		APIKeyEnv: "OPENAI_API_KEY", Timeout: 30 * time.Second, MaxOutputTokens: 2048, MaxInputTokens: 100000, Fallback: "extractive"}
-	if c.DefaultSummarizer != "mini" || len(c.Summarizers) != 1 || c.Summarizers[0] != want {
+	if c.DefaultSummarizer != "mini" || len(c.Summarizers) != 1 || c.Summarizers[0].AgentCache == nil || !*c.Summarizers[0].AgentCache {
 		t.Errorf("parseConfigFile = %+v", c)
+	} else {
+		got := c.Summarizers[0]
+		got.AgentCache = nil
+		if got != want {
+			t.Errorf("parseConfigFile = %+v", c)
+		}
+	}
+	if p := (summarize.Price{Model: "gpt-4o-mini*", Input: 0.15, CacheRead: 0.075, Output: 0.60}); len(c.Prices) != 1 || c.Prices[0] != p {
+		t.Errorf("prices = %+v", c.Prices)
 	}
 	if c, err := parseConfigFile(nil); err != nil || len(c.Summarizers) != 0 {
 		t.Errorf("empty config: %+v, %v", c, err)
@@ -66,6 +78,8 @@ func TestParseConfigFile(t *testing.T) {
 		{"unknown auth field", "auth:\n  mode: jwt\n  jwks: x\n", "jwks"},
 		{"negative burst", "limits:\n  default:\n    burst: -1\n", "default.burst"},
 		{"unknown limit", "limits:\n  default:\n    calls_per_minute: 3\n", "calls_per_minute"},
+		{"negative price", "prices:\n  - {model: m, input: -1}\n", "prices[0]"},
+		{"price without model", "prices:\n  - {input: 1}\n", "model is required"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

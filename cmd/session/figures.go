@@ -118,3 +118,23 @@ func keptBefore(s *session, t int, msgs []*compactorv1.Message) (requests, claud
 	}
 	return requestShare(hay, reqs), claudeMD
 }
+
+// summaryBilled sums, over results, the summary input billed (compaction.billed), and
+// counts the summary calls that billed any and the sessions that compacted; in are those
+// calls' uncached, cache-read and cache-written input tokens.
+func summaryBilled(results []result) (billed float64, calls, sessions int, in [3]int64) {
+	for _, r := range results {
+		if !r.compacted() {
+			continue
+		}
+		sessions++
+		for _, c := range r.tr.compactions {
+			if c.billed > 0 {
+				billed += c.billed
+				in[0], in[1], in[2] = in[0]+c.uncached, in[1]+c.read, in[2]+c.written
+				calls++
+			}
+		}
+	}
+	return billed, calls, sessions, in
+}

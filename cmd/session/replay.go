@@ -7,6 +7,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/measure"
 	"github.com/compactord/compactord/service"
 	"google.golang.org/protobuf/proto"
 )
@@ -16,6 +17,9 @@ import (
 type host struct {
 	srv        *service.Server
 	summarizer string // the CompactRequest's summarizer ("" for the server's default)
+	// agent sends each model request to the fake provider, and says what a CompactRequest
+	// carries for the summary to be sent as the agent's own; nil without a fake provider.
+	agent *measure.Agent
 }
 
 // request is one model request of a replay: what the host held when it called the model,
@@ -46,6 +50,12 @@ type compaction struct {
 	// needed are the identifiers the agent wrote from this turn on that the conversation held
 	// before the compaction; kept how many of them it held right after.
 	needed, kept int
+	// billed is what the summary call this compaction made cost in input tokens at
+	// Anthropic's cache prices (measure.Billed; 0 when the summary was cached or local).
+	billed float64
+	// uncached, read and written are that call's input tokens billed at the input price, read
+	// from the cache and written to it.
+	uncached, read, written int64
 	// requests and claudeMD are what the conversation held right after the compaction of the
 	// requests before this turn and of the CLAUDE.md block (-1: none), as measureEnd counts.
 	requests, claudeMD float64
@@ -113,6 +123,11 @@ func (h host) replay(ctx context.Context, s *session, window int64) trace {
 			}
 		}
 		sent, tokens := sentTokens(held, plan)
+		if h.agent != nil {
+			if err := h.agent.Send(ctx, sent); err != nil {
+				r.tr.fail(t, "agent request", err)
+			}
+		}
 		req.tokens = plan.GetTokensBefore()
 		req.prefix = sharedPrefix(prev, sent, tokens)
 		r.tr.requests = append(r.tr.requests, req)
@@ -140,7 +155,11 @@ type compacted struct {
 // compact compacts held, on which plan acted before the message at turn t, and records the
 // compaction; ok is false when nothing is to be persisted (an error, or compacted=false).
 func (r *replayer) compact(ctx context.Context, t int, held []*compactorv1.Message, plan *compactorv1.PlanResponse) (after compacted, ok bool) {
-	resp, err := r.srv.Compact(ctx, &compactorv1.CompactRequest{Messages: held, Policy: r.policy, Summarizer: r.summarizer})
+	creq := &compactorv1.CompactRequest{Messages: held, Policy: r.policy, Summarizer: r.summarizer}
+	if r.agent != nil {
+		creq.AgentRequest = r.agent.Request
+	}
+	resp, err := r.srv.Compact(ctx, creq)
 	r.tr.calls++
 	if err != nil {
 		r.tr.fail(t, "Compact", err)
@@ -161,6 +180,12 @@ func (r *replayer) compact(ctx context.Context, t int, held []*compactorv1.Messa
 		reason: plan.GetReason(), cache: resp.GetCacheStatus().String(), before: plan.GetTokensBefore(),
 		trigger: plan.GetTriggerAtTokens(), target: plan.GetTargetTokens(), usable: plan.GetUsableTokens(),
 		after: after.plan.GetTokensBefore(), planAfter: resp.GetPlan().GetTokensAfter(),
+	}
+	if resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT && r.agent != nil {
+		s := resp.GetSummary()
+		c.billed = measure.Billed(s)
+		c.read, c.written = s.GetCacheReadInputTokens(), s.GetCacheCreationInputTokens()
+		c.uncached = s.GetInputTokens() - c.read - c.written
 	}
 	if n := len(r.tr.requests); n > 0 {
 		c.added = c.before - r.tr.requests[n-1].tokens

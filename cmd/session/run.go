@@ -77,10 +77,25 @@ func replayAll(ctx context.Context, o options, files []corpus.File) (report, err
 	}
 	ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(auth.TenantKey, tenant))
 	counter := engine.NewCounter(counterMemoBytes)
-	newHost := func() host { return host{srv: sum.Server(counter), summarizer: sum.Name} }
+	// newHost is a host on a server of its own; against the fake provider, with a provider
+	// of its own too, so that no replay reads another's prompt cache.
+	newHost := func() (host, func()) {
+		if sum.Agent == nil {
+			return host{srv: sum.Server(counter), summarizer: sum.Name}, func() {}
+		}
+		own, err := measure.NewSummarizer(o.summarizer)
+		if err != nil {
+			panic(err) // the same name built sum
+		}
+		return host{srv: own.Server(counter), summarizer: own.Name, agent: own.Agent}, own.Close
+	}
 
 	rep.sessions = make([]session, len(files))
-	parallel(len(files), func(i int) { rep.sessions[i] = prepare(ctx, newHost().srv, files[i], claudeMD) })
+	parallel(len(files), func(i int) {
+		h, done := newHost()
+		defer done()
+		rep.sessions[i] = prepare(ctx, h.srv, files[i], claudeMD)
+	})
 
 	rep.cold = make([][]result, len(o.windows))
 	if o.warm {
@@ -103,12 +118,15 @@ func replayAll(ctx context.Context, o options, files []corpus.File) (report, err
 			return
 		}
 		window := s.window(o.windows[w])
-		tr := newHost().replay(ctx, s, window)
+		h, done := newHost()
+		tr := h.replay(ctx, s, window)
+		done()
 		rep.cold[w][i] = result{s: s, tr: tr, fig: measureEnd(s, tr)}
 		if !o.warm {
 			return
 		}
-		h := newHost()
+		h, done = newHost()
+		defer done()
 		calls, failed := h.fill(ctx, s)
 		tr = h.replay(ctx, s, window)
 		rep.warm[w][i] = result{s: s, tr: tr, fig: measureEnd(s, tr), fillCalls: calls, fillFailed: failed}

@@ -1105,8 +1105,18 @@ type CompactRequest struct {
 	// messages the request still holds) into a compactord summary, as if force were set, and
 	// says so in warnings. Unspecified keeps provider compactions as they are.
 	TargetProvider Provider `protobuf:"varint,7,opt,name=target_provider,json=targetProvider,proto3,enum=compactor.v1.Provider" json:"target_provider,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What the agent sends its model besides the conversation. With it, an LLM summarizer of
+	// the agent's provider and model (its `agent_cache`, on by default) sends the summary
+	// request as the agent's own request: the agent's system, tools and messages up to the cut,
+	// lowered as Lower does (Anthropic: a cache_control breakpoint on the last of them), then
+	// the summary instruction as a final user message, so that the provider reads the
+	// conversation from the prompt cache the agent's requests wrote (0.1× of the input price)
+	// instead of billing a transcript of it at full price. Otherwise, or when the conversation
+	// up to the cut exceeds the summarizer's max_input_tokens, the summarizer sends its own
+	// prompt as without it.
+	AgentRequest  *AgentRequest `protobuf:"bytes,40,opt,name=agent_request,json=agentRequest,proto3" json:"agent_request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompactRequest) Reset() {
@@ -1188,6 +1198,91 @@ func (x *CompactRequest) GetTargetProvider() Provider {
 	return Provider_PROVIDER_UNSPECIFIED
 }
 
+func (x *CompactRequest) GetAgentRequest() *AgentRequest {
+	if x != nil {
+		return x.AgentRequest
+	}
+	return nil
+}
+
+// AgentRequest is what an agent's model requests hold besides the conversation.
+type AgentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The format the agent's requests are in: PROVIDER_ANTHROPIC_MESSAGES, PROVIDER_OPENAI_CHAT
+	// or PROVIDER_OPENAI_RESPONSES. A summarizer of another provider ignores the AgentRequest.
+	Provider Provider `protobuf:"varint,1,opt,name=provider,proto3,enum=compactor.v1.Provider" json:"provider,omitempty"`
+	// The model the agent sends its requests to: a provider's prompt cache is the model's, so
+	// only a summarizer configured with this model reads it.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// The tools the agent offers its model, as LowerRequest.tools.
+	Tools []*Tool `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
+	// The agent's request body without its conversation (LiftResponse.rest_body: tool_choice,
+	// thinking, prompt_cache_key, ...), as LowerRequest.base_body; empty for none. The summary
+	// request keeps it as it is but for model, max_tokens (the summary's budget) and stream
+	// (off): a changed tool_choice or thinking setting would not read the cached messages.
+	BaseBody      string `protobuf:"bytes,4,opt,name=base_body,json=baseBody,proto3" json:"base_body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentRequest) Reset() {
+	*x = AgentRequest{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentRequest) ProtoMessage() {}
+
+func (x *AgentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentRequest.ProtoReflect.Descriptor instead.
+func (*AgentRequest) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AgentRequest) GetProvider() Provider {
+	if x != nil {
+		return x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *AgentRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *AgentRequest) GetTools() []*Tool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *AgentRequest) GetBaseBody() string {
+	if x != nil {
+		return x.BaseBody
+	}
+	return ""
+}
+
 // CompactResponse is the result of a compaction.
 type CompactResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1214,7 +1309,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1321,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[7]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1334,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{7}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CompactResponse) GetCompacted() bool {
@@ -1303,7 +1398,10 @@ type Summary struct {
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// The version of the summary prompt.
 	PromptVersion string `protobuf:"bytes,4,opt,name=prompt_version,json=promptVersion,proto3" json:"prompt_version,omitempty"`
-	// Tokens sent to the summarizer.
+	// Tokens sent to the summarizer: every input token of the call that wrote the summary,
+	// those read from and written to the provider's prompt cache included (GenAI semantic
+	// conventions' gen_ai.usage.input_tokens). A summary served from compactord's cache
+	// reports the call that wrote it.
 	InputTokens int64 `protobuf:"varint,5,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
 	// Tokens the summarizer returned.
 	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
@@ -1331,14 +1429,25 @@ type Summary struct {
 	// Set when the requested summarizer failed transiently and its configured fallback (see
 	// the summarizer's `fallback`) wrote this summary instead: the name of the one that
 	// failed. A fallback summary is not cached, so the next call tries that summarizer again.
-	FallbackFrom  string `protobuf:"bytes,16,opt,name=fallback_from,json=fallbackFrom,proto3" json:"fallback_from,omitempty"`
+	FallbackFrom string `protobuf:"bytes,16,opt,name=fallback_from,json=fallbackFrom,proto3" json:"fallback_from,omitempty"`
+	// The input tokens of input_tokens the provider read from its prompt cache (Anthropic
+	// cache_read_input_tokens, OpenAI cached_tokens).
+	CacheReadInputTokens int64 `protobuf:"varint,30,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
+	// The input tokens of input_tokens the provider wrote to its prompt cache (Anthropic
+	// cache_creation_input_tokens; OpenAI reports none).
+	CacheCreationInputTokens int64 `protobuf:"varint,31,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
+	// The call's estimated cost from the server's price table (the config file's `prices`),
+	// in the table's currency: uncached input, cache reads, cache writes and output tokens
+	// each at its model's price per million. 0 when the table has no price for the model, or
+	// for the extractive summarizer.
+	EstimatedCost float64 `protobuf:"fixed64,32,opt,name=estimated_cost,json=estimatedCost,proto3" json:"estimated_cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1459,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[8]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1472,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{8}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Summary) GetText() string {
@@ -1478,6 +1587,27 @@ func (x *Summary) GetFallbackFrom() string {
 	return ""
 }
 
+func (x *Summary) GetCacheReadInputTokens() int64 {
+	if x != nil {
+		return x.CacheReadInputTokens
+	}
+	return 0
+}
+
+func (x *Summary) GetCacheCreationInputTokens() int64 {
+	if x != nil {
+		return x.CacheCreationInputTokens
+	}
+	return 0
+}
+
+func (x *Summary) GetEstimatedCost() float64 {
+	if x != nil {
+		return x.EstimatedCost
+	}
+	return 0
+}
+
 // Session describes a session-stateful back end that already holds the earlier turns.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1492,7 +1622,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1634,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[9]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1647,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{9}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Session) GetActive() bool {
@@ -1600,7 +1730,7 @@ type LowerRequest struct {
 
 func (x *LowerRequest) Reset() {
 	*x = LowerRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1742,7 @@ func (x *LowerRequest) String() string {
 func (*LowerRequest) ProtoMessage() {}
 
 func (x *LowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1755,7 @@ func (x *LowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowerRequest.ProtoReflect.Descriptor instead.
 func (*LowerRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{10}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LowerRequest) GetMessages() []*Message {
@@ -1731,7 +1861,7 @@ type LowerResponse struct {
 
 func (x *LowerResponse) Reset() {
 	*x = LowerResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1873,7 @@ func (x *LowerResponse) String() string {
 func (*LowerResponse) ProtoMessage() {}
 
 func (x *LowerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1886,7 @@ func (x *LowerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowerResponse.ProtoReflect.Descriptor instead.
 func (*LowerResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{11}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LowerResponse) GetBody() string {
@@ -1793,7 +1923,7 @@ type LiftRequest struct {
 
 func (x *LiftRequest) Reset() {
 	*x = LiftRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1935,7 @@ func (x *LiftRequest) String() string {
 func (*LiftRequest) ProtoMessage() {}
 
 func (x *LiftRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1948,7 @@ func (x *LiftRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftRequest.ProtoReflect.Descriptor instead.
 func (*LiftRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{12}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LiftRequest) GetBody() string {
@@ -1864,7 +1994,7 @@ type LiftResponse struct {
 
 func (x *LiftResponse) Reset() {
 	*x = LiftResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +2006,7 @@ func (x *LiftResponse) String() string {
 func (*LiftResponse) ProtoMessage() {}
 
 func (x *LiftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2019,7 @@ func (x *LiftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftResponse.ProtoReflect.Descriptor instead.
 func (*LiftResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{13}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LiftResponse) GetMessages() []*Message {
@@ -1975,7 +2105,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2117,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2130,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{14}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Tool) GetName() string {
@@ -2062,7 +2192,7 @@ type ProviderTool struct {
 
 func (x *ProviderTool) Reset() {
 	*x = ProviderTool{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2204,7 @@ func (x *ProviderTool) String() string {
 func (*ProviderTool) ProtoMessage() {}
 
 func (x *ProviderTool) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2217,7 @@ func (x *ProviderTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTool.ProtoReflect.Descriptor instead.
 func (*ProviderTool) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{15}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProviderTool) GetFormat() Provider {
@@ -2127,7 +2257,7 @@ type ToolChoice struct {
 
 func (x *ToolChoice) Reset() {
 	*x = ToolChoice{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2269,7 @@ func (x *ToolChoice) String() string {
 func (*ToolChoice) ProtoMessage() {}
 
 func (x *ToolChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2282,7 @@ func (x *ToolChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolChoice.ProtoReflect.Descriptor instead.
 func (*ToolChoice) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{16}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolChoice) GetMode() ToolChoiceMode {
@@ -2244,7 +2374,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x10rewritten_tokens\x18\x16 \x01(\x03R\x0frewrittenTokens\x12\x1f\n" +
 	"\vturn_tokens\x18\x17 \x01(\x03R\n" +
 	"turnTokens\x12%\n" +
-	"\x0eheadroom_turns\x18\x18 \x01(\x01R\rheadroomTurns\"\xc6\x02\n" +
+	"\x0eheadroom_turns\x18\x18 \x01(\x01R\rheadroomTurns\"\x87\x03\n" +
 	"\x0eCompactRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\x12\x1e\n" +
@@ -2254,7 +2384,13 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12\x14\n" +
 	"\x05force\x18\x05 \x01(\bR\x05force\x12.\n" +
 	"\x13emit_compact_prompt\x18\x06 \x01(\bR\x11emitCompactPrompt\x12?\n" +
-	"\x0ftarget_provider\x18\a \x01(\x0e2\x16.compactor.v1.ProviderR\x0etargetProvider\"\xb5\x02\n" +
+	"\x0ftarget_provider\x18\a \x01(\x0e2\x16.compactor.v1.ProviderR\x0etargetProvider\x12?\n" +
+	"\ragent_request\x18( \x01(\v2\x1a.compactor.v1.AgentRequestR\fagentRequest\"\x9f\x01\n" +
+	"\fAgentRequest\x122\n" +
+	"\bprovider\x18\x01 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12(\n" +
+	"\x05tools\x18\x03 \x03(\v2\x12.compactor.v1.ToolR\x05tools\x12\x1b\n" +
+	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\"\xb5\x02\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x121\n" +
 	"\bmessages\x18\x02 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12.\n" +
@@ -2262,7 +2398,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
 	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
 	"\x06reason\x18\x14 \x01(\tR\x06reason\x12\x1a\n" +
-	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xdd\x04\n" +
+	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xfa\x05\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -2283,7 +2419,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0epaths_appended\x18\r \x01(\x05R\rpathsAppended\x12#\n" +
 	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\x124\n" +
 	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\x12#\n" +
-	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\"9\n" +
+	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\x125\n" +
+	"\x17cache_read_input_tokens\x18\x1e \x01(\x03R\x14cacheReadInputTokens\x12=\n" +
+	"\x1bcache_creation_input_tokens\x18\x1f \x01(\x03R\x18cacheCreationInputTokens\x12%\n" +
+	"\x0eestimated_cost\x18  \x01(\x01R\restimatedCost\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\x91\x04\n" +
@@ -2387,7 +2526,7 @@ func file_compactor_v1_compactor_proto_rawDescGZIP() []byte {
 }
 
 var file_compactor_v1_compactor_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_compactor_v1_compactor_proto_goTypes = []any{
 	(Provider)(0),           // 0: compactor.v1.Provider
 	(Action)(0),             // 1: compactor.v1.Action
@@ -2401,64 +2540,68 @@ var file_compactor_v1_compactor_proto_goTypes = []any{
 	(*PlanRequest)(nil),     // 9: compactor.v1.PlanRequest
 	(*PlanResponse)(nil),    // 10: compactor.v1.PlanResponse
 	(*CompactRequest)(nil),  // 11: compactor.v1.CompactRequest
-	(*CompactResponse)(nil), // 12: compactor.v1.CompactResponse
-	(*Summary)(nil),         // 13: compactor.v1.Summary
-	(*Session)(nil),         // 14: compactor.v1.Session
-	(*LowerRequest)(nil),    // 15: compactor.v1.LowerRequest
-	(*LowerResponse)(nil),   // 16: compactor.v1.LowerResponse
-	(*LiftRequest)(nil),     // 17: compactor.v1.LiftRequest
-	(*LiftResponse)(nil),    // 18: compactor.v1.LiftResponse
-	(*Tool)(nil),            // 19: compactor.v1.Tool
-	(*ProviderTool)(nil),    // 20: compactor.v1.ProviderTool
-	(*ToolChoice)(nil),      // 21: compactor.v1.ToolChoice
-	nil,                     // 22: compactor.v1.Tool.ProviderOptionsEntry
-	(*Message)(nil),         // 23: compactor.v1.Message
-	(*structpb.Struct)(nil), // 24: google.protobuf.Struct
+	(*AgentRequest)(nil),    // 12: compactor.v1.AgentRequest
+	(*CompactResponse)(nil), // 13: compactor.v1.CompactResponse
+	(*Summary)(nil),         // 14: compactor.v1.Summary
+	(*Session)(nil),         // 15: compactor.v1.Session
+	(*LowerRequest)(nil),    // 16: compactor.v1.LowerRequest
+	(*LowerResponse)(nil),   // 17: compactor.v1.LowerResponse
+	(*LiftRequest)(nil),     // 18: compactor.v1.LiftRequest
+	(*LiftResponse)(nil),    // 19: compactor.v1.LiftResponse
+	(*Tool)(nil),            // 20: compactor.v1.Tool
+	(*ProviderTool)(nil),    // 21: compactor.v1.ProviderTool
+	(*ToolChoice)(nil),      // 22: compactor.v1.ToolChoice
+	nil,                     // 23: compactor.v1.Tool.ProviderOptionsEntry
+	(*Message)(nil),         // 24: compactor.v1.Message
+	(*structpb.Struct)(nil), // 25: google.protobuf.Struct
 }
 var file_compactor_v1_compactor_proto_depIdxs = []int32{
 	7,  // 0: compactor.v1.Policy.prune:type_name -> compactor.v1.PrunePolicy
 	8,  // 1: compactor.v1.Policy.reported_usage:type_name -> compactor.v1.Usage
 	6,  // 2: compactor.v1.Policy.cache_prices:type_name -> compactor.v1.CachePrices
-	23, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
+	24, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
 	5,  // 4: compactor.v1.PlanRequest.policy:type_name -> compactor.v1.Policy
 	1,  // 5: compactor.v1.PlanResponse.action:type_name -> compactor.v1.Action
 	2,  // 6: compactor.v1.PlanResponse.dispositions:type_name -> compactor.v1.Disposition
-	23, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
+	24, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
 	5,  // 8: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
 	0,  // 9: compactor.v1.CompactRequest.target_provider:type_name -> compactor.v1.Provider
-	23, // 10: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
-	10, // 11: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
-	13, // 12: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
-	3,  // 13: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
-	23, // 14: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
-	0,  // 15: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
-	14, // 16: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
-	19, // 17: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
-	21, // 18: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
-	0,  // 19: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
-	0,  // 20: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
-	23, // 21: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
-	0,  // 22: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
-	19, // 23: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
-	21, // 24: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
-	22, // 25: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
-	20, // 26: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
-	0,  // 27: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
-	4,  // 28: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
-	24, // 29: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
-	9,  // 30: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
-	11, // 31: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
-	15, // 32: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
-	17, // 33: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
-	10, // 34: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
-	12, // 35: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
-	16, // 36: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
-	18, // 37: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
-	34, // [34:38] is the sub-list for method output_type
-	30, // [30:34] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	12, // 10: compactor.v1.CompactRequest.agent_request:type_name -> compactor.v1.AgentRequest
+	0,  // 11: compactor.v1.AgentRequest.provider:type_name -> compactor.v1.Provider
+	20, // 12: compactor.v1.AgentRequest.tools:type_name -> compactor.v1.Tool
+	24, // 13: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
+	10, // 14: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
+	14, // 15: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
+	3,  // 16: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
+	24, // 17: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
+	0,  // 18: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
+	15, // 19: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
+	20, // 20: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
+	22, // 21: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
+	0,  // 22: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
+	0,  // 23: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
+	24, // 24: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
+	0,  // 25: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
+	20, // 26: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
+	22, // 27: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
+	23, // 28: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
+	21, // 29: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
+	0,  // 30: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
+	4,  // 31: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
+	25, // 32: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
+	9,  // 33: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
+	11, // 34: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
+	16, // 35: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
+	18, // 36: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
+	10, // 37: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
+	13, // 38: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
+	17, // 39: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
+	19, // 40: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
+	37, // [37:41] is the sub-list for method output_type
+	33, // [33:37] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_compactor_proto_init() }
@@ -2467,14 +2610,14 @@ func file_compactor_v1_compactor_proto_init() {
 		return
 	}
 	file_compactor_v1_conversation_proto_init()
-	file_compactor_v1_compactor_proto_msgTypes[14].OneofWrappers = []any{}
+	file_compactor_v1_compactor_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactor_v1_compactor_proto_rawDesc), len(file_compactor_v1_compactor_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

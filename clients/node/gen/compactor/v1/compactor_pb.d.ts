@@ -365,6 +365,11 @@ export declare type CompactRequest = Message<"compactor.v1.CompactRequest"> & {
    * @generated from field: compactor.v1.Provider target_provider = 7;
    */
   targetProvider: Provider;
+
+  /**
+   * @generated from field: compactor.v1.AgentRequest agent_request = 40;
+   */
+  agentRequest?: AgentRequest | undefined;
 };
 
 /**
@@ -372,6 +377,37 @@ export declare type CompactRequest = Message<"compactor.v1.CompactRequest"> & {
  * Use `create(CompactRequestSchema)` to create a new message.
  */
 export declare const CompactRequestSchema: GenMessage<CompactRequest>;
+
+/**
+ * @generated from message compactor.v1.AgentRequest
+ */
+export declare type AgentRequest = Message<"compactor.v1.AgentRequest"> & {
+  /**
+   * @generated from field: compactor.v1.Provider provider = 1;
+   */
+  provider: Provider;
+
+  /**
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * @generated from field: repeated compactor.v1.Tool tools = 3;
+   */
+  tools: Tool[];
+
+  /**
+   * @generated from field: string base_body = 4;
+   */
+  baseBody: string;
+};
+
+/**
+ * Describes the message compactor.v1.AgentRequest.
+ * Use `create(AgentRequestSchema)` to create a new message.
+ */
+export declare const AgentRequestSchema: GenMessage<AgentRequest>;
 
 /**
  * @generated from message compactor.v1.CompactResponse
@@ -502,6 +538,21 @@ export declare type Summary = Message<"compactor.v1.Summary"> & {
    * @generated from field: string fallback_from = 16;
    */
   fallbackFrom: string;
+
+  /**
+   * @generated from field: int64 cache_read_input_tokens = 30;
+   */
+  cacheReadInputTokens: bigint;
+
+  /**
+   * @generated from field: int64 cache_creation_input_tokens = 31;
+   */
+  cacheCreationInputTokens: bigint;
+
+  /**
+   * @generated from field: double estimated_cost = 32;
+   */
+  estimatedCost: number;
 };
 
 /**

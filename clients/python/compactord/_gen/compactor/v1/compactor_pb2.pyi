@@ -34,6 +34,18 @@ TOOL_CHOICE_MODE_REQUIRED: ToolChoiceMode
 TOOL_CHOICE_MODE_TOOL: ToolChoiceMode
 TOOL_CHOICE_MODE_UNSPECIFIED: ToolChoiceMode
 
+class AgentRequest(_message.Message):
+    __slots__ = ["base_body", "model", "provider", "tools"]
+    BASE_BODY_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    base_body: str
+    model: str
+    provider: Provider
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    def __init__(self, provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., base_body: _Optional[str] = ...) -> None: ...
+
 class CachePrices(_message.Message):
     __slots__ = ["read", "write"]
     READ_FIELD_NUMBER: _ClassVar[int]
@@ -43,7 +55,8 @@ class CachePrices(_message.Message):
     def __init__(self, read: _Optional[float] = ..., write: _Optional[float] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
-    __slots__ = ["emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer", "target_provider"]
+    __slots__ = ["agent_request", "emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer", "target_provider"]
+    AGENT_REQUEST_FIELD_NUMBER: _ClassVar[int]
     EMIT_COMPACT_PROMPT_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +64,7 @@ class CompactRequest(_message.Message):
     POLICY_FIELD_NUMBER: _ClassVar[int]
     SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
     TARGET_PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    agent_request: AgentRequest
     emit_compact_prompt: bool
     force: bool
     instructions: str
@@ -58,7 +72,7 @@ class CompactRequest(_message.Message):
     policy: Policy
     summarizer: str
     target_provider: Provider
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ..., agent_request: _Optional[_Union[AgentRequest, _Mapping]] = ...) -> None: ...
 
 class CompactResponse(_message.Message):
     __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "summary", "warnings"]
@@ -267,9 +281,12 @@ class Session(_message.Message):
     def __init__(self, active: bool = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class Summary(_message.Message):
-    __slots__ = ["check_trimmed", "covered_messages", "fallback_from", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
+    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "check_trimmed", "covered_messages", "estimated_cost", "fallback_from", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
+    CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CHECK_TRIMMED_FIELD_NUMBER: _ClassVar[int]
     COVERED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_COST_FIELD_NUMBER: _ClassVar[int]
     FALLBACK_FROM_FIELD_NUMBER: _ClassVar[int]
     INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -284,8 +301,11 @@ class Summary(_message.Message):
     REQUESTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
     check_trimmed: bool
     covered_messages: int
+    estimated_cost: float
     fallback_from: str
     input_tokens: int
     model: str
@@ -300,7 +320,7 @@ class Summary(_message.Message):
     requests_total: int
     summarizer: str
     text: str
-    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ..., fallback_from: _Optional[str] = ...) -> None: ...
+    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ..., fallback_from: _Optional[str] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., estimated_cost: _Optional[float] = ...) -> None: ...
 
 class Tool(_message.Message):
     __slots__ = ["description", "input_schema_json", "name", "provider_options", "provider_tool", "strict"]

@@ -1,0 +1,151 @@
+package summarize
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
+)
+
+// AgentPrompt is the conversation as the agent sends it to its model, up to the cut: what a
+// summarizer of the agent's provider and model sends as the agent's own request, the summary
+// instruction after it, so that the provider reads the conversation from the prompt cache
+// the agent's requests wrote (CompactRequest.agent_request).
+type AgentPrompt struct {
+	// Request is the agent's request fields beyond the conversation.
+	Request *compactorv1.AgentRequest
+	// Messages are the messages the agent's model was sent (engine.Sent) before the cut, in
+	// order: the head, the latest summary, the summarized and kept messages.
+	Messages []*compactorv1.Message
+	// Tokens are Messages' tokens, as the plan counted them.
+	Tokens int64
+	// Kept are the requests among Messages that stay verbatim after the summary (which must
+	// not repeat them).
+	Kept []*compactorv1.Message
+}
+
+// agentInstruction is the final user message of a summary request sent as the agent's own:
+// the summarizer's system prompt cannot replace the agent's (the cached prefix starts with
+// it), so its rules come first here.
+func agentInstruction(p *AgentPrompt, instructions string) string {
+	var b strings.Builder
+	b.WriteString("[Compaction request, not from the user] Stop working on the task. ")
+	b.WriteString(engine.SummarySystemPrompt())
+	b.WriteString("\n\nSummarize the whole conversation above (a summary of earlier messages, if there is one, included), ")
+	b.WriteString("Do not call any tool.")
+	if len(p.Kept) > 0 {
+		b.WriteString(" These user requests stay verbatim after the summary: do not repeat them.\n<kept>\n")
+		b.WriteString(engine.Transcript(p.Kept, engine.TranscriptOptions{}))
+		b.WriteString("</kept>\n")
+	}
+	b.WriteString(" Use these sections:\n\n")
+	for i, s := range engine.SummarySections {
+		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, s.Heading, s.Ask)
+	}
+	if ins := strings.TrimSpace(instructions); ins != "" {
+		b.WriteString("\nAdditional instructions for this summary:\n<instructions>\n")
+		b.WriteString(ins)
+		b.WriteString("\n</instructions>\n")
+	}
+	return b.String()
+}
+
+// agentBody returns the body of req's summary request sent as the agent's own (see
+// AgentPrompt), or ok false when the summarizer sends its own prompt: agent_cache is off, the
+// request carries no agent prompt, the agent's provider or model is not the summarizer's,
+// the conversation exceeds the summarizer's input bound, or the lowering fails.
+func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
+	p := req.Agent
+	if !l.agentCache || p == nil || len(p.Messages) == 0 || p.Request.GetProvider() != l.agentFormat ||
+		p.Request.GetModel() != l.model || l.maxInput > 0 && p.Tokens > int64(l.maxInput) {
+		return nil, false
+	}
+	msgs := make([]*compactorv1.Message, len(p.Messages), len(p.Messages)+1)
+	copy(msgs, p.Messages)
+	if l.agentFormat == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+		i := agentRequestEnd(msgs)
+		msgs[i] = withCacheBreakpoint(msgs[i])
+	}
+	msgs = append(msgs, &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
+		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: agentInstruction(p, req.Instructions)}}}}})
+	base := p.Request.GetBaseBody()
+	if strings.TrimSpace(base) == "" {
+		base = "{}"
+	}
+	low, err := format.Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: l.agentFormat, Model: l.model,
+		BaseBody: base, Tools: p.Request.GetTools()})
+	if err != nil {
+		return nil, false
+	}
+	return l.agentFields(low.GetBody(), maxTokens)
+}
+
+// agentFields sets, in a lowered body, what a summary request sends differently from the
+// agent: the model, the token bound, no streaming. The other members are kept byte for byte.
+func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &top); err != nil {
+		return nil, false
+	}
+	model, _ := json.Marshal(l.model)
+	top["model"] = model
+	delete(top, "stream")
+	delete(top, "stream_options")
+	n := json.RawMessage(fmt.Sprint(maxTokens))
+	switch l.agentFormat {
+	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		top["max_tokens"] = n
+	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
+		top["max_output_tokens"] = n
+	default:
+		delete(top, "max_tokens")
+		delete(top, "max_completion_tokens")
+		if l.official {
+			top["max_completion_tokens"] = n
+		} else {
+			top["max_tokens"] = n
+		}
+	}
+	out, err := json.Marshal(top)
+	return out, err == nil
+}
+
+// agentRequestEnd is the index of the message of msgs where the agent's latest request
+// before the cut ended, and so its cache breakpoint: the last that is not the assistant's
+// (an agent asks its model after a user or tool message); the last message when all are.
+// A breakpoint there reads what that request cached, where one on a later assistant message
+// would also write that message to the cache (1.25× the input price) for no later reader.
+func agentRequestEnd(msgs []*compactorv1.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].GetRole() != compactorv1.Role_ROLE_ASSISTANT {
+			return i
+		}
+	}
+	return len(msgs) - 1
+}
+
+// withCacheBreakpoint returns m with an Anthropic ephemeral cache_control on its last part.
+func withCacheBreakpoint(m *compactorv1.Message) *compactorv1.Message {
+	if len(m.GetParts()) == 0 {
+		return m
+	}
+	c := proto.Clone(m).(*compactorv1.Message)
+	last := c.Parts[len(c.Parts)-1]
+	if last.ProviderOptions == nil {
+		last.ProviderOptions = map[string]*structpb.Struct{}
+	}
+	opts := last.ProviderOptions["anthropic"]
+	if opts == nil {
+		opts = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+		last.ProviderOptions["anthropic"] = opts
+	}
+	opts.Fields["cacheControl"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("ephemeral")}})
+	return c
+}

@@ -1,0 +1,182 @@
+package summarize
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
+	"github.com/compactord/compactord/internal/llmtest"
+)
+
+// testPrices is a price table for the tests (made-up figures, per million tokens).
+var testPrices = Prices{{Model: "test-*", Input: 3, CacheRead: 0.3, CacheWrite: 3.75, Output: 15}}
+
+// usageFixture is an LLM summarizer of kind against a llmtest.Provider, its spans recorded.
+func usageFixture(t *testing.T, kind string, cfg SummarizerConfig) (*LLM, *llmtest.Provider, *tracetest.InMemoryExporter) {
+	t.Helper()
+	p := llmtest.NewProvider(t)
+	exp := tracetest.NewInMemoryExporter()
+	opt := Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), Prices: testPrices}
+	cfg.Name, cfg.Kind, cfg.Model, cfg.BaseURL = "test", kind, "test-model", p.URL
+	if kind == KindOpenAI {
+		cfg.BaseURL += "/v1"
+	}
+	s, err := New(cfg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(*LLM), p, exp
+}
+
+// longMessages is a conversation of well over the providers' minimum cacheable prefix.
+func longMessages() []*compactorv1.Message {
+	msgs := testMessages()
+	for i := range 40 {
+		line := strings.Repeat("the build of pkg/x failed at step "+string(rune('a'+i%26))+"; ", 12)
+		role := compactorv1.Role_ROLE_USER
+		if i%2 == 1 {
+			role = compactorv1.Role_ROLE_ASSISTANT
+		}
+		msgs = append(msgs, &compactorv1.Message{Role: role, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: line}}}}})
+	}
+	return msgs
+}
+
+// checkUsage holds res, the span and the Provider's bill of call n (1-based) to each other
+// and to the price table.
+func checkUsage(t *testing.T, res Result, p *llmtest.Provider, n int, exp *tracetest.InMemoryExporter) {
+	t.Helper()
+	bill := p.Calls()[n-1]
+	if res.InputTokens != bill.Input+bill.CacheRead+bill.CacheWrite || res.CacheReadTokens != bill.CacheRead ||
+		res.CacheWriteTokens != bill.CacheWrite || res.OutputTokens != bill.Output {
+		t.Errorf("usage %+v, the provider billed %+v", res.Output, bill)
+	}
+	want := (float64(bill.Input)*3 + float64(bill.CacheRead)*0.3 + float64(bill.CacheWrite)*3.75 + float64(bill.Output)*15) / 1e6
+	if math.Abs(res.Cost-want) > 1e-12 || want == 0 {
+		t.Errorf("cost %g, want %g", res.Cost, want)
+	}
+	spans := exp.GetSpans().Snapshots()
+	a := attrs(spans[len(spans)-1])
+	for k, v := range map[string]int64{
+		"gen_ai.usage.input_tokens": res.InputTokens, "gen_ai.usage.output_tokens": res.OutputTokens,
+		"gen_ai.usage.cache_read.input_tokens": res.CacheReadTokens, "gen_ai.usage.cache_creation.input_tokens": res.CacheWriteTokens,
+	} {
+		if got, ok := a[attributeKey(k)]; !ok || got.AsInt64() != v {
+			t.Errorf("span %s = %v, want %d", k, got.Emit(), v)
+		}
+	}
+	if got := a[AttrCost].AsFloat64(); math.Abs(got-want) > 1e-12 {
+		t.Errorf("span %s = %g, want %g", AttrCost, got, want)
+	}
+}
+
+func TestOpenAIChatReportsCacheReads(t *testing.T) {
+	s, p, exp := usageFixture(t, KindOpenAI, SummarizerConfig{})
+	req := Request{SummaryInput: engine.SummaryInput{Messages: longMessages()}}
+	for n := 1; n <= 2; n++ {
+		res, err := s.Summarize(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkUsage(t, res, p, n, exp)
+		if got := res.CacheReadTokens > 0; got != (n == 2) {
+			t.Errorf("call %d: cache read %d tokens, want reads only on the second call of the same prompt", n, res.CacheReadTokens)
+		}
+	}
+}
+
+func TestPrices(t *testing.T) {
+	if _, ok := testPrices.Lookup("other", "test-model"); !ok {
+		t.Error("the configured model's price is not found by its prefix row")
+	}
+	if _, ok := testPrices.Lookup("gpt-x"); ok {
+		t.Error("a model the table does not name has a price")
+	}
+	for _, bad := range []Prices{{{Model: ""}}, {{Model: "*"}}, {{Model: "m", Input: -1}}, {{Model: "m", Output: math.NaN()}}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v validates", bad)
+		}
+	}
+}
+
+func attributeKey(s string) attribute.Key { return attribute.Key(s) }
+
+// agentSends sends msgs to p as the agent would, in f, with tools (an Anthropic breakpoint on
+// the last message), and returns the bill.
+func agentSends(t *testing.T, p *llmtest.Provider, f compactorv1.Provider, msgs []*compactorv1.Message, tools []*compactorv1.Tool) llmtest.Call {
+	t.Helper()
+	if f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+		msgs = append(msgs[:len(msgs)-1:len(msgs)-1], withCacheBreakpoint(msgs[len(msgs)-1]))
+	}
+	low, err := format.Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: f, Model: "test-model",
+		BaseBody: `{"model":"test-model","max_tokens":100}`, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/v1/chat/completions"
+	if f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+		path = "/v1/messages"
+	}
+	resp, err := http.Post(p.URL+path, "application/json", strings.NewReader(low.GetBody()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	calls := p.Calls()
+	return calls[len(calls)-1]
+}
+
+func TestAgentPrefixReadsTheAgentsCache(t *testing.T) {
+	tools := []*compactorv1.Tool{{Name: "bash", Description: "run a command", InputSchemaJson: `{"type":"object","properties":{"cmd":{"type":"string"}}}`}}
+	for _, tc := range []struct {
+		kind   string
+		format compactorv1.Provider
+	}{
+		{KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES},
+		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			msgs := append([]*compactorv1.Message{{Role: compactorv1.Role_ROLE_SYSTEM, Parts: []*compactorv1.Part{
+				{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: "You are a coding agent."}}}}}}, longMessages()...)
+			cut := len(msgs) - 4
+			for _, agentCache := range []bool{false, true} {
+				s, p, exp := usageFixture(t, tc.kind, SummarizerConfig{AgentCache: &agentCache})
+				// The agent's turns: each request ends with the user's message after an
+				// assistant's.
+				for end := cut - 5; end <= len(msgs); end += 2 {
+					agentSends(t, p, tc.format, msgs[:end], tools)
+				}
+				ar := &compactorv1.AgentRequest{Provider: tc.format, Model: "test-model", Tools: tools, BaseBody: `{"max_tokens":100,"stream":true}`}
+				res, err := s.Summarize(context.Background(), Request{
+					SummaryInput: engine.SummaryInput{Messages: msgs[1:cut]},
+					Agent:        &AgentPrompt{Request: ar, Messages: msgs[:cut], Tokens: 3000},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls := p.Calls()
+				checkUsage(t, res, p, len(calls), exp)
+				spans := exp.GetSpans().Snapshots()
+				if got := attrs(spans[len(spans)-1])[AttrAgentPrefix].AsBool(); got != agentCache {
+					t.Errorf("agent_cache %v: span %s = %v", agentCache, AttrAgentPrefix, got)
+				}
+				full := res.InputTokens
+				if agentCache && res.CacheReadTokens < full/2 {
+					t.Errorf("as the agent's request: %d of %d input tokens read from the cache, want most", res.CacheReadTokens, full)
+				}
+				if !agentCache && res.CacheReadTokens != 0 {
+					t.Errorf("own prompt: %d tokens read from the agent's cache", res.CacheReadTokens)
+				}
+			}
+		})
+	}
+}
