@@ -27,7 +27,7 @@ import (
 // the corpus and of the generator, the conversation up to its last assistant message is
 // compacted at 35% of its tokens on an empty cache (cold); then, under another tenant, the
 // cache is filled by compacting the same conversation at other windows, summary rooms, cuts
-// and instructions, in an order of the session's own (two orders for every third), and the
+// and instructions, in an order of the session's own (two orders for every fourth), and the
 // same request is compacted again (warm). The warm compaction must keep every request and
 // standing instruction line the cold one keeps, stand for the same range by the summary check
 // (its requests and paths, as many of them held), and keep the same window promise. On the
@@ -37,9 +37,9 @@ func TestWarmCompactionKeepsWhatColdKeeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 9
+	n := 6
 	if testing.Short() {
-		n = 3
+		n = 2
 	}
 	convs := sessions(t, n)
 	t.Run("memory", func(t *testing.T) {
@@ -63,19 +63,21 @@ func TestWarmCompactionKeepsWhatColdKeeps(t *testing.T) {
 
 // fill is one compaction that fills the cache before a warm one: the conversation cut before
 // the assistant message nearest share of its messages, at a window of ratio of its tokens,
-// with a summary room of room tokens (0: the default) and instructions.
+// with a summary room of room tokens and keepUser tokens of requests kept verbatim (0: the
+// defaults), and instructions.
 type fill struct {
-	share, ratio float64
-	room         int64
-	instructions string
+	share, ratio   float64
+	room, keepUser int64
+	instructions   string
 }
 
-// fills are the other calls a tenant makes on a conversation: other windows, rooms, cuts and
-// instructions.
+// fills are the other calls a tenant makes on a conversation: other windows, rooms, requests
+// kept, cuts and instructions.
 var fills = []fill{
-	{1, 0.2, 0, ""}, {1, 0.5, 0, ""}, {1, 0.8, 0, ""}, {1, 0.15, 0, ""},
-	{1, 0.35, 300, ""}, {1, 0.35, 6000, ""}, {1, 0.35, 0, "Keep every file path and the failing test names."},
-	{0.25, 0.35, 0, ""}, {0.5, 0.35, 0, ""}, {0.75, 0.35, 0, ""}, {0.5, 0.2, 400, ""}, {0.75, 0.6, 0, ""},
+	{1, 0.2, 0, 0, ""}, {1, 0.5, 0, 0, ""}, {1, 0.8, 0, 0, ""}, {1, 0.15, 0, 0, ""},
+	{1, 0.35, 300, 0, ""}, {1, 0.35, 6000, 0, ""}, {1, 0.35, 0, 0, "Keep every file path and the failing test names."},
+	{1, 0.35, 0, 1 << 16, ""}, {1, 0.35, 0, 64, ""}, {1, 0.35, 600, 1 << 16, ""},
+	{0.25, 0.35, 0, 0, ""}, {0.5, 0.35, 0, 0, ""}, {0.75, 0.35, 0, 0, ""}, {0.5, 0.2, 400, 0, ""}, {0.75, 0.6, 0, 1 << 16, ""},
 }
 
 // warmProperty runs the property on srv over convs, each run under a tenant of its own.
@@ -91,7 +93,7 @@ func warmProperty(t *testing.T, srv *service.Server, convs []session) {
 			Policy: &compactorv1.Policy{ContextWindow: max(sessionMinWindow/2, total*35/100)}}
 		cold, coldErr := srv.Compact(tenantCtx(t, s.name, "cold"), req)
 		orders := 1
-		if k%3 == 0 {
+		if k%4 == 0 {
 			orders = 2
 		}
 		for o := range orders {
@@ -103,8 +105,11 @@ func warmProperty(t *testing.T, srv *service.Server, convs []session) {
 				if cut <= 0 {
 					continue
 				}
-				policy := &compactorv1.Policy{ContextWindow: max(sessionMinWindow/2, int64(f.ratio*float64(total))), SummaryMaxTokens: f.room}
-				_, _ = srv.Compact(ctx, &compactorv1.CompactRequest{Messages: s.msgs[:cut], Policy: policy, Force: true, Instructions: f.instructions})
+				policy := &compactorv1.Policy{ContextWindow: max(sessionMinWindow/2, int64(f.ratio*float64(total))), SummaryMaxTokens: f.room, KeepUserMessagesTokens: f.keepUser}
+				_, err := srv.Compact(ctx, &compactorv1.CompactRequest{Messages: s.msgs[:cut], Policy: policy, Force: true, Instructions: f.instructions})
+				if err != nil && testing.Verbose() {
+					t.Logf("%s: fill %+v: %v", s.name, f, err)
+				}
 			}
 			warm, warmErr := srv.Compact(ctx, req)
 			name := fmt.Sprintf("%s (window %d), fill order %d", s.name, req.GetPolicy().GetContextWindow(), o)
