@@ -83,6 +83,10 @@ type Entry struct {
 	// stayed verbatim beside it. A compaction that keeps fewer must fold those into a new
 	// summary (built on this one) rather than serve it as it is.
 	Kept []int32 `json:"kept,omitempty"`
+	// Room is the summary room, in tokens, the summary was written for (0: not recorded, by an
+	// earlier version). A summary written for a smaller room than a compaction's may have left
+	// out what that compaction's own would keep.
+	Room int64 `json:"room,omitempty"`
 	// Created is when the summary was written.
 	Created time.Time `json:"created"`
 	// Check is what the summary check found when the summary was written: a cached summary

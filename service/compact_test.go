@@ -822,3 +822,55 @@ func TestCompactFoldsRequestsACachedSummaryLeftOut(t *testing.T) {
 		t.Errorf("cache %v after %d LLM calls: the summary holding every request was not served to a compaction keeping some", again.GetCacheStatus(), llm.Calls())
 	}
 }
+
+// TestCompactDoesNotServeASummaryWrittenForASmallerRoom holds issue 37's case: a compaction
+// with a small summary room stores a summary of a prefix that had to leave requests out; a
+// later compaction of the same prefix with a larger room must not be served it (nor build on
+// it), but keep what a compaction with nothing cached keeps.
+func TestCompactDoesNotServeASummaryWrittenForASmallerRoom(t *testing.T) {
+	reg, err := summarize.NewRegistry(nil, "", summarize.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := irtest.Conversation(40)
+	req := func(room int64) *compactorv1.CompactRequest {
+		// A target as high as the trigger and no request kept verbatim: the cut is where the
+		// tail budget puts it, whatever the summary room, and the summary holds the requests.
+		return &compactorv1.CompactRequest{Messages: msgs, Force: true, Policy: &compactorv1.Policy{
+			ContextWindow: 12000, SummaryMaxTokens: room, TargetRatio: engine.DefaultTriggerRatio, KeepUserMessagesTokens: -1}}
+	}
+	ctx := t.Context()
+	cold, err := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})}).Compact(ctx, req(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})})
+	small, err := srv.Compact(ctx, req(150))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := small.GetSummary()
+	if s.GetRequestsRetained()+s.GetRequestsAppended() >= s.GetRequestsTotal() {
+		t.Fatalf("the small room's summary holds all %d requests: the test needs one that left some out", s.GetRequestsTotal())
+	}
+	if small.GetPlan().GetCutIndex() != cold.GetPlan().GetCutIndex() {
+		t.Fatalf("cut %d then %d: the test needs the same prefix", small.GetPlan().GetCutIndex(), cold.GetPlan().GetCutIndex())
+	}
+	warm, err := srv.Compact(ctx, req(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.GetCacheStatus() == compactorv1.CacheStatus_CACHE_STATUS_HIT {
+		t.Errorf("the summary written for a room of 150 tokens, which left requests out, served a compaction with a room of %d", warm.GetPlan().GetSummaryTokens())
+	}
+	if got, want := warm.GetSummary().GetText(), cold.GetSummary().GetText(); got != want {
+		t.Errorf("warm summary differs from the cold one:\n%s\n--- cold:\n%s", got, want)
+	}
+	again, err := srv.Compact(ctx, req(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_HIT {
+		t.Errorf("cache %v: the summary written for this room was not stored for the next call", again.GetCacheStatus())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/hold"
+	"github.com/compactord/compactord/summary"
 )
 
 // The first stage of a summarizing Compact: which cached summary serves it as it is, and what a
@@ -121,23 +122,47 @@ func (c *compaction) on(from int, e *cache.Entry) base {
 }
 
 // usable reports whether e, a cached summary of msgs[0:cut], serves this compaction as it
-// is: it fits the summary room and holds every request this compaction does not keep.
-func (c *compaction) usable(e *cache.Entry) bool { return c.holds(e) && c.fits(e.Text) }
+// is: it fits the summary room, holds every request this compaction does not keep, and keeps
+// what this compaction's own would (adequate).
+func (c *compaction) usable(e *cache.Entry) bool {
+	return c.holds(e) && c.fits(e.Text) && c.adequate(e)
+}
+
+// adequate reports whether e, a cached summary of msgs[0:cut], keeps what a summary written
+// for this compaction would: it was written for this summary room or a larger one, or its
+// check found everything of its range held (every request and path, nothing cut). A summary
+// written for a smaller room that had to leave something out does not stand for this
+// compaction, nor is a new one built on it: that would carry its loss on.
+func (c *compaction) adequate(e *cache.Entry) bool {
+	return e.Room >= c.room || complete(e.Check)
+}
+
+// complete reports whether a summary check found everything of its range held: every request
+// and path in the summary or appended, nothing cut.
+func complete(ch summary.Check) bool {
+	return ch.RequestsRetained+ch.RequestsAppended >= ch.RequestsTotal &&
+		ch.PathsRetained+ch.PathsAppended >= ch.PathsTotal && !ch.Trimmed
+}
 
 // anchorable reports whether a new summary may build on e, a cached summary of an earlier
 // prefix: e fits twice the summary room, so no part of it is cut to make it an anchor
-// (boundAnchor). A summary written for a much larger room is not built on: cutting it would
+// (boundAnchor), and it is adequate (it was not written for a smaller room that made it leave
+// something out). A summary written for a much larger room is not built on: cutting it would
 // lose what it kept (its requests among them), and a compaction that builds on a cached
 // summary must keep what one from the conversation's own start would.
-func (c *compaction) anchorable(e *cache.Entry) bool { return int64(c.count(e.Text)) <= 2*c.room }
+func (c *compaction) anchorable(e *cache.Entry) bool {
+	return int64(c.count(e.Text)) <= 2*c.room && c.adequate(e)
+}
 
 // rewrite is the base of this compaction's own summary of msgs[0:cut] when e, the cached
 // one, does not serve it: built on e, folding in the requests e left out that this
 // compaction does not keep; or, when e is longer than the summary room (it was written for a
-// larger one), from the conversation's start, as a compaction with nothing cached writes it:
-// a summary of a summary for a smaller room would lose what the first kept.
+// larger one) or left out what this compaction's own would keep (adequate: it was written
+// for a smaller one), from the conversation's start, as a compaction with nothing cached
+// writes it: a summary of a summary for another room would lose what the first kept, or
+// keep on what it lost.
 func (c *compaction) rewrite(e *cache.Entry) base {
-	if !c.fits(e.Text) {
+	if !c.fits(e.Text) || !c.adequate(e) {
 		return c.start()
 	}
 	return c.on(c.cut, e)

@@ -58,6 +58,7 @@ func (c *compaction) summarize(ctx context.Context, b base) (*cache.Entry, error
 		Summarizer:      c.sum.Fingerprint().Name,
 		CoveredMessages: int32(c.cut),
 		Kept:            c.kept,
+		Room:            c.room,
 		Created:         time.Now().UTC(),
 		Check:           rep,
 	}, nil

@@ -71,8 +71,8 @@ func writeMethod(w io.Writer, rep report) {
 	fmt.Fprintf(w, "**Cache cost**: request i of L_i tokens whose first P_i tokens are messages identical (proto.Equal) to the previous request's leading ones costs %v × P_i + %v × (L_i − P_i) (Anthropic: cache read %v×, cache write %v× the input price); ideally %v × min(L_i, L_i−1) + %v × max(0, L_i − L_i−1); the first request %v × L_0 in both; the figure is Σ actual / Σ ideal per session. ",
 		cacheReadPrice, cacheWritePrice, cacheReadPrice, cacheWritePrice, cacheReadPrice, cacheWritePrice, cacheWritePrice)
 	if rep.warm != nil {
-		fmt.Fprintf(w, "**Warm**: each session again on a server whose cache was first filled, under the same tenant, by forced compactions of the conversation cut before the assistant message nearest %s of its messages at max(%d, %v × N), then the same replay at max(%d, %v × N). ",
-			sharesList(fillPoints), minWindow, fillForcedRatio, minWindow, fillReplayRatio)
+		fmt.Fprintf(w, "**Warm**: each session again on a server whose cache was first filled, under the same tenant, by forced compactions of the conversation cut before the assistant message nearest %s of its messages at max(%d, %v × N), each also with `summary_max_tokens` %d and with instructions, then the same replay at max(%d, %v × N). ",
+			sharesList(fillPoints), minWindow, fillForcedRatio, fillSmallRoom, minWindow, fillReplayRatio)
 	}
 	fmt.Fprintf(w, "Method and goals: docs/FIDELITY.md, \"Sessions\".\n\n")
 }

@@ -16,6 +16,11 @@ const (
 	// fillReplayRatio is the context window of the replay that runs first: the same session
 	// at a smaller window (a retry with a smaller model).
 	fillReplayRatio = 0.25
+	// fillSmallRoom is the summary room (policy.summary_max_tokens) of the forced compactions
+	// repeated with a smaller room: a host that asked for a short summary.
+	fillSmallRoom = 300
+	// fillInstructions are the instructions of the forced compactions repeated with them.
+	fillInstructions = "Keep every file path and the failing test names."
 )
 
 // fillPoints are where the forced compactions cut the conversation: before the assistant
@@ -23,10 +28,16 @@ const (
 var fillPoints = []float64{0.25, 0.5, 0.75, 1}
 
 // fill fills h's cache with summaries of s written by other calls: forced compactions of
-// prefixes of s (fillPoints) at fillForcedRatio of its tokens, then a replay of s at
+// prefixes of s (fillPoints) at fillForcedRatio of its tokens, each also with a summary room of
+// fillSmallRoom (where the window allows it) and with fillInstructions, then a replay of s at
 // fillReplayRatio, in that order. It returns how many calls it made and how many failed.
 func (h host) fill(ctx context.Context, s *session) (calls, failed int) {
-	policy := &compactorv1.Policy{ContextWindow: max(minWindow, int64(fillForcedRatio*float64(s.tokens)))}
+	window := max(minWindow, int64(fillForcedRatio*float64(s.tokens)))
+	variants := []*compactorv1.CompactRequest{
+		{Policy: &compactorv1.Policy{ContextWindow: window}},
+		{Policy: &compactorv1.Policy{ContextWindow: window, SummaryMaxTokens: fillSmallRoom}},
+		{Policy: &compactorv1.Policy{ContextWindow: window}, Instructions: fillInstructions},
+	}
 	done := map[int]bool{}
 	for _, share := range fillPoints {
 		end := measure.AssistantNear(s.msgs, share)
@@ -34,9 +45,12 @@ func (h host) fill(ctx context.Context, s *session) (calls, failed int) {
 			continue
 		}
 		done[end] = true
-		calls++
-		if _, err := h.srv.Compact(ctx, &compactorv1.CompactRequest{Messages: s.msgs[:end], Policy: policy, Force: true, Summarizer: h.summarizer}); err != nil {
-			failed++
+		for _, v := range variants {
+			calls++
+			req := &compactorv1.CompactRequest{Messages: s.msgs[:end], Policy: v.GetPolicy(), Force: true, Summarizer: h.summarizer, Instructions: v.GetInstructions()}
+			if _, err := h.srv.Compact(ctx, req); err != nil {
+				failed++
+			}
 		}
 	}
 	tr := h.replay(ctx, s, s.window(fillReplayRatio))
