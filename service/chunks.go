@@ -134,7 +134,7 @@ func (c *compaction) storeChunk(ctx context.Context, end int, out summary.Output
 		}
 	}
 	_ = c.s.cache.Set(ctx, key, &cache.Entry{Output: out, Summarizer: c.sum.Fingerprint().Name,
-		CoveredMessages: int32(end), Kept: kept, Created: time.Now().UTC(), Check: rep})
+		CoveredMessages: int32(end), Kept: kept, Room: c.room, Created: time.Now().UTC(), Check: rep})
 }
 
 // scope is the cache scope of this compaction's summaries.
