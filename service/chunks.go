@@ -86,7 +86,7 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 		usage.InputTokens += res.InputTokens
 		usage.OutputTokens += res.OutputTokens
 		if err != nil {
-			return res, fmt.Errorf("chunk %d (messages %d to %d): %w", n, j.pos[start], cj.end-1, err)
+			return res, fmt.Errorf("%w (chunk %d, messages %d to %d)", err, n, j.pos[start], cj.end-1)
 		}
 		if end == len(j.in) {
 			trace.SpanFromContext(ctx).SetAttributes(attrChunks.Int(n))
