@@ -22,6 +22,16 @@ import (
 // compaction of a longer prefix, or this one retried after a failed chunk, builds on it and
 // summarizes only what follows.
 
+// chunkGrid and maxGridCandidates: a chunk ends, when it can, at a prefix that is a multiple
+// of chunkGrid messages, and the lookup of a summary to build on (lookup.go) tries, besides
+// the maxAnchorCandidates latest prefixes, the maxGridCandidates latest such prefixes before
+// them: a compaction far past a chunk (a retry after a chunk failed, with hundreds of
+// messages after it) still finds it.
+const (
+	chunkGrid         = 16
+	maxGridCandidates = 1024
+)
+
 // maxChunks bounds the calls one summary makes: the last one reads all that is left,
 // shortened to fit its input bound (engine.FitSummaryPrompt). A request's size bounds the
 // chunks long before, unless the bound is configured far below the summary room.
@@ -50,11 +60,18 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 	anchor, anchorTokens := j.anchor, c.s.textTokens(j.anchor, c.tokenizer())
 	replaced := anchorTokens // what the summary so far stands for
 	var usage summary.Output
+	var ends []bool // summarize.TurnEnds of j.in, once chunked
 	for start, n := 0, 1; ; n++ {
 		end := len(j.in)
 		if n < maxChunks {
 			end = start + max(1, summarize.Fit(c.sum, summarize.Request{Count: c.count,
 				SummaryInput: engine.SummaryInput{Messages: j.in[start:], Kept: j.kept, Anchor: anchor, Instructions: ins}}))
+		}
+		if end < len(j.in) {
+			if ends == nil {
+				ends = summarize.TurnEnds(j.in)
+			}
+			end = onGrid(j, ends, start, end)
 		}
 		if n == 1 && end == len(j.in) {
 			trace.SpanFromContext(ctx).SetAttributes(attrChunks.Int(1))
@@ -69,7 +86,7 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 		usage.InputTokens += res.InputTokens
 		usage.OutputTokens += res.OutputTokens
 		if err != nil {
-			return res, fmt.Errorf("chunk %d (messages %d to %d): %w", n, j.pos[start], cj.end-1, err)
+			return res, fmt.Errorf("%w (chunk %d, messages %d to %d)", err, n, j.pos[start], cj.end-1)
 		}
 		if end == len(j.in) {
 			trace.SpanFromContext(ctx).SetAttributes(attrChunks.Int(n))
@@ -140,4 +157,43 @@ func (c *compaction) storeChunk(ctx context.Context, end int, out summary.Output
 // scope is the cache scope of this compaction's summaries.
 func (c *compaction) scope(ctx context.Context) cache.Scope {
 	return cache.Scope{Tenant: tenant(ctx), Summarizer: c.sum.Fingerprint().String(), Instructions: c.req.GetInstructions()}
+}
+
+// onGrid moves the end of the chunk j.in[start:end] back to the last turn end whose prefix is
+// a multiple of chunkGrid, when there is one in its second half (so a later lookup finds the
+// chunk's summary; see chunkGrid); else it leaves it.
+func onGrid(j summaryJob, ends []bool, start, end int) int {
+	for k := end; k > start+(end-start)/2 && k > j.released; k-- {
+		if ends[k-1] && (j.pos[k-1]+1)%chunkGrid == 0 {
+			return k
+		}
+	}
+	return end
+}
+
+// candidates are the prefixes whose cached summaries a summary of msgs[0:cut] may build on,
+// ascending, as their chain values: before lo, the maxGridCandidates latest multiples of
+// chunkGrid after the conversation's latest summary (grid), then every prefix from lo to
+// the cut (the maxAnchorCandidates latest).
+func (c *compaction) candidates(lo int) (grid []int, chain [][32]byte) {
+	first := max(int(c.plan.GetSummaryIndex())+1, 1)
+	for g := max((lo-1)/chunkGrid-maxGridCandidates+1, (first+chunkGrid-1)/chunkGrid) * chunkGrid; g < lo; g += chunkGrid {
+		grid = append(grid, g)
+	}
+	if len(grid) == 0 {
+		return nil, c.chain[lo : c.cut+1]
+	}
+	chain = make([][32]byte, 0, len(grid)+c.cut+1-lo)
+	for _, g := range grid {
+		chain = append(chain, c.chain[g])
+	}
+	return grid, append(chain, c.chain[lo:c.cut+1]...)
+}
+
+// prefixAt is the prefix of candidate i (see candidates).
+func prefixAt(grid []int, lo, i int) int {
+	if i < len(grid) {
+		return grid[i]
+	}
+	return lo + i - len(grid)
 }

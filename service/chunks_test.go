@@ -336,3 +336,43 @@ func TestCompactChunksAreAdmittedEach(t *testing.T) {
 		t.Errorf("a budget of three calls' tokens: %v after %d calls; want RESOURCE_EXHAUSTED naming %s before the fourth", err, llm.Calls()-before, limit.SummarizerTokens)
 	}
 }
+
+// TestCompactResumesFarFromTheCut: chunks end, when they can, at prefixes the lookup tries
+// beyond its latest 256, so a Compact retried after a chunk failed hundreds of messages
+// before the cut still resumes after the last chunk written.
+func TestCompactResumesFarFromTheCut(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	llm.MaxInput(chunkBound)
+	llm.ScriptPrompt(chunkReply, 0)
+	msgs := irtest.Conversation(120)
+	cold := startReplica(t, replicaConfig{llm: llm, maxInput: chunkBound, cache: cache.NewMemory(cache.MemoryOptions{})})
+	resp, err := cold.Compact(t.Context(), compactReq(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := llm.Calls()
+	// The fourth chunk must end more than 256 messages before the cut.
+	if tr, _ := transcriptOf(llm.Prompt(5)); !strings.Contains(tr, "req-") || int(resp.GetPlan().GetCutIndex())-4*(len(msgs)/int(chunks)) < 300 {
+		t.Fatalf("%d chunks for a cut at %d: the test needs smaller chunks", chunks, resp.GetPlan().GetCutIndex())
+	}
+
+	client := startReplica(t, replicaConfig{llm: llm, maxInput: chunkBound, cache: cache.NewMemory(cache.MemoryOptions{}),
+		retry: summarize.RetryPolicy{MaxAttempts: 1}})
+	first := llm.Calls()
+	llm.ScriptPrompt(func(n int64, prompt string) (int, string) {
+		if n-first == 5 {
+			return http.StatusServiceUnavailable, ""
+		}
+		return chunkReply(n, prompt)
+	}, 0)
+	if _, err := client.Compact(t.Context(), compactReq(msgs)); status.Code(err) != codes.Unavailable {
+		t.Fatalf("the fifth chunk failing: %v; want UNAVAILABLE", err)
+	}
+	before := llm.Calls()
+	if _, err := client.Compact(t.Context(), compactReq(msgs)); err != nil {
+		t.Fatal(err)
+	}
+	if got := llm.Calls() - before; got != chunks-4 {
+		t.Errorf("the retry made %d calls; want %d: the four chunks cached are not summarized again", got, chunks-4)
+	}
+}

@@ -17,7 +17,8 @@ import (
 // new summary builds on (a cached earlier prefix, the conversation's latest summary, or nothing).
 
 // maxAnchorCandidates bounds how many earlier prefixes one Compact looks up in the cache
-// (one MGET) when searching for a summary to build on.
+// (one MGET) when searching for a summary to build on, besides those chunks may end at
+// (maxGridCandidates).
 const maxAnchorCandidates = 256
 
 // base is what a new summary builds on: the summary of msgs[0:from] (anchor; "" when from
@@ -45,7 +46,8 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 
 	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
 	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
-	keys := scope.Keys(c.chain[lo : c.cut+1])
+	grid, chain := c.candidates(lo) // lo..cut, after the prefixes chunks may end at before lo
+	keys := scope.Keys(chain)
 	key := keys[len(keys)-1]
 
 	b, stale := c.start(), (*cache.Entry)(nil)
@@ -56,7 +58,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 	case err == nil && idx == len(keys)-1:
 		stale = found
 	case err == nil && c.anchorable(found):
-		b = c.on(lo+idx, found) // build on the longest cached earlier prefix
+		b = c.on(prefixAt(grid, lo, idx), found) // build on the longest cached earlier prefix
 	case errors.Is(err, cache.ErrNotFound):
 	default:
 		e, err := c.summarize(ctx, b)

@@ -53,7 +53,7 @@ func (l *LLM) Fit(req Request) int {
 	for _, m := range req.Kept {
 		kept[m] = true
 	}
-	ends := turnEnds(msgs)
+	ends := TurnEnds(msgs)
 	size, fit := 0, 0
 	for i, m := range msgs {
 		if !engine.InHead(m) {
@@ -108,9 +108,9 @@ func (l *LLM) prompt(req Request, system string) string {
 	return p
 }
 
-// turnEnds reports, for each message, whether a chunk may end after it: no tool call or
+// TurnEnds reports, for each message, whether a chunk may end after it: no tool call or
 // approval request at or before it is answered after it.
-func turnEnds(msgs []*compactorv1.Message) []bool {
+func TurnEnds(msgs []*compactorv1.Message) []bool {
 	answer := map[string]int{} // call id → the last message answering it
 	for i, m := range msgs {
 		for _, p := range m.GetParts() {

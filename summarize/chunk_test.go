@@ -34,11 +34,11 @@ func TestTurnEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got strings.Builder
-			for _, e := range turnEnds(tc.msgs) {
+			for _, e := range TurnEnds(tc.msgs) {
 				got.WriteByte("-e"[b2i(e)])
 			}
 			if got.String() != tc.want {
-				t.Errorf("turnEnds = %s, want %s", got.String(), tc.want)
+				t.Errorf("TurnEnds = %s, want %s", got.String(), tc.want)
 			}
 		})
 	}
