@@ -71,7 +71,7 @@ func checkUsage(t *testing.T, res Result, p *llmtest.Provider, n int, exp *trace
 		"gen_ai.usage.cache_read.input_tokens": res.CacheReadTokens, "gen_ai.usage.cache_creation.input_tokens": res.CacheWriteTokens,
 	} {
 		if got, ok := a[attributeKey(k)]; !ok || got.AsInt64() != v {
-			t.Errorf("span %s = %v, want %d", k, got.Emit(), v)
+			t.Errorf("span %s = %v, want %d", k, got.String(), v)
 		}
 	}
 	if got := a[AttrCost].AsFloat64(); math.Abs(got-want) > 1e-12 {
