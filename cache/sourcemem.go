@@ -27,11 +27,11 @@ type MemorySources struct {
 	maxBytes int64
 	now      func() time.Time
 
-	mu      sync.Mutex
-	items   map[SourceRef]*memSource
-	order   []SourceRef // by time stored (renewals move an entry to the end lazily)
-	used    map[string]int64
-	bytes   int64
+	mu    sync.Mutex
+	items map[SourceRef]*memSource
+	order []SourceRef // by time stored (renewals move an entry to the end lazily)
+	used  map[string]int64
+	bytes int64
 }
 
 type memSource struct {
