@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -47,7 +48,7 @@ func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*c
 		return nil, status.Errorf(codes.NotFound, "source %s not found: this server keeps no sources (--source-ttl 0)", hash)
 	}
 	var h [32]byte
-	_, _ = fmt.Sscanf(hash, "%x", &h) // hexHash matched
+	_, _ = hex.Decode(h[:], []byte(hash)) // hexHash matched
 	b, err := s.sources.GetSource(ctx, cache.NewSourceRef(tenant(ctx), h))
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
