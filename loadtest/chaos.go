@@ -145,11 +145,13 @@ func chaosScenarios() []chaosScenario {
 			d:    25 * time.Second,
 			events: []chaosEvent{
 				{5 * time.Second, "SIGKILL redis-server", (*chaosEnv).killRedis, nil},
+				{6 * time.Second, "compact and expand with Redis down", nil, (*chaosEnv).expands},
 				{12 * time.Second, "restart redis-server on the same port (empty: no persistence)", (*chaosEnv).startRedis, nil},
 				{12 * time.Second, "measure how soon replicas share summaries again", nil, (*chaosEnv).sharedAgain},
+				{14 * time.Second, "compact and expand with Redis back", nil, (*chaosEnv).expands},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
-				p := noFailures(e, r)
+				p := append(noFailures(e, r), notes(r)...)
 				if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.HasPrefix(n, "shared again") }) {
 					p = append(p, "replicas did not share summaries within 10 s of Redis returning")
 				}
@@ -162,10 +164,11 @@ func chaosScenarios() []chaosScenario {
 			d:    20 * time.Second,
 			events: []chaosEvent{
 				{5 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.Stall(true); return nil }, nil},
+				{6 * time.Second, "compact and expand while Redis is stalled", nil, (*chaosEnv).expands},
 				{12 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.Stall(false); return nil }, nil},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
-				p := noFailures(e, r)
+				p := append(noFailures(e, r), notes(r)...)
 				if r.breakerOpen == 0 || r.breakerClose == 0 {
 					p = append(p, fmt.Sprintf("breaker opened %d and closed %d times; want both", r.breakerOpen, r.breakerClose))
 				}
@@ -234,6 +237,17 @@ func chaosScenarios() []chaosScenario {
 			},
 		},
 	}
+}
+
+// notes are the result's notes that say a goal was NOT met.
+func notes(r *chaosResult) []string {
+	var p []string
+	for _, n := range r.notes {
+		if strings.HasPrefix(n, "NOT") {
+			p = append(p, n)
+		}
+	}
+	return p
 }
 
 // runChaos runs every chaos scenario and writes results/chaos.md; it reports whether every
