@@ -57,10 +57,3 @@ func NewSourceRef(tenant string, h [32]byte) SourceRef {
 	t := sha256.Sum256([]byte(tenant))
 	return SourceRef{tenant: hex.EncodeToString(t[:8]), hash: hex.EncodeToString(h[:])}
 }
-
-// Hash returns the source's prefix hash in hex.
-func (r SourceRef) Hash() string { return r.hash }
-
-// String is the reference as stored (without a backend's prefix): "{tenant hash}:{hash}",
-// hashes only.
-func (r SourceRef) String() string { return r.tenant + ":" + r.hash }

@@ -130,10 +130,3 @@ func (m *MemorySources) drop(ref SourceRef) {
 		delete(m.used, ref.tenant)
 	}
 }
-
-// Bytes returns the bytes of all sources held (expired ones included until the next store).
-func (m *MemorySources) Bytes() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.bytes
-}
