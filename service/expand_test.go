@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -301,5 +302,34 @@ func TestSourceStoresBudgetAcrossReplicas(t *testing.T) {
 	}
 	if _, err := b.GetSource(t.Context(), cache.NewSourceRef("u", [32]byte{1})); !errors.Is(err, cache.ErrNotFound) {
 		t.Errorf("another tenant's source: %v, want not found", err)
+	}
+}
+
+// TestCompactRedisStalledKeepsNoSource: with Redis stalled, the source write gives up at its
+// budget and Compact goes on without it, saying so: a command's budget ending is not the
+// caller's deadline (the chaos run found Compacts failing DEADLINE_EXCEEDED).
+func TestCompactRedisStalledKeepsNoSource(t *testing.T) {
+	u, err := url.Parse(redisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTCPProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	r, err := cache.NewRedis(cache.RedisOptions{URL: u.String(), Breaker: -1,
+		KeyPrefix: fmt.Sprintf("compactord-test:%d:", time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	client := startSourced(t, service.Options{Cache: r, Sources: cache.NewRedisSources(r, time.Hour, 1<<30)})
+	if _, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: irtest.Conversation(20), Policy: policy()}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Stall(true)
+	defer proxy.Stall(false)
+	resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: irtest.Conversation(21), Policy: policy()})
+	if err != nil || !resp.GetCompacted() || resp.GetSourceHash() != "" ||
+		!strings.Contains(strings.Join(resp.GetWarnings(), "\n"), "source could not be kept") {
+		t.Fatalf("Redis stalled: %v, source %q, warnings %q; want compacted without a source", err, resp.GetSourceHash(), resp.GetWarnings())
 	}
 }

@@ -64,6 +64,9 @@ func (w *sourceWrite) wait() (kept bool, warning string, err error) {
 			be.Error()+" (--source-budget); set policy.discard_sources to compact without keeping the source"),
 			&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 				Subject: "source-budget", Description: be.Error()}}})
+	case errors.Is(w.err, cache.ErrUnavailable):
+		// Checked before the context errors: a command past its Redis budget wraps
+		// context.DeadlineExceeded too, while the caller's own deadline is still ahead.
 	case errors.Is(w.err, context.Canceled), errors.Is(w.err, context.DeadlineExceeded):
 		return false, "", w.err
 	}
