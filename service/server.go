@@ -77,6 +77,7 @@ type Server struct {
 	logger          *slog.Logger
 	flights         flights
 	sources         cache.Sources // nil: none kept
+	keptRecently    keptMemo
 	maxMessageBytes int
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
@@ -35,11 +37,59 @@ func (s *Server) keepSource(ctx context.Context, msgs []*compactorv1.Message, p 
 	h := s.counter.PrefixHash(msgs)
 	w := &sourceWrite{hash: engine.HexHash(h), done: make(chan struct{})}
 	ref := cache.NewSourceRef(tenant(ctx), h)
+	if s.keptRecently.fresh(ref, time.Now()) {
+		close(w.done)
+		return w
+	}
 	go func() {
 		defer close(w.done)
-		w.err = s.sources.PutSource(ctx, ref, encodeSource(msgs))
+		if w.err = s.sources.PutSource(ctx, ref, encodeSource(msgs)); w.err == nil {
+			s.keptRecently.add(ref, time.Now())
+		}
 	}()
 	return w
+}
+
+// keptMemo remembers the sources this replica kept in the last keptFresh, so that a
+// conversation compacted again soon (a cache hit, a retry, a fork) is not sent to the store
+// again only to renew a TTL of days. It holds at most keptMemoMax sources.
+type keptMemo struct {
+	mu sync.Mutex
+	at map[cache.SourceRef]time.Time
+}
+
+const (
+	keptFresh   = time.Minute
+	keptMemoMax = 4096
+)
+
+// fresh reports whether ref was kept less than keptFresh before now.
+func (k *keptMemo) fresh(ref cache.SourceRef, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.at[ref]
+	return ok && now.Sub(t) < keptFresh
+}
+
+// add remembers that ref was kept at now, forgetting the stale ones (all of them, when none
+// is stale) when the memo is full.
+func (k *keptMemo) add(ref cache.SourceRef, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.at == nil {
+		k.at = map[cache.SourceRef]time.Time{}
+	}
+	if len(k.at) >= keptMemoMax {
+		for r, t := range k.at {
+			if now.Sub(t) >= keptFresh {
+				delete(k.at, r)
+			}
+		}
+		if len(k.at) >= keptMemoMax {
+			clear(k.at)
+		}
+	}
+	k.at[ref] = now
 }
 
 // join waits for the write to end: msgs point into the request's buffer, which is released
