@@ -36,8 +36,10 @@ import (
 
 // chaosEnv is what every chaos scenario runs against.
 type chaosEnv struct {
-	ctx       context.Context
-	dir, bin  string
+	ctx      context.Context
+	dir, bin string
+	// sources are the sources keepSources kept, for expands.
+	sources   []keptSource
 	args, env []string
 	redis     *proc
 	redisPort int
@@ -144,11 +146,12 @@ func chaosScenarios() []chaosScenario {
 			goal: "0 failed calls; the cache degrades to each replica's memory while Redis is down and hits again once it is back",
 			d:    25 * time.Second,
 			events: []chaosEvent{
+				{3 * time.Second, "compact 20 new conversations, keeping their sources", nil, (*chaosEnv).keepSources},
 				{5 * time.Second, "SIGKILL redis-server", (*chaosEnv).killRedis, nil},
-				{6 * time.Second, "compact and expand with Redis down", nil, (*chaosEnv).expands},
+				{6 * time.Second, "expand them with Redis down", nil, (*chaosEnv).expands},
 				{12 * time.Second, "restart redis-server on the same port (empty: no persistence)", (*chaosEnv).startRedis, nil},
 				{12 * time.Second, "measure how soon replicas share summaries again", nil, (*chaosEnv).sharedAgain},
-				{14 * time.Second, "compact and expand with Redis back", nil, (*chaosEnv).expands},
+				{14 * time.Second, "expand them with Redis back (empty)", nil, (*chaosEnv).expands},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
 				p := append(noFailures(e, r), notes(r)...)
@@ -163,9 +166,11 @@ func chaosScenarios() []chaosScenario {
 			goal: "0 failed calls while a TCP proxy stops forwarding to Redis for 7 s (a partition, not a refusal); each cache command gives up within its 50 ms budget; the breaker opens and closes",
 			d:    20 * time.Second,
 			events: []chaosEvent{
+				{3 * time.Second, "compact 20 new conversations, keeping their sources", nil, (*chaosEnv).keepSources},
 				{5 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.Stall(true); return nil }, nil},
-				{6 * time.Second, "compact and expand while Redis is stalled", nil, (*chaosEnv).expands},
+				{6 * time.Second, "expand them while Redis is stalled", nil, (*chaosEnv).expands},
 				{12 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.Stall(false); return nil }, nil},
+				{14 * time.Second, "expand them with Redis back", nil, (*chaosEnv).expands},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
 				p := append(noFailures(e, r), notes(r)...)

@@ -15,68 +15,96 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// expands compacts 20 new conversations on replica-1 and expands each one's source: under
-// Redis faults a source is returned whole (the request's messages, byte for byte) or not at
-// all (UNAVAILABLE with RetryInfo, or no source kept, which Compact then said); anything
-// else is a note starting with NOT.
-func (e *chaosEnv) expands() []string {
-	conn, err := grpc.NewClient(e.replicas[0].addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+// keptSource is a source a chaos probe kept: its hash and the messages Compact received.
+type keptSource struct {
+	hash string
+	msgs []*compactorv1.Message
+}
+
+// keepSources compacts 20 new conversations on replica-1 before a Redis fault and remembers
+// the sources they kept, for expands to ask for during and after it.
+func (e *chaosEnv) keepSources() []string {
+	client, done, err := e.replicaClient()
 	if err != nil {
-		return []string{"NOT expanded: " + err.Error()}
+		return []string{"NOT kept: " + err.Error()}
 	}
-	defer conn.Close()
-	client := compactorv1.NewCompactorServiceClient(conn)
-	var whole, unavailable, notKept int
-	var bad []string
+	defer done()
+	e.sources = nil
 	for range 20 {
 		req, err := uniqueRequest(e.miss, e.seq.Add(1))
 		if err != nil {
-			return []string{"NOT expanded: " + err.Error()}
+			return []string{"NOT kept: " + err.Error()}
 		}
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-		outcome := expandOne(ctx, client, req.(*compactorv1.CompactRequest))
+		resp, err := client.Compact(ctx, req.(*compactorv1.CompactRequest))
+		cancel()
+		if err == nil && resp.GetSourceHash() != "" {
+			e.sources = append(e.sources, keptSource{resp.GetSourceHash(), req.(*compactorv1.CompactRequest).GetMessages()})
+		}
+	}
+	return []string{fmt.Sprintf("kept %d sources of 20 compactions", len(e.sources))}
+}
+
+// expands asks replica-1 for every source keepSources kept: under Redis faults a source is
+// returned whole (the request's messages, byte for byte) or not at all (UNAVAILABLE with
+// RetryInfo, or NOT_FOUND once a restarted Redis has lost it); anything else is a note
+// starting with NOT.
+func (e *chaosEnv) expands() []string {
+	client, done, err := e.replicaClient()
+	if err != nil {
+		return []string{"NOT expanded: " + err.Error()}
+	}
+	defer done()
+	counts := map[string]int{}
+	var bad []string
+	for _, src := range e.sources {
+		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+		outcome := expandOne(ctx, client, src)
 		cancel()
 		switch outcome {
-		case "whole":
-			whole++
-		case "unavailable":
-			unavailable++
-		case "not kept":
-			notKept++
+		case "whole", "unavailable", "not found":
+			counts[outcome]++
 		default:
 			bad = append(bad, outcome)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	note := fmt.Sprintf("expand under Redis faults: %d whole, %d UNAVAILABLE with RetryInfo, %d not kept (Compact said so)", whole, unavailable, notKept)
+	note := fmt.Sprintf("expand of %d sources: %d whole, %d UNAVAILABLE with RetryInfo, %d NOT_FOUND (Redis restarted empty)",
+		len(e.sources), counts["whole"], counts["unavailable"], counts["not found"])
 	if len(bad) > 0 {
 		return []string{note, fmt.Sprintf("NOT whole or nothing: %d expands: %s", len(bad), oneLine(fmt.Sprint(bad), 300))}
 	}
 	return []string{note}
 }
 
-// expandOne compacts req and expands its source whole: "whole", "unavailable", "not kept",
-// or what went wrong.
-func expandOne(ctx context.Context, client compactorv1.CompactorServiceClient, req *compactorv1.CompactRequest) string {
-	resp, err := client.Compact(ctx, req)
+// replicaClient is a client of replica-1, and what closes it.
+func (e *chaosEnv) replicaClient() (compactorv1.CompactorServiceClient, func(), error) {
+	conn, err := grpc.NewClient(e.replicas[0].addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return "compact: " + status.Code(err).String()
+		return nil, nil, err
 	}
-	if resp.GetSourceHash() == "" {
-		return "not kept"
-	}
+	return compactorv1.NewCompactorServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// expandOne expands src whole: "whole", "unavailable", "not found", or what went wrong.
+func expandOne(ctx context.Context, client compactorv1.CompactorServiceClient, src keptSource) string {
 	var got []*compactorv1.Message
-	x := &compactorv1.ExpandRequest{SourceHash: resp.GetSourceHash()}
+	x := &compactorv1.ExpandRequest{SourceHash: src.hash}
 	for {
 		page, err := client.Expand(ctx, x)
 		if err != nil {
 			st := status.Convert(err)
+			switch {
+			case len(got) > 0:
+				return fmt.Sprintf("expand: %s after %d messages", st.Code(), len(got))
+			case st.Code() == codes.NotFound:
+				return "not found"
+			}
 			for _, d := range st.Details() {
-				if _, ok := d.(*errdetails.RetryInfo); ok && st.Code() == codes.Unavailable && len(got) == 0 {
+				if _, ok := d.(*errdetails.RetryInfo); ok && st.Code() == codes.Unavailable {
 					return "unavailable"
 				}
 			}
-			return fmt.Sprintf("expand: %s after %d messages", st.Code(), len(got))
+			return "expand: " + st.Code().String()
 		}
 		got = append(got, page.GetMessages()...)
 		if page.GetNextPageToken() == "" {
@@ -84,10 +112,10 @@ func expandOne(ctx context.Context, client compactorv1.CompactorServiceClient, r
 		}
 		x.PageToken = page.GetNextPageToken()
 	}
-	if len(got) != len(req.GetMessages()) {
-		return fmt.Sprintf("expand: %d of %d messages", len(got), len(req.GetMessages()))
+	if len(got) != len(src.msgs) {
+		return fmt.Sprintf("expand: %d of %d messages", len(got), len(src.msgs))
 	}
-	for i, m := range req.GetMessages() {
+	for i, m := range src.msgs {
 		a, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(got[i])
 		if !bytes.Equal(a, b) {
