@@ -68,7 +68,7 @@ func (e *chaosEnv) expands() []string {
 			bad = append(bad, outcome)
 		}
 	}
-	note := fmt.Sprintf("expand of %d sources: %d whole, %d UNAVAILABLE with RetryInfo, %d NOT_FOUND (Redis restarted empty)",
+	note := fmt.Sprintf("expand of %d sources: %d whole, %d UNAVAILABLE with RetryInfo, %d NOT_FOUND (lost with a Redis restarted empty)",
 		len(e.sources), counts["whole"], counts["unavailable"], counts["not found"])
 	if len(bad) > 0 {
 		return []string{note, fmt.Sprintf("NOT whole or nothing: %d expands: %s", len(bad), oneLine(fmt.Sprint(bad), 300))}
