@@ -36,8 +36,10 @@ import (
 
 // chaosEnv is what every chaos scenario runs against.
 type chaosEnv struct {
-	ctx       context.Context
-	dir, bin  string
+	ctx      context.Context
+	dir, bin string
+	// sources are the sources keepSources kept, for expands.
+	sources   []keptSource
 	args, env []string
 	redis     *proc
 	redisPort int
@@ -144,12 +146,15 @@ func chaosScenarios() []chaosScenario {
 			goal: "0 failed calls; the cache degrades to each replica's memory while Redis is down and hits again once it is back",
 			d:    25 * time.Second,
 			events: []chaosEvent{
+				{3 * time.Second, "compact 20 new conversations, keeping their sources", nil, (*chaosEnv).keepSources},
 				{5 * time.Second, "SIGKILL redis-server", (*chaosEnv).killRedis, nil},
+				{6 * time.Second, "expand them with Redis down", nil, (*chaosEnv).expands},
 				{12 * time.Second, "restart redis-server on the same port (empty: no persistence)", (*chaosEnv).startRedis, nil},
 				{12 * time.Second, "measure how soon replicas share summaries again", nil, (*chaosEnv).sharedAgain},
+				{14 * time.Second, "expand them with Redis back (empty)", nil, (*chaosEnv).expands},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
-				p := noFailures(e, r)
+				p := append(noFailures(e, r), notes(r)...)
 				if !slices.ContainsFunc(r.notes, func(n string) bool { return strings.HasPrefix(n, "shared again") }) {
 					p = append(p, "replicas did not share summaries within 10 s of Redis returning")
 				}
@@ -161,11 +166,14 @@ func chaosScenarios() []chaosScenario {
 			goal: "0 failed calls while a TCP proxy stops forwarding to Redis for 7 s (a partition, not a refusal); each cache command gives up within its 50 ms budget; the breaker opens and closes",
 			d:    20 * time.Second,
 			events: []chaosEvent{
+				{3 * time.Second, "compact 20 new conversations, keeping their sources", nil, (*chaosEnv).keepSources},
 				{5 * time.Second, "stall the proxy to Redis", func(e *chaosEnv) error { e.proxy.Stall(true); return nil }, nil},
+				{6 * time.Second, "expand them while Redis is stalled", nil, (*chaosEnv).expands},
 				{12 * time.Second, "resume the proxy", func(e *chaosEnv) error { e.proxy.Stall(false); return nil }, nil},
+				{14 * time.Second, "expand them with Redis back", nil, (*chaosEnv).expands},
 			},
 			check: func(e *chaosEnv, r *chaosResult) []string {
-				p := noFailures(e, r)
+				p := append(noFailures(e, r), notes(r)...)
 				if r.breakerOpen == 0 || r.breakerClose == 0 {
 					p = append(p, fmt.Sprintf("breaker opened %d and closed %d times; want both", r.breakerOpen, r.breakerClose))
 				}
@@ -234,6 +242,17 @@ func chaosScenarios() []chaosScenario {
 			},
 		},
 	}
+}
+
+// notes are the result's notes that say a goal was NOT met.
+func notes(r *chaosResult) []string {
+	var p []string
+	for _, n := range r.notes {
+		if strings.HasPrefix(n, "NOT") {
+			p = append(p, n)
+		}
+	}
+	return p
 }
 
 // runChaos runs every chaos scenario and writes results/chaos.md; it reports whether every

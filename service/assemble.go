@@ -11,11 +11,12 @@ import (
 // the requests kept verbatim and the tail.
 
 // messages is the compacted conversation: the head (pruned; the standing instructions split
-// from the messages before the cut in their place), [the compact prompt], the summary of text,
+// from the messages before the cut in their place), [the compact prompt], the summary of text
+// (ending with the source marker when the source is kept),
 // the requests kept verbatim, then the tail (pruned). The summary stands for the messages
 // before the cut that are not kept: the plan's summarized ones and those an earlier summary
 // covered (its dropped ones).
-func (c *compaction) messages(pruned []*compactorv1.Message, text string) []*compactorv1.Message {
+func (c *compaction) messages(pruned []*compactorv1.Message, text string, sourced bool) []*compactorv1.Message {
 	out := make([]*compactorv1.Message, 0, len(c.msgs)-c.cut+8)
 	head := 0
 	for i := range c.cut {
@@ -30,7 +31,12 @@ func (c *compaction) messages(pruned []*compactorv1.Message, text string) []*com
 	if c.req.GetEmitCompactPrompt() {
 		out = append(out, compactPromptMessage(c.req.GetInstructions()))
 	}
-	out = append(out, engine.SummaryMessage(text, folded, len(c.kept)+c.leading))
+	sm := engine.SummaryMessage(text, folded, len(c.kept)+c.leading)
+	if sourced && c.marker != "" {
+		t := sm.GetParts()[0].GetText()
+		t.Text = engine.WithSourceMarker(t.GetText(), c.marker)
+	}
+	out = append(out, sm)
 	for _, k := range c.kept {
 		if sp, ok := c.splits[int(k)]; ok {
 			out = append(out, sp.rest)

@@ -71,13 +71,18 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if plan.GetAction() == compactorv1.Action_ACTION_NONE {
 		return resp, nil
 	}
+	src := s.keepSource(ctx, req.GetMessages(), req.GetPolicy())
+	defer src.join()
 	pruned := engine.ApplyPrune(msgs, d)
 	if plan.GetAction() == compactorv1.Action_ACTION_PRUNE {
+		if err := sourced(resp, src); err != nil {
+			return nil, toStatus(err)
+		}
 		s.compacted(resp, pruned)
 		return resp, nil
 	}
 
-	c, err := s.newCompaction(req, msgs, d, sum)
+	c, err := s.newCompaction(req, msgs, d, sum, src)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -88,9 +93,9 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 }
 
 // newCompaction is the summarization decision d makes of msgs.
-func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer) (*compaction, error) {
+func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer, src *sourceWrite) (*compaction, error) {
 	plan := d.Response
-	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests}
+	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests, src: src}
 	c.kept = c.keptPositions()
 	for _, i := range plan.GetInstructionIndexes() {
 		if disp := plan.GetDispositions()[i]; int(i) < c.cut && disp != compactorv1.Disposition_DISPOSITION_KEEP {
@@ -105,6 +110,7 @@ func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compacto
 	if c.room, err = c.textRoom(); err != nil {
 		return nil, err
 	}
+	c.reserveMarker()
 	return c, nil
 }
 
@@ -131,12 +137,15 @@ func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse,
 	if err != nil {
 		return err
 	}
+	if err := sourced(resp, c.src); err != nil {
+		return err
+	}
 	resp.CacheStatus = cacheStatusProto(outcome)
 	s.metrics.CacheLookup(outcome)
 	span.SetAttributes(cache.AttrHit.Bool(outcome == cache.StatusHit),
 		attrCacheStatus.String(resp.CacheStatus.String()), attrPrefixHash.String(c.plan.GetPrefixHash()))
 
-	s.compacted(resp, c.messages(pruned, entry.Text))
+	s.compacted(resp, c.messages(pruned, entry.Text, resp.GetSourceHash() != ""))
 	resp.Summary = summaryProto(entry, len(c.kept), fallbackFrom)
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return nil
@@ -174,6 +183,10 @@ type compaction struct {
 	splits map[int]split
 	// bypass is set when a fallback writes the summary: none of it is cached.
 	bypass bool
+	// src is the source being kept (nil: none), and marker the line the summary message ends
+	// with to name it ("" when the room cannot take it); room has been reduced by it.
+	src    *sourceWrite
+	marker string
 }
 
 // split is a message split from its standing instructions.

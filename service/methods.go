@@ -30,6 +30,7 @@ func compactorService(d requestDecoder) *grpc.ServiceDesc {
 		"Compact": method(d, "Compact", compactorv1.CompactorServiceServer.Compact),
 		"Lower":   method(d, "Lower", compactorv1.CompactorServiceServer.Lower),
 		"Lift":    method(d, "Lift", compactorv1.CompactorServiceServer.Lift),
+		"Expand":  method(d, "Expand", compactorv1.CompactorServiceServer.Expand),
 	}
 	sd := compactorv1.CompactorService_ServiceDesc
 	sd.Methods = make([]grpc.MethodDesc, 0, len(sd.Methods))

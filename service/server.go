@@ -42,6 +42,15 @@ type Options struct {
 	// Logger receives what goes wrong away from any call (a panic in a summarization its
 	// caller left); nil discards it.
 	Logger *slog.Logger
+	// Sources keeps every compaction's source (the conversation it received) for Expand; nil
+	// means an in-memory store with cache.DefaultSourceTTL and cache.DefaultSourceBudget,
+	// unless DiscardSources.
+	Sources cache.Sources
+	// DiscardSources keeps no sources: Compact names none and Expand finds none.
+	DiscardSources bool
+	// MaxMessageBytes bounds an Expand page (the responses the server sends); zero means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
 }
 
 // SummaryAdmitter admits summarizer calls to a model and is told what each spent: the
@@ -67,12 +76,25 @@ type Server struct {
 	admit           SummaryAdmitter
 	logger          *slog.Logger
 	flights         flights
+	sources         cache.Sources // nil: none kept
+	keptRecently    keptMemo
+	maxMessageBytes int
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
 	s := &Server{limits: o.Limits, counter: o.Counter, summarizers: o.Summarizers, cache: o.Cache,
-		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit, logger: o.Logger}
+		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit, logger: o.Logger,
+		sources: o.Sources, maxMessageBytes: o.MaxMessageBytes}
+	if s.sources == nil && !o.DiscardSources {
+		s.sources = cache.NewMemorySources(cache.MemorySourcesOptions{})
+	}
+	if o.DiscardSources {
+		s.sources = nil
+	}
+	if s.maxMessageBytes <= 0 {
+		s.maxMessageBytes = DefaultMaxMessageBytes
+	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}

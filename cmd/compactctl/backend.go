@@ -28,6 +28,7 @@ type backend interface {
 	Compact(context.Context, *compactorv1.CompactRequest) (*compactorv1.CompactResponse, error)
 	Lower(context.Context, *compactorv1.LowerRequest) (*compactorv1.LowerResponse, error)
 	Lift(context.Context, *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error)
+	Expand(context.Context, *compactorv1.ExpandRequest) (*compactorv1.ExpandResponse, error)
 }
 
 // connFlags say where the backend is and how to reach it.
@@ -220,4 +221,8 @@ func (r remote) Lower(ctx context.Context, req *compactorv1.LowerRequest) (*comp
 
 func (r remote) Lift(ctx context.Context, req *compactorv1.LiftRequest) (*compactorv1.LiftResponse, error) {
 	return r.client.Lift(r.ctx(ctx), req)
+}
+
+func (r remote) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*compactorv1.ExpandResponse, error) {
+	return r.client.Expand(r.ctx(ctx), req)
 }

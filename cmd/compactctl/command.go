@@ -18,7 +18,7 @@ import (
 
 // command is one invocation: its flags, its streams and, once connected, its backend.
 type command struct {
-	name  string // the command: lift, plan, compact, lower or health
+	name  string // the command: lift, plan, compact, lower, expand or health
 	input string // the input file; "" or "-" is standard input (health: the service)
 	// inputIsIR is set when the input was read as an IR document (not a provider body).
 	inputIsIR bool
@@ -38,6 +38,9 @@ type command struct {
 	strict   bool   // LowerRequest.strict
 	explain  bool   // plan: the table (plan's default output)
 	full     bool   // plan and compact: the whole response as JSON
+	diff     bool   // compact: what became of each original message
+	// sourceHash and sourceRange are expand's source and range (ExpandRequest).
+	sourceHash, sourceRange string
 
 	policyFile string
 	// typed is the flags the command line set, by name (the fields of a --policy file are
@@ -80,6 +83,9 @@ func (c *command) flags() *flag.FlagSet {
 	fs.BoolVar(&c.force, "force", false, "compact: summarize even under the trigger")
 	fs.StringVar(&c.summarizer, "summarizer", "", "compact: the summarizer's name (default: the server's default)")
 	fs.StringVar(&c.instruct, "instructions", "", "compact: extra focus for the summary")
+	fs.BoolVar(&c.diff, "diff", false, "compact: print what became of each original message (kept, summarized, pruned, cut) instead of the conversation")
+	fs.StringVar(&c.sourceHash, "hash", "", "expand: the source to expand (CompactResponse.source_hash); no input is read")
+	fs.StringVar(&c.sourceRange, "range", "", "expand: which messages of the source, as a citation (m12–m18) or 12-18")
 	return fs
 }
 
@@ -102,6 +108,12 @@ func (c *command) check() error {
 		return errors.New("lower needs --to")
 	case c.name == "lift" && c.from == "ir":
 		return errors.New("lift reads a provider body, not --from ir")
+	case c.diff && c.name != "compact":
+		return errors.New("--diff applies to compact only")
+	case c.diff && (c.full || c.to != ""):
+		return errors.New("--diff prints the diff; --json and --to print the result: choose one")
+	case (c.sourceHash != "" || c.sourceRange != "") && c.name != "expand":
+		return errors.New("--hash and --range apply to expand only")
 	case c.explain && c.name != "plan":
 		return errors.New("--explain applies to plan only")
 	case c.explain && c.full:

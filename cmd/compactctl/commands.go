@@ -141,6 +141,9 @@ func compact(ctx context.Context, c *command) error {
 	if c.full {
 		return c.printJSON(r, true)
 	}
+	if c.diff {
+		return c.printDiff(doc.Messages, r)
+	}
 	if r.Compacted {
 		doc.Messages = r.Messages
 	} else {

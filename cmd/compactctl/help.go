@@ -31,7 +31,10 @@ var commandDocs = []struct {
 	{"plan", commandDoc{"[file|-]", "print the compaction plan as a table (--json: as JSON)",
 		append([]string{"from", "explain", "json"}, policyFlagNames...)}},
 	{"compact", commandDoc{"[file|-]", "print the compacted conversation (--to: as a provider body)",
-		slices.Concat([]string{"from", "json", "force", "summarizer", "instructions"}, policyFlagNames, lowerFlagNames)}},
+		slices.Concat([]string{"from", "json", "diff", "force", "summarizer", "instructions"}, policyFlagNames, lowerFlagNames)}},
+	{"expand", commandDoc{"[file|-]", "print the original messages behind the input's newest summary, or --hash's\n" +
+		"(the conversation the compaction received; --range: some of them), kept by the server",
+		append([]string{"from", "hash", "range"}, lowerFlagNames...)}},
 	{"lower", commandDoc{"[file|-]", "print the conversation as a provider body (--to is required)",
 		append([]string{"from"}, lowerFlagNames...)}},
 	{"health", commandDoc{"[service]", "ask the server's grpc.health.v1 service (no credentials or\n" +
@@ -76,7 +79,7 @@ func printHelp(w io.Writer, fs *flag.FlagSet, name string) {
 		fmt.Fprintf(w, "Connection flags: %s\n(compactctl -h describes them, and the exit statuses)\n", "--"+strings.Join(conn, ", --"))
 		return
 	}
-	fmt.Fprint(w, "usage: compactctl [flags] plan|compact|lower|lift [file|-]\n"+
+	fmt.Fprint(w, "usage: compactctl [flags] plan|compact|lower|lift|expand [file|-]\n"+
 		"       compactctl [flags] health [service]\n"+
 		"       compactctl help [command]\n\n")
 	for _, d := range commandDocs {

@@ -86,6 +86,7 @@ var commands = map[string]func(ctx context.Context, c *command) error{
 	"compact": compact,
 	"lower":   lower,
 	"health":  health,
+	"expand":  expand,
 }
 
 // run is compactctl with its environment passed in; it returns the exit status.

@@ -106,6 +106,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Metrics:         m,
 		Admit:           sec.admit,
 		Logger:          logger,
+		Sources:         sc.sources(cfg),
+		DiscardSources:  cfg.SourceTTL == 0,
+		MaxMessageBytes: int(cfg.MaxMessageBytes),
 	})
 	g := service.NewGRPC(srv, service.GRPCOptions{
 		Logger:             logger,
@@ -191,6 +194,8 @@ type summaryCache struct {
 	local *cache.Memory
 	// redis is the shared Redis client (the per-tenant limits count there too), or nil.
 	redis redis.UniversalClient
+	// shared is the Redis cache, or nil.
+	shared *cache.Redis
 	// close releases the Redis connections.
 	close func()
 }
@@ -222,7 +227,19 @@ func openCache(cfg config, tp trace.TracerProvider, logger *slog.Logger) (summar
 		return summaryCache{store: local, local: local, close: func() {}}, nil
 	}
 	// Summaries this replica has seen are served from memory, without a round trip to Redis.
-	return summaryCache{store: cache.NewTiered(local, r), local: local, redis: r.Client(), close: func() { _ = r.Close() }}, nil
+	return summaryCache{store: cache.NewTiered(local, r), local: local, redis: r.Client(), shared: r, close: func() { _ = r.Close() }}, nil
+}
+
+// sources is where compactions' sources are kept: beside the shared cache in Redis, or in
+// memory without one (nil, which the server takes as that, with --source-ttl 0).
+func (sc summaryCache) sources(cfg config) cache.Sources {
+	if cfg.SourceTTL == 0 {
+		return nil
+	}
+	if sc.shared != nil {
+		return cache.NewRedisSources(sc.shared, cfg.SourceTTL, int64(cfg.SourceBudget))
+	}
+	return cache.NewMemorySources(cache.MemorySourcesOptions{TTL: cfg.SourceTTL, Budget: int64(cfg.SourceBudget)})
 }
 
 // breakerLog logs the state changes of the breaker around Redis.

@@ -396,9 +396,13 @@ type Policy struct {
 	HeadroomTurns int32 `protobuf:"varint,21,opt,name=headroom_turns,json=headroomTurns,proto3" json:"headroom_turns,omitempty"`
 	// The provider's prompt-cache prices, which decide when pruning pays for the cache it
 	// rewrites (PrunePolicy.clear_at_least_tokens); default Anthropic's.
-	CachePrices   *CachePrices `protobuf:"bytes,22,opt,name=cache_prices,json=cachePrices,proto3" json:"cache_prices,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CachePrices *CachePrices `protobuf:"bytes,22,opt,name=cache_prices,json=cachePrices,proto3" json:"cache_prices,omitempty"`
+	// Do not keep this compaction's source (CompactResponse.source_hash): its originals cannot
+	// be expanded, and the summary message names no source. The server keeps sources unless
+	// its --source-ttl is 0.
+	DiscardSources bool `protobuf:"varint,23,opt,name=discard_sources,json=discardSources,proto3" json:"discard_sources,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Policy) Reset() {
@@ -527,6 +531,13 @@ func (x *Policy) GetCachePrices() *CachePrices {
 		return x.CachePrices
 	}
 	return nil
+}
+
+func (x *Policy) GetDiscardSources() bool {
+	if x != nil {
+		return x.DiscardSources
+	}
+	return false
 }
 
 // CachePrices are a provider's prompt-cache prices as multiples of its price of an input
@@ -1302,7 +1313,16 @@ type CompactResponse struct {
 	Reason string `protobuf:"bytes,20,opt,name=reason,proto3" json:"reason,omitempty"`
 	// What the compaction had to leave out, one line each (a provider compaction replaced for
 	// target_provider).
-	Warnings      []string `protobuf:"bytes,21,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,21,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// The hash under which the conversation as this call received it (every message, byte
+	// for byte) is kept for Expand, for the server's --source-ttl: the prefix hash of the whole
+	// request (PlanResponse.prefix_hash's chain, at its last message), 64 hex digits. The
+	// summary message names it on its last line (a source marker, engine.SourceMarker:
+	// "[compactord source <hash> m<first>–m<last>: …]", the range being the messages the
+	// summary stands for), so a host that persists only provider bodies keeps it. Empty when
+	// compacted is false, when sources are off (the server's --source-ttl 0 or
+	// Policy.discard_sources), or when the source could not be kept (a warning says why).
+	SourceHash    string `protobuf:"bytes,22,opt,name=source_hash,json=sourceHash,proto3" json:"source_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1384,6 +1404,13 @@ func (x *CompactResponse) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *CompactResponse) GetSourceHash() string {
+	if x != nil {
+		return x.SourceHash
+	}
+	return ""
 }
 
 // Summary describes a summary a compaction wrote.
@@ -1608,6 +1635,177 @@ func (x *Summary) GetEstimatedCost() float64 {
 	return 0
 }
 
+// ExpandRequest asks for the original messages of a compaction's source. Exactly one of
+// message and source_hash is required.
+type ExpandRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A message naming a source: a summary message whose text carries a source marker (the
+	// line "[compactord source <hash> m<first>–m<last>: …]"). Without range, the range the
+	// marker names is returned.
+	Message *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The source's hash (CompactResponse.source_hash), 64 hex digits. Without range, the whole
+	// source is returned: the conversation as Compact received it.
+	SourceHash string `protobuf:"bytes,2,opt,name=source_hash,json=sourceHash,proto3" json:"source_hash,omitempty"`
+	// Which messages, by their index in the source: a citation as summaries write them
+	// ("m12–m18", "[m12-m18]", "m12"), or "12-18". Empty means the marker's range (with
+	// message), else the whole source. A range past the source's end is INVALID_ARGUMENT.
+	Range string `protobuf:"bytes,3,opt,name=range,proto3" json:"range,omitempty"`
+	// Most messages per page; 0 means as many as fit the server's message-size limit.
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, to continue; it is valid only with the same
+	// message or source_hash and range.
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandRequest) Reset() {
+	*x = ExpandRequest{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandRequest) ProtoMessage() {}
+
+func (x *ExpandRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandRequest.ProtoReflect.Descriptor instead.
+func (*ExpandRequest) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ExpandRequest) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *ExpandRequest) GetSourceHash() string {
+	if x != nil {
+		return x.SourceHash
+	}
+	return ""
+}
+
+func (x *ExpandRequest) GetRange() string {
+	if x != nil {
+		return x.Range
+	}
+	return ""
+}
+
+func (x *ExpandRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ExpandRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ExpandResponse is one page of a source's messages.
+type ExpandResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The original messages, byte for byte as Compact received them, in order.
+	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The index in the source of messages[0].
+	FirstIndex int32 `protobuf:"varint,2,opt,name=first_index,json=firstIndex,proto3" json:"first_index,omitempty"`
+	// How many messages the source holds (the conversation Compact received).
+	TotalMessages int32 `protobuf:"varint,3,opt,name=total_messages,json=totalMessages,proto3" json:"total_messages,omitempty"`
+	// The source's hash.
+	SourceHash string `protobuf:"bytes,4,opt,name=source_hash,json=sourceHash,proto3" json:"source_hash,omitempty"`
+	// Set when the range continues past this page: pass it as page_token.
+	NextPageToken string `protobuf:"bytes,5,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandResponse) Reset() {
+	*x = ExpandResponse{}
+	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandResponse) ProtoMessage() {}
+
+func (x *ExpandResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandResponse.ProtoReflect.Descriptor instead.
+func (*ExpandResponse) Descriptor() ([]byte, []int) {
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ExpandResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ExpandResponse) GetFirstIndex() int32 {
+	if x != nil {
+		return x.FirstIndex
+	}
+	return 0
+}
+
+func (x *ExpandResponse) GetTotalMessages() int32 {
+	if x != nil {
+		return x.TotalMessages
+	}
+	return 0
+}
+
+func (x *ExpandResponse) GetSourceHash() string {
+	if x != nil {
+		return x.SourceHash
+	}
+	return ""
+}
+
+func (x *ExpandResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // Session describes a session-stateful back end that already holds the earlier turns.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1622,7 +1820,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1832,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[10]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1845,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{10}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Session) GetActive() bool {
@@ -1730,7 +1928,7 @@ type LowerRequest struct {
 
 func (x *LowerRequest) Reset() {
 	*x = LowerRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1940,7 @@ func (x *LowerRequest) String() string {
 func (*LowerRequest) ProtoMessage() {}
 
 func (x *LowerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[11]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1953,7 @@ func (x *LowerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowerRequest.ProtoReflect.Descriptor instead.
 func (*LowerRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{11}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LowerRequest) GetMessages() []*Message {
@@ -1861,7 +2059,7 @@ type LowerResponse struct {
 
 func (x *LowerResponse) Reset() {
 	*x = LowerResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +2071,7 @@ func (x *LowerResponse) String() string {
 func (*LowerResponse) ProtoMessage() {}
 
 func (x *LowerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[12]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +2084,7 @@ func (x *LowerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowerResponse.ProtoReflect.Descriptor instead.
 func (*LowerResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{12}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LowerResponse) GetBody() string {
@@ -1923,7 +2121,7 @@ type LiftRequest struct {
 
 func (x *LiftRequest) Reset() {
 	*x = LiftRequest{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2133,7 @@ func (x *LiftRequest) String() string {
 func (*LiftRequest) ProtoMessage() {}
 
 func (x *LiftRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[13]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2146,7 @@ func (x *LiftRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftRequest.ProtoReflect.Descriptor instead.
 func (*LiftRequest) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{13}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LiftRequest) GetBody() string {
@@ -1994,7 +2192,7 @@ type LiftResponse struct {
 
 func (x *LiftResponse) Reset() {
 	*x = LiftResponse{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2204,7 @@ func (x *LiftResponse) String() string {
 func (*LiftResponse) ProtoMessage() {}
 
 func (x *LiftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[14]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2217,7 @@ func (x *LiftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LiftResponse.ProtoReflect.Descriptor instead.
 func (*LiftResponse) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{14}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LiftResponse) GetMessages() []*Message {
@@ -2105,7 +2303,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2315,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[15]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2328,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{15}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Tool) GetName() string {
@@ -2192,7 +2390,7 @@ type ProviderTool struct {
 
 func (x *ProviderTool) Reset() {
 	*x = ProviderTool{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2204,7 +2402,7 @@ func (x *ProviderTool) String() string {
 func (*ProviderTool) ProtoMessage() {}
 
 func (x *ProviderTool) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[16]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2217,7 +2415,7 @@ func (x *ProviderTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTool.ProtoReflect.Descriptor instead.
 func (*ProviderTool) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{16}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProviderTool) GetFormat() Provider {
@@ -2257,7 +2455,7 @@ type ToolChoice struct {
 
 func (x *ToolChoice) Reset() {
 	*x = ToolChoice{}
-	mi := &file_compactor_v1_compactor_proto_msgTypes[17]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2467,7 @@ func (x *ToolChoice) String() string {
 func (*ToolChoice) ProtoMessage() {}
 
 func (x *ToolChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_compactor_v1_compactor_proto_msgTypes[17]
+	mi := &file_compactor_v1_compactor_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2480,7 @@ func (x *ToolChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolChoice.ProtoReflect.Descriptor instead.
 func (*ToolChoice) Descriptor() ([]byte, []int) {
-	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{17}
+	return file_compactor_v1_compactor_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolChoice) GetMode() ToolChoiceMode {
@@ -2310,7 +2508,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x05\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xae\x05\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -2326,7 +2524,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x12summary_max_tokens\x18\v \x01(\x03R\x10summaryMaxTokens\x129\n" +
 	"\x19keep_user_messages_tokens\x18\x14 \x01(\x03R\x16keepUserMessagesTokens\x12%\n" +
 	"\x0eheadroom_turns\x18\x15 \x01(\x05R\rheadroomTurns\x12<\n" +
-	"\fcache_prices\x18\x16 \x01(\v2\x19.compactor.v1.CachePricesR\vcachePrices\"7\n" +
+	"\fcache_prices\x18\x16 \x01(\v2\x19.compactor.v1.CachePricesR\vcachePrices\x12'\n" +
+	"\x0fdiscard_sources\x18\x17 \x01(\bR\x0ediscardSources\"7\n" +
 	"\vCachePrices\x12\x12\n" +
 	"\x04read\x18\x01 \x01(\x01R\x04read\x12\x14\n" +
 	"\x05write\x18\x02 \x01(\x01R\x05write\"\xf1\x01\n" +
@@ -2390,7 +2589,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\bprovider\x18\x01 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12(\n" +
 	"\x05tools\x18\x03 \x03(\v2\x12.compactor.v1.ToolR\x05tools\x12\x1b\n" +
-	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\"\xb5\x02\n" +
+	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\"\xd6\x02\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x121\n" +
 	"\bmessages\x18\x02 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12.\n" +
@@ -2398,7 +2597,9 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\asummary\x18\x04 \x01(\v2\x15.compactor.v1.SummaryR\asummary\x12<\n" +
 	"\fcache_status\x18\x05 \x01(\x0e2\x19.compactor.v1.CacheStatusR\vcacheStatus\x12\x16\n" +
 	"\x06reason\x18\x14 \x01(\tR\x06reason\x12\x1a\n" +
-	"\bwarnings\x18\x15 \x03(\tR\bwarnings\"\xfa\x05\n" +
+	"\bwarnings\x18\x15 \x03(\tR\bwarnings\x12\x1f\n" +
+	"\vsource_hash\x18\x16 \x01(\tR\n" +
+	"sourceHash\"\xfa\x05\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -2422,7 +2623,23 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\x125\n" +
 	"\x17cache_read_input_tokens\x18\x1e \x01(\x03R\x14cacheReadInputTokens\x12=\n" +
 	"\x1bcache_creation_input_tokens\x18\x1f \x01(\x03R\x18cacheCreationInputTokens\x12%\n" +
-	"\x0eestimated_cost\x18  \x01(\x01R\restimatedCost\"9\n" +
+	"\x0eestimated_cost\x18  \x01(\x01R\restimatedCost\"\xb3\x01\n" +
+	"\rExpandRequest\x12/\n" +
+	"\amessage\x18\x01 \x01(\v2\x15.compactor.v1.MessageR\amessage\x12\x1f\n" +
+	"\vsource_hash\x18\x02 \x01(\tR\n" +
+	"sourceHash\x12\x14\n" +
+	"\x05range\x18\x03 \x01(\tR\x05range\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\"\xd4\x01\n" +
+	"\x0eExpandResponse\x121\n" +
+	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12\x1f\n" +
+	"\vfirst_index\x18\x02 \x01(\x05R\n" +
+	"firstIndex\x12%\n" +
+	"\x0etotal_messages\x18\x03 \x01(\x05R\rtotalMessages\x12\x1f\n" +
+	"\vsource_hash\x18\x04 \x01(\tR\n" +
+	"sourceHash\x12&\n" +
+	"\x0fnext_page_token\x18\x05 \x01(\tR\rnextPageToken\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\x91\x04\n" +
@@ -2506,12 +2723,13 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x15TOOL_CHOICE_MODE_AUTO\x10\x01\x12\x19\n" +
 	"\x15TOOL_CHOICE_MODE_NONE\x10\x02\x12\x1d\n" +
 	"\x19TOOL_CHOICE_MODE_REQUIRED\x10\x03\x12\x19\n" +
-	"\x15TOOL_CHOICE_MODE_TOOL\x10\x042\x9a\x02\n" +
+	"\x15TOOL_CHOICE_MODE_TOOL\x10\x042\xdf\x02\n" +
 	"\x10CompactorService\x12=\n" +
 	"\x04Plan\x12\x19.compactor.v1.PlanRequest\x1a\x1a.compactor.v1.PlanResponse\x12F\n" +
 	"\aCompact\x12\x1c.compactor.v1.CompactRequest\x1a\x1d.compactor.v1.CompactResponse\x12@\n" +
 	"\x05Lower\x12\x1a.compactor.v1.LowerRequest\x1a\x1b.compactor.v1.LowerResponse\x12=\n" +
-	"\x04Lift\x12\x19.compactor.v1.LiftRequest\x1a\x1a.compactor.v1.LiftResponseB?Z=github.com/compactord/compactord/api/compactor/v1;compactorv1b\x06proto3"
+	"\x04Lift\x12\x19.compactor.v1.LiftRequest\x1a\x1a.compactor.v1.LiftResponse\x12C\n" +
+	"\x06Expand\x12\x1b.compactor.v1.ExpandRequest\x1a\x1c.compactor.v1.ExpandResponseB?Z=github.com/compactord/compactord/api/compactor/v1;compactorv1b\x06proto3"
 
 var (
 	file_compactor_v1_compactor_proto_rawDescOnce sync.Once
@@ -2526,7 +2744,7 @@ func file_compactor_v1_compactor_proto_rawDescGZIP() []byte {
 }
 
 var file_compactor_v1_compactor_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_compactor_v1_compactor_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_compactor_v1_compactor_proto_goTypes = []any{
 	(Provider)(0),           // 0: compactor.v1.Provider
 	(Action)(0),             // 1: compactor.v1.Action
@@ -2543,65 +2761,71 @@ var file_compactor_v1_compactor_proto_goTypes = []any{
 	(*AgentRequest)(nil),    // 12: compactor.v1.AgentRequest
 	(*CompactResponse)(nil), // 13: compactor.v1.CompactResponse
 	(*Summary)(nil),         // 14: compactor.v1.Summary
-	(*Session)(nil),         // 15: compactor.v1.Session
-	(*LowerRequest)(nil),    // 16: compactor.v1.LowerRequest
-	(*LowerResponse)(nil),   // 17: compactor.v1.LowerResponse
-	(*LiftRequest)(nil),     // 18: compactor.v1.LiftRequest
-	(*LiftResponse)(nil),    // 19: compactor.v1.LiftResponse
-	(*Tool)(nil),            // 20: compactor.v1.Tool
-	(*ProviderTool)(nil),    // 21: compactor.v1.ProviderTool
-	(*ToolChoice)(nil),      // 22: compactor.v1.ToolChoice
-	nil,                     // 23: compactor.v1.Tool.ProviderOptionsEntry
-	(*Message)(nil),         // 24: compactor.v1.Message
-	(*structpb.Struct)(nil), // 25: google.protobuf.Struct
+	(*ExpandRequest)(nil),   // 15: compactor.v1.ExpandRequest
+	(*ExpandResponse)(nil),  // 16: compactor.v1.ExpandResponse
+	(*Session)(nil),         // 17: compactor.v1.Session
+	(*LowerRequest)(nil),    // 18: compactor.v1.LowerRequest
+	(*LowerResponse)(nil),   // 19: compactor.v1.LowerResponse
+	(*LiftRequest)(nil),     // 20: compactor.v1.LiftRequest
+	(*LiftResponse)(nil),    // 21: compactor.v1.LiftResponse
+	(*Tool)(nil),            // 22: compactor.v1.Tool
+	(*ProviderTool)(nil),    // 23: compactor.v1.ProviderTool
+	(*ToolChoice)(nil),      // 24: compactor.v1.ToolChoice
+	nil,                     // 25: compactor.v1.Tool.ProviderOptionsEntry
+	(*Message)(nil),         // 26: compactor.v1.Message
+	(*structpb.Struct)(nil), // 27: google.protobuf.Struct
 }
 var file_compactor_v1_compactor_proto_depIdxs = []int32{
 	7,  // 0: compactor.v1.Policy.prune:type_name -> compactor.v1.PrunePolicy
 	8,  // 1: compactor.v1.Policy.reported_usage:type_name -> compactor.v1.Usage
 	6,  // 2: compactor.v1.Policy.cache_prices:type_name -> compactor.v1.CachePrices
-	24, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
+	26, // 3: compactor.v1.PlanRequest.messages:type_name -> compactor.v1.Message
 	5,  // 4: compactor.v1.PlanRequest.policy:type_name -> compactor.v1.Policy
 	1,  // 5: compactor.v1.PlanResponse.action:type_name -> compactor.v1.Action
 	2,  // 6: compactor.v1.PlanResponse.dispositions:type_name -> compactor.v1.Disposition
-	24, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
+	26, // 7: compactor.v1.CompactRequest.messages:type_name -> compactor.v1.Message
 	5,  // 8: compactor.v1.CompactRequest.policy:type_name -> compactor.v1.Policy
 	0,  // 9: compactor.v1.CompactRequest.target_provider:type_name -> compactor.v1.Provider
 	12, // 10: compactor.v1.CompactRequest.agent_request:type_name -> compactor.v1.AgentRequest
 	0,  // 11: compactor.v1.AgentRequest.provider:type_name -> compactor.v1.Provider
-	20, // 12: compactor.v1.AgentRequest.tools:type_name -> compactor.v1.Tool
-	24, // 13: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
+	22, // 12: compactor.v1.AgentRequest.tools:type_name -> compactor.v1.Tool
+	26, // 13: compactor.v1.CompactResponse.messages:type_name -> compactor.v1.Message
 	10, // 14: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
 	14, // 15: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
 	3,  // 16: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
-	24, // 17: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
-	0,  // 18: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
-	15, // 19: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
-	20, // 20: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
-	22, // 21: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
-	0,  // 22: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
-	0,  // 23: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
-	24, // 24: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
-	0,  // 25: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
-	20, // 26: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
-	22, // 27: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
-	23, // 28: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
-	21, // 29: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
-	0,  // 30: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
-	4,  // 31: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
-	25, // 32: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
-	9,  // 33: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
-	11, // 34: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
-	16, // 35: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
-	18, // 36: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
-	10, // 37: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
-	13, // 38: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
-	17, // 39: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
-	19, // 40: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
-	37, // [37:41] is the sub-list for method output_type
-	33, // [33:37] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	26, // 17: compactor.v1.ExpandRequest.message:type_name -> compactor.v1.Message
+	26, // 18: compactor.v1.ExpandResponse.messages:type_name -> compactor.v1.Message
+	26, // 19: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
+	0,  // 20: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
+	17, // 21: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
+	22, // 22: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
+	24, // 23: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
+	0,  // 24: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
+	0,  // 25: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
+	26, // 26: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
+	0,  // 27: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
+	22, // 28: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
+	24, // 29: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
+	25, // 30: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
+	23, // 31: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
+	0,  // 32: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
+	4,  // 33: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
+	27, // 34: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
+	9,  // 35: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
+	11, // 36: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
+	18, // 37: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
+	20, // 38: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
+	15, // 39: compactor.v1.CompactorService.Expand:input_type -> compactor.v1.ExpandRequest
+	10, // 40: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
+	13, // 41: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
+	19, // 42: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
+	21, // 43: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
+	16, // 44: compactor.v1.CompactorService.Expand:output_type -> compactor.v1.ExpandResponse
+	40, // [40:45] is the sub-list for method output_type
+	35, // [35:40] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_compactor_proto_init() }
@@ -2610,14 +2834,14 @@ func file_compactor_v1_compactor_proto_init() {
 		return
 	}
 	file_compactor_v1_conversation_proto_init()
-	file_compactor_v1_compactor_proto_msgTypes[15].OneofWrappers = []any{}
+	file_compactor_v1_compactor_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactor_v1_compactor_proto_rawDesc), len(file_compactor_v1_compactor_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

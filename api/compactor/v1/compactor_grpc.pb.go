@@ -23,6 +23,7 @@ const (
 	CompactorService_Compact_FullMethodName = "/compactor.v1.CompactorService/Compact"
 	CompactorService_Lower_FullMethodName   = "/compactor.v1.CompactorService/Lower"
 	CompactorService_Lift_FullMethodName    = "/compactor.v1.CompactorService/Lift"
+	CompactorService_Expand_FullMethodName  = "/compactor.v1.CompactorService/Expand"
 )
 
 // CompactorServiceClient is the client API for CompactorService service.
@@ -47,6 +48,14 @@ type CompactorServiceClient interface {
 	Lower(ctx context.Context, in *LowerRequest, opts ...grpc.CallOption) (*LowerResponse, error)
 	// Lift reads a provider request body back into a conversation.
 	Lift(ctx context.Context, in *LiftRequest, opts ...grpc.CallOption) (*LiftResponse, error)
+	// Expand returns the original messages a compaction kept as its source (see
+	// CompactResponse.source_hash): the conversation as Compact received it, byte for byte, so
+	// the messages a summary folded, the tool outputs it pruned or cut, or the whole
+	// pre-compaction conversation (to undo the compaction). Sources are the caller's tenant's:
+	// an unknown or expired hash, and another tenant's, are NOT_FOUND naming the hash; the store
+	// down is UNAVAILABLE with RetryInfo; a malformed hash, range or page token is
+	// INVALID_ARGUMENT naming the field. A source is returned whole or not at all.
+	Expand(ctx context.Context, in *ExpandRequest, opts ...grpc.CallOption) (*ExpandResponse, error)
 }
 
 type compactorServiceClient struct {
@@ -97,6 +106,16 @@ func (c *compactorServiceClient) Lift(ctx context.Context, in *LiftRequest, opts
 	return out, nil
 }
 
+func (c *compactorServiceClient) Expand(ctx context.Context, in *ExpandRequest, opts ...grpc.CallOption) (*ExpandResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExpandResponse)
+	err := c.cc.Invoke(ctx, CompactorService_Expand_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CompactorServiceServer is the server API for CompactorService service.
 // All implementations must embed UnimplementedCompactorServiceServer
 // for forward compatibility.
@@ -119,6 +138,14 @@ type CompactorServiceServer interface {
 	Lower(context.Context, *LowerRequest) (*LowerResponse, error)
 	// Lift reads a provider request body back into a conversation.
 	Lift(context.Context, *LiftRequest) (*LiftResponse, error)
+	// Expand returns the original messages a compaction kept as its source (see
+	// CompactResponse.source_hash): the conversation as Compact received it, byte for byte, so
+	// the messages a summary folded, the tool outputs it pruned or cut, or the whole
+	// pre-compaction conversation (to undo the compaction). Sources are the caller's tenant's:
+	// an unknown or expired hash, and another tenant's, are NOT_FOUND naming the hash; the store
+	// down is UNAVAILABLE with RetryInfo; a malformed hash, range or page token is
+	// INVALID_ARGUMENT naming the field. A source is returned whole or not at all.
+	Expand(context.Context, *ExpandRequest) (*ExpandResponse, error)
 	mustEmbedUnimplementedCompactorServiceServer()
 }
 
@@ -140,6 +167,9 @@ func (UnimplementedCompactorServiceServer) Lower(context.Context, *LowerRequest)
 }
 func (UnimplementedCompactorServiceServer) Lift(context.Context, *LiftRequest) (*LiftResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Lift not implemented")
+}
+func (UnimplementedCompactorServiceServer) Expand(context.Context, *ExpandRequest) (*ExpandResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Expand not implemented")
 }
 func (UnimplementedCompactorServiceServer) mustEmbedUnimplementedCompactorServiceServer() {}
 func (UnimplementedCompactorServiceServer) testEmbeddedByValue()                          {}
@@ -234,6 +264,24 @@ func _CompactorService_Lift_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CompactorService_Expand_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExpandRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CompactorServiceServer).Expand(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CompactorService_Expand_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CompactorServiceServer).Expand(ctx, req.(*ExpandRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CompactorService_ServiceDesc is the grpc.ServiceDesc for CompactorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -256,6 +304,10 @@ var CompactorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Lift",
 			Handler:    _CompactorService_Lift_Handler,
+		},
+		{
+			MethodName: "Expand",
+			Handler:    _CompactorService_Expand_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

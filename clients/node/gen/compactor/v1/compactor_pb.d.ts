@@ -84,6 +84,11 @@ export declare type Policy = Message<"compactor.v1.Policy"> & {
    * @generated from field: compactor.v1.CachePrices cache_prices = 22;
    */
   cachePrices?: CachePrices | undefined;
+
+  /**
+   * @generated from field: bool discard_sources = 23;
+   */
+  discardSources: boolean;
 };
 
 /**
@@ -447,6 +452,11 @@ export declare type CompactResponse = Message<"compactor.v1.CompactResponse"> & 
    * @generated from field: repeated string warnings = 21;
    */
   warnings: string[];
+
+  /**
+   * @generated from field: string source_hash = 22;
+   */
+  sourceHash: string;
 };
 
 /**
@@ -560,6 +570,78 @@ export declare type Summary = Message<"compactor.v1.Summary"> & {
  * Use `create(SummarySchema)` to create a new message.
  */
 export declare const SummarySchema: GenMessage<Summary>;
+
+/**
+ * @generated from message compactor.v1.ExpandRequest
+ */
+export declare type ExpandRequest = Message<"compactor.v1.ExpandRequest"> & {
+  /**
+   * @generated from field: compactor.v1.Message message = 1;
+   */
+  message?: Message$1 | undefined;
+
+  /**
+   * @generated from field: string source_hash = 2;
+   */
+  sourceHash: string;
+
+  /**
+   * @generated from field: string range = 3;
+   */
+  range: string;
+
+  /**
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message compactor.v1.ExpandRequest.
+ * Use `create(ExpandRequestSchema)` to create a new message.
+ */
+export declare const ExpandRequestSchema: GenMessage<ExpandRequest>;
+
+/**
+ * @generated from message compactor.v1.ExpandResponse
+ */
+export declare type ExpandResponse = Message<"compactor.v1.ExpandResponse"> & {
+  /**
+   * @generated from field: repeated compactor.v1.Message messages = 1;
+   */
+  messages: Message$1[];
+
+  /**
+   * @generated from field: int32 first_index = 2;
+   */
+  firstIndex: number;
+
+  /**
+   * @generated from field: int32 total_messages = 3;
+   */
+  totalMessages: number;
+
+  /**
+   * @generated from field: string source_hash = 4;
+   */
+  sourceHash: string;
+
+  /**
+   * @generated from field: string next_page_token = 5;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message compactor.v1.ExpandResponse.
+ * Use `create(ExpandResponseSchema)` to create a new message.
+ */
+export declare const ExpandResponseSchema: GenMessage<ExpandResponse>;
 
 /**
  * @generated from message compactor.v1.Session
@@ -1049,6 +1131,14 @@ export declare const CompactorService: GenService<{
     methodKind: "unary";
     input: typeof LiftRequestSchema;
     output: typeof LiftResponseSchema;
+  },
+  /**
+   * @generated from rpc compactor.v1.CompactorService.Expand
+   */
+  expand: {
+    methodKind: "unary";
+    input: typeof ExpandRequestSchema;
+    output: typeof ExpandResponseSchema;
   },
 }>;
 

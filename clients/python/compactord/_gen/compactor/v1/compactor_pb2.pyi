@@ -75,12 +75,13 @@ class CompactRequest(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ..., agent_request: _Optional[_Union[AgentRequest, _Mapping]] = ...) -> None: ...
 
 class CompactResponse(_message.Message):
-    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "summary", "warnings"]
+    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "source_hash", "summary", "warnings"]
     CACHE_STATUS_FIELD_NUMBER: _ClassVar[int]
     COMPACTED_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_HASH_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     cache_status: CacheStatus
@@ -88,9 +89,38 @@ class CompactResponse(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     plan: PlanResponse
     reason: str
+    source_hash: str
     summary: Summary
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., source_hash: _Optional[str] = ...) -> None: ...
+
+class ExpandRequest(_message.Message):
+    __slots__ = ["message", "page_size", "page_token", "range", "source_hash"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_HASH_FIELD_NUMBER: _ClassVar[int]
+    message: _conversation_pb2.Message
+    page_size: int
+    page_token: str
+    range: str
+    source_hash: str
+    def __init__(self, message: _Optional[_Union[_conversation_pb2.Message, _Mapping]] = ..., source_hash: _Optional[str] = ..., range: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ExpandResponse(_message.Message):
+    __slots__ = ["first_index", "messages", "next_page_token", "source_hash", "total_messages"]
+    FIRST_INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_HASH_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    first_index: int
+    messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
+    next_page_token: str
+    source_hash: str
+    total_messages: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., first_index: _Optional[int] = ..., total_messages: _Optional[int] = ..., source_hash: _Optional[str] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class LiftRequest(_message.Message):
     __slots__ = ["body", "provider"]
@@ -215,9 +245,10 @@ class PlanResponse(_message.Message):
     def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ..., head_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., kept_request_tokens: _Optional[int] = ..., tail_tokens: _Optional[int] = ..., cut_tokens: _Optional[int] = ..., instruction_indexes: _Optional[_Iterable[int]] = ..., instruction_tokens: _Optional[int] = ..., cached_prefix_tokens: _Optional[int] = ..., rewritten_tokens: _Optional[int] = ..., turn_tokens: _Optional[int] = ..., headroom_turns: _Optional[float] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ["cache_prices", "context_window", "headroom_turns", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
+    __slots__ = ["cache_prices", "context_window", "discard_sources", "headroom_turns", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
     CACHE_PRICES_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_SOURCES_FIELD_NUMBER: _ClassVar[int]
     HEADROOM_TURNS_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_TURNS_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +263,7 @@ class Policy(_message.Message):
     TRIGGER_TOKENS_FIELD_NUMBER: _ClassVar[int]
     cache_prices: CachePrices
     context_window: int
+    discard_sources: bool
     headroom_turns: int
     keep_recent_tokens: int
     keep_recent_turns: int
@@ -244,7 +276,7 @@ class Policy(_message.Message):
     tokenizer: str
     trigger_ratio: float
     trigger_tokens: int
-    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ..., headroom_turns: _Optional[int] = ..., cache_prices: _Optional[_Union[CachePrices, _Mapping]] = ...) -> None: ...
+    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ..., headroom_turns: _Optional[int] = ..., cache_prices: _Optional[_Union[CachePrices, _Mapping]] = ..., discard_sources: bool = ...) -> None: ...
 
 class ProviderTool(_message.Message):
     __slots__ = ["format", "json", "type"]

@@ -34,6 +34,11 @@ class CompactorServiceStub(object):
                 request_serializer=compactor_dot_v1_dot_compactor__pb2.LiftRequest.SerializeToString,
                 response_deserializer=compactor_dot_v1_dot_compactor__pb2.LiftResponse.FromString,
                 )
+        self.Expand = channel.unary_unary(
+                '/compactor.v1.CompactorService/Expand',
+                request_serializer=compactor_dot_v1_dot_compactor__pb2.ExpandRequest.SerializeToString,
+                response_deserializer=compactor_dot_v1_dot_compactor__pb2.ExpandResponse.FromString,
+                )
 
 
 class CompactorServiceServicer(object):
@@ -63,6 +68,12 @@ class CompactorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Expand(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CompactorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -85,6 +96,11 @@ def add_CompactorServiceServicer_to_server(servicer, server):
                     servicer.Lift,
                     request_deserializer=compactor_dot_v1_dot_compactor__pb2.LiftRequest.FromString,
                     response_serializer=compactor_dot_v1_dot_compactor__pb2.LiftResponse.SerializeToString,
+            ),
+            'Expand': grpc.unary_unary_rpc_method_handler(
+                    servicer.Expand,
+                    request_deserializer=compactor_dot_v1_dot_compactor__pb2.ExpandRequest.FromString,
+                    response_serializer=compactor_dot_v1_dot_compactor__pb2.ExpandResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -161,5 +177,22 @@ class CompactorService(object):
         return grpc.experimental.unary_unary(request, target, '/compactor.v1.CompactorService/Lift',
             compactor_dot_v1_dot_compactor__pb2.LiftRequest.SerializeToString,
             compactor_dot_v1_dot_compactor__pb2.LiftResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Expand(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/compactor.v1.CompactorService/Expand',
+            compactor_dot_v1_dot_compactor__pb2.ExpandRequest.SerializeToString,
+            compactor_dot_v1_dot_compactor__pb2.ExpandResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

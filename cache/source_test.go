@@ -1,0 +1,85 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/redistest"
+)
+
+// testSources runs the contract every Sources keeps: a source back whole, another tenant's
+// not found, the budget per tenant, a renewal free, an expired source freeing its bytes.
+func testSources(t *testing.T, s Sources, expire func()) {
+	t.Helper()
+	ctx := context.Background()
+	ref := func(tenant string, i byte) SourceRef { return NewSourceRef(tenant, [32]byte{i}) }
+	v := bytes.Repeat([]byte("x"), 60)
+	if err := s.PutSource(ctx, ref("a", 1), v); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetSource(ctx, ref("a", 1)); err != nil || !bytes.Equal(got, v) {
+		t.Fatalf("get: %q, %v", got, err)
+	}
+	if _, err := s.GetSource(ctx, ref("b", 1)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another tenant's: %v, want not found", err)
+	}
+	if err := s.PutSource(ctx, ref("a", 1), v); err != nil {
+		t.Errorf("renewal: %v", err)
+	}
+	var be *BudgetError
+	if err := s.PutSource(ctx, ref("a", 2), v); !errors.As(err, &be) || be.Budget != 100 || be.Used != 60 || be.Size != 60 {
+		t.Fatalf("past the budget: %v", err)
+	}
+	if _, err := s.GetSource(ctx, ref("a", 2)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a refused source is stored: %v", err)
+	}
+	if err := s.PutSource(ctx, ref("b", 2), v); err != nil {
+		t.Errorf("another tenant's budget: %v", err)
+	}
+	expire()
+	if _, err := s.GetSource(ctx, ref("a", 1)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after the TTL: %v, want not found", err)
+	}
+	if err := s.PutSource(ctx, ref("a", 2), v); err != nil {
+		t.Errorf("after the TTL freed the budget: %v", err)
+	}
+}
+
+func TestMemorySources(t *testing.T) {
+	now := time.Now()
+	s := NewMemorySources(MemorySourcesOptions{TTL: time.Minute, Budget: 100, Now: func() time.Time { return now }})
+	testSources(t, s, func() { now = now.Add(time.Minute) })
+}
+
+func TestRedisSources(t *testing.T) {
+	node := redistest.Start(t, false)
+	r, err := NewRedis(RedisOptions{URL: "redis://" + node.Addr + "/0", Budget: testBudget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	testSources(t, NewRedisSources(r, 300*time.Millisecond, 100), func() { time.Sleep(400 * time.Millisecond) })
+}
+
+// TestRedisSourcesOnCluster: a tenant's sources and ledger share one slot, so the script
+// runs on a Cluster, from either replica.
+func TestRedisSourcesOnCluster(t *testing.T) {
+	redistest.Need(t)
+	nodes := redistest.Cluster(t, 3)
+	a, b := replicasOn(t, Topology{Mode: ModeCluster, Addrs: []string{nodes[0].Addr}})
+	sa := NewRedisSources(a, 300*time.Millisecond, 100)
+	sb := NewRedisSources(b, 300*time.Millisecond, 100)
+	testSources(t, sa, func() { time.Sleep(400 * time.Millisecond) })
+	ctx := context.Background()
+	for _, tenant := range []string{"c", "d", "e", "f"} { // tenants on different slots
+		if err := sa.PutSource(ctx, NewSourceRef(tenant, [32]byte{9}), []byte("m")); err != nil {
+			t.Fatalf("tenant %s: %v", tenant, err)
+		}
+		if got, err := sb.GetSource(ctx, NewSourceRef(tenant, [32]byte{9})); err != nil || string(got) != "m" {
+			t.Errorf("tenant %s from the other replica: %q, %v", tenant, got, err)
+		}
+	}
+}

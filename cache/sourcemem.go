@@ -1,0 +1,132 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// MemorySourcesOptions configure NewMemorySources. The zero value is usable.
+type MemorySourcesOptions struct {
+	// TTL expires sources this long after they were stored; default DefaultSourceTTL.
+	TTL time.Duration
+	// Budget bounds the bytes of one tenant's live sources; default DefaultSourceBudget.
+	Budget int64
+	// MaxBytes bounds the bytes of all tenants' sources: beyond it the oldest are evicted
+	// (and are then NOT_FOUND, as expired ones are). Default 4 × Budget.
+	MaxBytes int64
+	// Now is the clock (for tests); default time.Now.
+	Now func() time.Time
+}
+
+// MemorySources is an in-process Sources, the default when no Redis is configured: a source
+// is one byte slice, stored and returned whole under one lock.
+type MemorySources struct {
+	ttl      time.Duration
+	budget   int64
+	maxBytes int64
+	now      func() time.Time
+
+	mu    sync.Mutex
+	items map[SourceRef]*memSource
+	order []SourceRef // by time stored (renewals move an entry to the end lazily)
+	used  map[string]int64
+	bytes int64
+}
+
+type memSource struct {
+	b       []byte
+	expires time.Time
+}
+
+var _ Sources = (*MemorySources)(nil)
+
+// NewMemorySources returns an empty in-memory source store.
+func NewMemorySources(opt MemorySourcesOptions) *MemorySources {
+	if opt.TTL <= 0 {
+		opt.TTL = DefaultSourceTTL
+	}
+	if opt.Budget <= 0 {
+		opt.Budget = DefaultSourceBudget
+	}
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = 4 * opt.Budget
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &MemorySources{ttl: opt.TTL, budget: opt.Budget, maxBytes: opt.MaxBytes, now: opt.Now,
+		items: map[SourceRef]*memSource{}, used: map[string]int64{}}
+}
+
+// PutSource implements Sources. b is copied.
+func (m *MemorySources) PutSource(_ context.Context, ref SourceRef, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.expire(now)
+	size := int64(len(b))
+	if it, ok := m.items[ref]; ok && int64(len(it.b)) == size {
+		// The same messages, ids and token counts aside: the newest bytes are kept, so that
+		// the compaction that stored them last gets its own conversation back.
+		copy(it.b, b)
+		it.expires = now.Add(m.ttl)
+		return nil
+	}
+	m.drop(ref) // a renewal of another size is charged anew
+	if used := m.used[ref.tenant]; used+size > m.budget {
+		return &BudgetError{Budget: m.budget, Used: used, Size: size}
+	}
+	m.items[ref] = &memSource{b: append([]byte(nil), b...), expires: now.Add(m.ttl)}
+	m.order = append(m.order, ref)
+	m.used[ref.tenant] += size
+	m.bytes += size
+	for m.bytes > m.maxBytes && len(m.order) > 0 {
+		m.drop(m.order[0])
+		m.order = m.order[1:]
+	}
+	return nil
+}
+
+// GetSource implements Sources. The bytes returned are a copy.
+func (m *MemorySources) GetSource(_ context.Context, ref SourceRef) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[ref]
+	if !ok || !m.now().Before(it.expires) {
+		return nil, ErrNotFound
+	}
+	return append([]byte(nil), it.b...), nil
+}
+
+// expire drops the sources whose TTL ended, oldest first; the caller holds mu.
+func (m *MemorySources) expire(now time.Time) {
+	n := 0
+	for _, ref := range m.order {
+		it, ok := m.items[ref]
+		if !ok {
+			n++ // dropped earlier
+			continue
+		}
+		if now.Before(it.expires) {
+			break
+		}
+		m.drop(ref)
+		n++
+	}
+	m.order = m.order[n:]
+}
+
+// drop removes ref's source, if held; the caller holds mu.
+func (m *MemorySources) drop(ref SourceRef) {
+	it, ok := m.items[ref]
+	if !ok {
+		return
+	}
+	delete(m.items, ref)
+	size := int64(len(it.b))
+	m.bytes -= size
+	if m.used[ref.tenant] -= size; m.used[ref.tenant] <= 0 {
+		delete(m.used, ref.tenant)
+	}
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"errors"
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A compaction's source is the conversation as Compact received it, kept (by the service)
+// under the prefix hash of all its messages. The summary message names it on a line of its
+// own, the source marker, which a host persisting only provider bodies keeps with the text,
+// and which a program finds again with ParseSourceMarker.
+
+// SourceRange is a range of messages of a source, by their index in it, both ends included.
+type SourceRange struct{ First, Last int }
+
+// String writes r as a citation: "m12–m18", or "m12" for one message.
+func (r SourceRange) String() string {
+	if r.First == r.Last {
+		return "m" + strconv.Itoa(r.First)
+	}
+	return "m" + strconv.Itoa(r.First) + "–m" + strconv.Itoa(r.Last)
+}
+
+// sourceMarkerOpen starts every source marker.
+const sourceMarkerOpen = "[compactord source "
+
+// SourceMarker is the line naming the source a summary stands for: the source's hash (64 hex
+// digits) and the range r of its messages the summary covers.
+func SourceMarker(hash string, r SourceRange) string {
+	return sourceMarkerOpen + hash + " " + r.String() + ": the original messages, for Expand]"
+}
+
+// sourceMarker matches a source marker; the last one in a text is the newest.
+var sourceMarker = regexp.MustCompile(`\[compactord source ([0-9a-f]{64}) (m\d{1,9}(?:[–-]m\d{1,9})?)[:\]]`)
+
+// ParseSourceMarker returns the hash and range of the last source marker in text.
+func ParseSourceMarker(text string) (hash string, r SourceRange, ok bool) {
+	if !strings.Contains(text, sourceMarkerOpen) {
+		return "", SourceRange{}, false
+	}
+	all := sourceMarker.FindAllStringSubmatch(text, -1)
+	if len(all) == 0 {
+		return "", SourceRange{}, false
+	}
+	m := all[len(all)-1]
+	r, err := ParseRange(m[2])
+	if err != nil {
+		return "", SourceRange{}, false
+	}
+	return m[1], r, true
+}
+
+// ErrRange is what ParseRange's errors wrap.
+var ErrRange = errors.New("not a message range")
+
+// citation is a range as summaries cite it ("[m12–m18]", "m12-m18", "m12") or as numbers
+// ("12-18", "12").
+var citation = regexp.MustCompile(`^\[?m?(\d{1,9})(?:\s*(?:–|-|—|\.\.)\s*m?(\d{1,9}))?\]?$`)
+
+// ParseRange reads a range of message indexes written as a citation ("m12–m18", "[m12-m18]",
+// "m12") or as numbers ("12-18"); the first index may not exceed the last.
+func ParseRange(s string) (SourceRange, error) {
+	m := citation.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return SourceRange{}, ErrRange
+	}
+	first, _ := strconv.Atoi(m[1]) // at most 9 digits
+	last := first
+	if m[2] != "" {
+		last, _ = strconv.Atoi(m[2])
+	}
+	if last < first {
+		return SourceRange{}, errors.New("the first index exceeds the last")
+	}
+	return SourceRange{First: first, Last: last}, nil
+}
+
+// WithSourceMarker returns the text of a summary message with marker on a line of its own
+// at its end.
+func WithSourceMarker(text, marker string) string { return text + "\n" + marker }
+
+// PrefixHash returns h[len(msgs)] of the prefix hash chain (see Decision.PrefixChain): the
+// hash of the whole conversation, ids and token counts aside, from c's memo where it can.
+// msgs must have passed Limits.Validate.
+func (c *Counter) PrefixHash(msgs []*compactorv1.Message) [32]byte {
+	return c.chain.at(&c.keys, msgs, make([]contentKey, len(msgs)), len(msgs))
+}

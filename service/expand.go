@@ -1,0 +1,177 @@
+package service
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/cache"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/internal/clip"
+	"github.com/compactord/compactord/internal/grpcerr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// sourceRetry is the RetryInfo delay of an Expand the store could not answer: about the
+// cache's circuit breaker cooldown.
+const sourceRetry = 1e9 // 1 s
+
+// expandPageSlack is what a page leaves of the message-size limit for the response's own
+// fields and each message's framing.
+const expandPageSlack = 4 << 10
+
+// hexHash matches a source hash.
+var hexHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Expand implements CompactorService.Expand: the messages of the caller's tenant's source
+// the request names, one page at a time within the server's message-size limit.
+func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*compactorv1.ExpandResponse, error) {
+	hash, r, whole, err := expandTarget(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	from, err := pageStart(req.GetPageToken(), hash, r, whole)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if req.GetPageSize() < 0 {
+		return nil, toStatus(invalid("page_size", "must not be negative"))
+	}
+	if s.sources == nil {
+		return nil, status.Errorf(codes.NotFound, "source %s not found: this server keeps no sources (--source-ttl 0)", hash)
+	}
+	var h [32]byte
+	_, _ = hex.Decode(h[:], []byte(hash)) // hexHash matched
+	b, err := s.sources.GetSource(ctx, cache.NewSourceRef(tenant(ctx), h))
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return nil, status.Errorf(codes.NotFound, "source %s not found: unknown, expired, or not this tenant's", hash)
+	case errors.Is(err, cache.ErrUnavailable):
+		return nil, grpcerr.WithDetails(status.New(codes.Unavailable, "source store unavailable: "+err.Error()),
+			grpcerr.ErrorInfo("SOURCE_STORE_UNAVAILABLE", nil), grpcerr.RetryInfo(sourceRetry))
+	case err != nil:
+		return nil, toStatus(err)
+	}
+	entries, err := sourceEntries(b)
+	if err != nil {
+		return nil, status.Errorf(codes.DataLoss, "source %s: %v", hash, err)
+	}
+	if whole {
+		r = engine.SourceRange{First: 0, Last: len(entries) - 1}
+	}
+	if r.Last >= len(entries) {
+		return nil, toStatus(invalid("range", fmt.Sprintf("%s is past the source's last message, m%d", r, len(entries)-1)))
+	}
+	return s.expandPage(entries, hash, r, max(from, r.First), int(req.GetPageSize()))
+}
+
+// expandPage is the page of entries (the source hash's) from index from within r: as many
+// messages as pageSize allows (0: any number) and the message-size limit holds, at least one.
+func (s *Server) expandPage(entries [][]byte, hash string, r engine.SourceRange, from, pageSize int) (*compactorv1.ExpandResponse, error) {
+	resp := &compactorv1.ExpandResponse{FirstIndex: int32(from), TotalMessages: int32(len(entries)), SourceHash: hash}
+	room := s.maxMessageBytes - expandPageSlack
+	i := from
+	for ; i <= r.Last; i++ {
+		if pageSize > 0 && len(resp.Messages) == pageSize {
+			break
+		}
+		if room -= len(entries[i]) + 8; room < 0 && len(resp.Messages) > 0 {
+			break
+		}
+		m, err := decodeMessage(entries[i])
+		if err != nil {
+			return nil, status.Errorf(codes.DataLoss, "source %s: m%d: %v", hash, i, err)
+		}
+		resp.Messages = append(resp.Messages, m)
+	}
+	if i <= r.Last {
+		resp.NextPageToken = pageToken(hash, r, i)
+	}
+	return resp, nil
+}
+
+// expandTarget reads which source and which of its messages req asks for: the hash, the
+// range, and whether the range is the whole source (no range, and a hash rather than a
+// summary message, whose marker names its range).
+func expandTarget(req *compactorv1.ExpandRequest) (hash string, r engine.SourceRange, whole bool, err error) {
+	switch {
+	case req.GetMessage() != nil && req.GetSourceHash() != "":
+		return "", r, false, invalid("source_hash", "give message or source_hash, not both")
+	case req.GetMessage() != nil:
+		var ok bool
+		if hash, r, ok = engine.ParseSourceMarker(messageText(req.GetMessage())); !ok {
+			return "", r, false, invalid("message", "names no source: it carries no source marker line")
+		}
+	case req.GetSourceHash() != "":
+		hash = strings.ToLower(req.GetSourceHash())
+		if !hexHash.MatchString(hash) {
+			return "", r, false, invalid("source_hash", "must be 64 hex digits (CompactResponse.source_hash)")
+		}
+		whole = true
+	default:
+		return "", r, false, invalid("source_hash", "give message or source_hash")
+	}
+	if req.GetRange() != "" {
+		if r, err = engine.ParseRange(req.GetRange()); err != nil {
+			return "", r, false, invalid("range", fmt.Sprintf("%q: %v (want a citation such as m12–m18, or 12-18)", clip.String(req.GetRange(), 64), err))
+		}
+		whole = false
+	}
+	return hash, r, whole, nil
+}
+
+// messageText is the text parts of m, joined.
+func messageText(m *compactorv1.Message) string {
+	var b strings.Builder
+	for _, p := range m.GetParts() {
+		if t := p.GetText(); t != nil {
+			b.WriteString(t.GetText())
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// pageToken is the opaque token of the page from index next of r in source hash.
+func pageToken(hash string, r engine.SourceRange, next int) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d:%d:%d", hash, r.First, r.Last, next))
+}
+
+// pageStart is the index a page token continues from, checked against the request's source
+// and range; -1 without a token.
+func pageStart(token, hash string, r engine.SourceRange, whole bool) (int, error) {
+	if token == "" {
+		return -1, nil
+	}
+	bad := invalid("page_token", "not a next_page_token of this source and range")
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return 0, bad
+	}
+	f := strings.Split(string(raw), ":")
+	if len(f) != 4 || f[0] != hash {
+		return 0, bad
+	}
+	var n [3]int
+	for i := range n {
+		if n[i], err = strconv.Atoi(f[i+1]); err != nil || n[i] < 0 {
+			return 0, bad
+		}
+	}
+	if (!whole && (n[0] != r.First || n[1] != r.Last)) || n[2] < n[0] || n[2] > n[1] {
+		return 0, bad
+	}
+	return n[2], nil
+}
+
+// invalid is an INVALID_ARGUMENT naming field.
+func invalid(field, why string) error {
+	return &engine.ValidationError{Violations: []engine.FieldViolation{{Field: field, Description: why}}}
+}
