@@ -1317,7 +1317,7 @@ type Summary struct {
 	// Requests the check appended verbatim (whole, or their missing lines) because the summary
 	// dropped them.
 	RequestsAppended int32 `protobuf:"varint,10,opt,name=requests_appended,json=requestsAppended,proto3" json:"requests_appended,omitempty"`
-	// The file paths (dir/.../name.ext) the agent or a request named in the summarized range.
+	// The paths (src/x.py, a/b/c, /etc/hosts, ./run) the agent or a request named in the summarized range.
 	PathsTotal int32 `protobuf:"varint,11,opt,name=paths_total,json=pathsTotal,proto3" json:"paths_total,omitempty"`
 	// Paths the summary or the kept head messages named.
 	PathsRetained int32 `protobuf:"varint,12,opt,name=paths_retained,json=pathsRetained,proto3" json:"paths_retained,omitempty"`
