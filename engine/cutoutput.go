@@ -383,7 +383,8 @@ func countsOf(texts []string, tc tokenizer.Text) []*textCounts {
 }
 
 // splitKeep returns the head (two thirds of n bytes) and tail (the rest) of s, at rune
-// boundaries, moved to a line boundary when one is near.
+// boundaries, moved to a line boundary when one is near: the one head-and-tail cutter, of
+// tool outputs (cutTexts) and of text a summary quotes (Truncate).
 func splitKeep(s string, n int) (head, tail string) {
 	h := n * 2 / 3
 	for h > 0 && !utf8.RuneStart(s[h]) {
