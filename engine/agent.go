@@ -690,11 +690,12 @@ func IsPathLike(w string) bool { return IsPath(w) || IsFileName(w) }
 // IsPath reports whether the word w is a file or directory path: the one rule for paths of
 // every package. A path is 3 to maxPathBytes bytes of letters, digits and _ - . @ ~ + /,
 // with a letter and a slash, and either relative to a known directory (./run, ../x,
-// ~/.bashrc), or with two slashes or more (a/b/c, src/lib/, /etc/hosts), or whose last
-// element is a file name (IsFileName: src/x.py, /setup.py). Not paths: words with one slash
-// and no file name (src/lib, and/or, TCP/IP, /tmp, pieces of a sed script such as
-// s/parent.config.getini and /parent.getini), URLs and words with "//" or "...", sed scripts
-// (s/a/b/g, y/ab/cd/), and device files (/dev/null).
+// ~/.bashrc), or with two slashes or more and two named elements (a/b/c, src/lib/,
+// /etc/hosts), or whose last element is a file name (IsFileName: src/x.py, /setup.py). Not
+// paths: words with one slash and no file name (src/lib, and/or, TCP/IP, /tmp, pieces of a
+// sed script such as s/parent.config.getini and /parent.getini), a lone element between
+// slashes (the /.git/ of */.git/*), URLs and words with "//" or "...", sed scripts (s/a/b/g,
+// y/ab/cd/), and device files (/dev/null).
 func IsPath(w string) bool {
 	if len(w) < 3 || len(w) > maxPathBytes || !strings.Contains(w, "/") ||
 		strings.Contains(w, "//") || strings.Contains(w, "...") {
@@ -714,7 +715,19 @@ func IsPath(w string) bool {
 	case strings.HasPrefix(w, "./"), strings.HasPrefix(w, "../"), strings.HasPrefix(w, "~/"):
 		return strings.Trim(w, "/.~") != ""
 	}
-	return strings.Count(w, "/") >= 2 || IsFileName(w[strings.LastIndexByte(w, '/')+1:])
+	return IsFileName(w[strings.LastIndexByte(w, '/')+1:]) ||
+		strings.Count(w, "/") >= 2 && pathElements(w) >= 2
+}
+
+// pathElements is the number of elements of the path w other than "", "." and "..".
+func pathElements(w string) int {
+	n := 0
+	for e := range strings.SplitSeq(w, "/") {
+		if e != "" && e != "." && e != ".." {
+			n++
+		}
+	}
+	return n
 }
 
 // pathByte reports whether c may appear in a path word.

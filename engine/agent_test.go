@@ -55,6 +55,8 @@ func TestPathRule(t *testing.T) {
 		{"/setup.py", false, true, true},
 		{"/parent.getini", false, false, false},
 		{"/tmp", false, false, false},
+		{"/.git/", false, false, false},
+		{"./target/debug/wordfreq", false, true, true},
 		{"/dev/null", false, false, false},
 		{"/dev/stdout", false, false, false},
 		{"s/parent.config.getini", false, false, false},
