@@ -17,7 +17,7 @@ import (
 // every shape but a denial (text, JSON, errors, and rich content, whose text parts are cut
 // and whose images, files and provider blocks are kept as they are) and the observations
 // text-protocol agents send as user messages (ClassifyUsers' UserObservation); never a
-// request. cutOutputs decides what a shape cuts (decide.go calls it); ApplyPrune carries the
+// request. cutOutputs decides what a shape cuts (decide.go calls it); PruneAndCut carries the
 // cuts out with cutOutput and cutParts.
 
 // MinCutOutputTokens is the least a cut tool output keeps of its head and tail.
