@@ -684,38 +684,50 @@ func IsFileName(w string) bool {
 // maxPathBytes bounds a word that can be a path.
 const maxPathBytes = 120
 
-// IsPathLike reports whether w looks like a file path or a file name (IsFileName): a word of
-// letters, digits, _ - . @ and / with a letter, whose last element is a file name, or which
-// has two slashes or more (a/b/c.go, /etc/hosts, src/lib/), or starts with ./ or ../ (./x).
-// A word with one slash and no file name, such as src/lib, is not; nor are URLs and words
-// with "//".
-func IsPathLike(w string) bool {
-	if len(w) < 3 || len(w) > maxPathBytes || strings.Contains(w, "://") || strings.HasPrefix(w, "//") {
+// IsPathLike reports whether w names a file: a path (IsPath) or a file name (IsFileName).
+func IsPathLike(w string) bool { return IsPath(w) || IsFileName(w) }
+
+// IsPath reports whether the word w is a file or directory path: the one rule for paths of
+// every package. A path is 3 to maxPathBytes bytes of letters, digits and _ - . @ ~ + /,
+// with a letter and a slash, and either relative to a known directory (./run, ../x,
+// ~/.bashrc), or with two slashes or more and two named elements (a/b/c, src/lib/,
+// /etc/hosts), or whose last element is a file name (IsFileName: src/x.py, /setup.py). Not
+// paths: words with one slash and no file name (src/lib, and/or, TCP/IP, /tmp, pieces of a
+// sed script such as s/parent.config.getini and /parent.getini), a lone element between
+// slashes (the /.git/ of */.git/*), URLs and words with "//" or "...", sed scripts (s/a/b/g,
+// y/ab/cd/), and device files (/dev/null).
+func IsPath(w string) bool {
+	if len(w) < 3 || len(w) > maxPathBytes || !strings.Contains(w, "/") ||
+		strings.Contains(w, "//") || strings.Contains(w, "...") {
 		return false
 	}
 	letter := false
 	for i := 0; i < len(w); i++ {
 		c := w[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-			letter = true
-		case c >= '0' && c <= '9', c == '_', c == '-', c == '.', c == '@', c == '/':
-		default:
+		if !pathByte(c) {
 			return false
 		}
+		letter = letter || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 	}
-	if !letter {
+	switch {
+	case !letter, strings.HasPrefix(w, "s/"), strings.HasPrefix(w, "y/"), strings.HasPrefix(w, "/dev/"):
 		return false
+	case strings.HasPrefix(w, "./"), strings.HasPrefix(w, "../"), strings.HasPrefix(w, "~/"):
+		return strings.Trim(w, "/.~") != ""
 	}
-	slashes := strings.Count(w, "/")
-	last := w[strings.LastIndexByte(w, '/')+1:]
-	if slashes == 0 {
-		return IsFileName(last)
+	return IsFileName(w[strings.LastIndexByte(w, '/')+1:]) ||
+		strings.Count(w, "/") >= 2 && pathElements(w) >= 2
+}
+
+// pathElements is the number of elements of the path w other than "", "." and "..".
+func pathElements(w string) int {
+	n := 0
+	for e := range strings.SplitSeq(w, "/") {
+		if e != "" && e != "." && e != ".." {
+			n++
+		}
 	}
-	if strings.Contains(w, "//") || last == "" && slashes == 1 {
-		return false
-	}
-	return IsFileName(last) || slashes >= 2 || strings.HasPrefix(w, "./") || strings.HasPrefix(w, "../")
+	return n
 }
 
 // pathByte reports whether c may appear in a path word.
@@ -724,9 +736,8 @@ func pathByte(c byte) bool {
 		c == '_' || c == '-' || c == '.' || c == '/' || c == '@' || c == '~' || c == '+'
 }
 
-// PathsIn returns the file paths named in text: words of the form dir/…/name.ext (at least
-// one directory, a name with an extension of 1 to 8 letters or digits, at least one
-// letter). URLs and words with "//" are not paths.
+// PathsIn returns the paths (IsPath) named in text, in order: its words of path bytes, a
+// sentence's final dots trimmed; a word after a colon is part of a URL.
 func PathsIn(text string) []string {
 	var out []string
 	for i := 0; i < len(text); {
@@ -741,43 +752,9 @@ func PathsIn(text string) []string {
 		w := strings.TrimRight(text[i:j], ".")
 		url := i >= 1 && text[i-1] == ':'
 		i = j
-		if !url && isPath(w) {
+		if !url && IsPath(w) {
 			out = append(out, w)
 		}
 	}
 	return out
-}
-
-func isPath(w string) bool {
-	if strings.Contains(w, "//") || strings.Contains(w, "...") {
-		return false
-	}
-	slash := strings.LastIndexByte(w, '/')
-	if slash <= 0 { // no directory, or "/name.ext" at the root
-		return false
-	}
-	dir, name := w[:slash], w[slash+1:]
-	if strings.Trim(dir, "/.~") == "" {
-		return false
-	}
-	dot := strings.LastIndexByte(name, '.')
-	if dot <= 0 || dot == len(name)-1 {
-		return false
-	}
-	ext := name[dot+1:]
-	if len(ext) > 8 {
-		return false
-	}
-	letter := false
-	for k := 0; k < len(ext); k++ {
-		c := ext[k]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-			letter = true
-		case c >= '0' && c <= '9':
-		default:
-			return false
-		}
-	}
-	return letter
 }

@@ -14,8 +14,10 @@ func TestPathsIn(t *testing.T) {
 	}{
 		{"edit src/_pytest/python.py and tests/test_foo.py.", []string{"src/_pytest/python.py", "tests/test_foo.py"}},
 		{"see https://example.com/a/b.html or //x/y.go", nil},
-		{"main.go alone, /etc/hosts, dir/ only, a/b.verylongext", nil},
+		{"main.go alone, /etc/hosts, dir/ only, a/b.verylongext", []string{"/etc/hosts"}},
 		{"`./cmd/fidelity/main.go`", []string{"./cmd/fidelity/main.go"}},
+		{"sed -i 's/parent.config.getini(/parent.getini(/g' src/x.py 2>/dev/null", []string{"src/x.py"}},
+		{"bump to 1.2.3 in pkg/version.go", []string{"pkg/version.go"}},
 	}
 	for _, tt := range tests {
 		got := engine.PathsIn(tt.text)
@@ -25,28 +27,57 @@ func TestPathsIn(t *testing.T) {
 	}
 }
 
-func TestIsFileNameAndPathLike(t *testing.T) {
+// TestPathRule is the one rule for paths (IsPath), file names (IsFileName) and both
+// (IsPathLike), on the shapes agents' texts hold.
+func TestPathRule(t *testing.T) {
 	tests := []struct {
-		w              string
-		file, pathLike bool
+		w                    string
+		file, path, pathLike bool
 	}{
-		{"reproduce_issue.py", true, true},
-		{"Cargo.toml", true, true},
-		{"lib.rs", true, true},
-		{"django.db.models", false, false},
-		{"self.assertEqual", false, false},
-		{"v1.2.3", false, false},
-		{"src/lib", false, false},
-		{"a/b/c", false, true},
-		{"./run", false, true},
-		{"/etc/hosts", false, true},
-		{"/testbed/setup.cfg", false, true},
-		{"https://x.org/a.py", false, false},
-		{".py", false, false},
+		{"reproduce_issue.py", true, false, true},
+		{"Cargo.toml", true, false, true},
+		{"lib.rs", true, false, true},
+		{"django.db.models", false, false, false},
+		{"self.assertEqual", false, false, false},
+		{"1.2.3", false, false, false},
+		{"v1.2.3", false, false, false},
+		{"src/lib", false, false, false},
+		{"and/or", false, false, false},
+		{"TCP/IP", false, false, false},
+		{"a/b/c", false, true, true},
+		{"src/lib/", false, true, true},
+		{"src/x.py", false, true, true},
+		{"./run", false, true, true},
+		{"../x", false, true, true},
+		{"~/.bashrc", false, true, true},
+		{"/etc/hosts", false, true, true},
+		{"/testbed/setup.cfg", false, true, true},
+		{"/setup.py", false, true, true},
+		{"/parent.getini", false, false, false},
+		{"/tmp", false, false, false},
+		{"/.git/", false, false, false},
+		{"./target/debug/wordfreq", false, true, true},
+		{"/dev/null", false, false, false},
+		{"/dev/stdout", false, false, false},
+		{"s/parent.config.getini", false, false, false},
+		{"s/foo/bar/g", false, false, false},
+		{"s/a.py/b.py/", false, false, false},
+		{"y/abc/xyz/", false, false, false},
+		{"https://x.org/a.py", false, false, false},
+		{"//x/y.go", false, false, false},
+		{"a/.../b.py", false, false, false},
+		{"./", false, false, false},
+		{"/..", false, false, false},
+		{"1/2/3", false, false, false},
+		{".py", false, false, false},
+		{"x/" + strings.Repeat("a", 200) + ".py", false, false, false},
 	}
 	for _, tt := range tests {
 		if got := engine.IsFileName(tt.w); got != tt.file {
 			t.Errorf("IsFileName(%q) = %v, want %v", tt.w, got, tt.file)
+		}
+		if got := engine.IsPath(tt.w); got != tt.path {
+			t.Errorf("IsPath(%q) = %v, want %v", tt.w, got, tt.path)
 		}
 		if got := engine.IsPathLike(tt.w); got != tt.pathLike {
 			t.Errorf("IsPathLike(%q) = %v, want %v", tt.w, got, tt.pathLike)

@@ -17,7 +17,7 @@ import (
 // every shape but a denial (text, JSON, errors, and rich content, whose text parts are cut
 // and whose images, files and provider blocks are kept as they are) and the observations
 // text-protocol agents send as user messages (ClassifyUsers' UserObservation); never a
-// request. cutOutputs decides what a shape cuts (decide.go calls it); ApplyPrune carries the
+// request. cutOutputs decides what a shape cuts (decide.go calls it); PruneAndCut carries the
 // cuts out with cutOutput and cutParts.
 
 // MinCutOutputTokens is the least a cut tool output keeps of its head and tail.
@@ -75,6 +75,9 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 	if len(cands) == 0 {
 		return
 	}
+	for k := range cands {
+		cands[k].counts = dc.cutCounts(cands[k])
+	}
 	sh.cuts = chooseCuts(cands, need, dc.tc)
 	var saved int64
 	for _, c := range sh.cuts {
@@ -99,12 +102,28 @@ func (dc *deciding) prunedOutputs() map[[2]int]bool {
 	return dc.prunedSet
 }
 
+// cutCounts returns the counts of c's texts, made on the first call for its output and kept
+// for the plan: each shape the plan weighs cuts the same outputs to nearly the same size.
+func (dc *deciding) cutCounts(c cutCandidate) []*textCounts {
+	key := [2]int{c.msg, c.part}
+	if cs, ok := dc.textCounts[key]; ok {
+		return cs
+	}
+	if dc.textCounts == nil {
+		dc.textCounts = map[[2]int][]*textCounts{}
+	}
+	cs := countsOf(c.texts, dc.tc)
+	dc.textCounts[key] = cs
+	return cs
+}
+
 // cutCandidate is one tool output that cutting may shorten: a tool result's part, or a whole
 // observation message (part −1).
 type cutCandidate struct {
 	msg, part int
-	tokens    int64    // the tokens of its text now (what cutting can shorten)
-	texts     []string // its text: the output's, or its text parts' (textsOf)
+	tokens    int64         // the tokens of its text now (what cutting can shorten)
+	texts     []string      // its text: the output's, or its text parts' (textsOf)
+	counts    []*textCounts // the counts of texts, kept for the plan (see cutCounts)
 }
 
 // outputCandidate returns the output o of the tool result at part j of message i as a cut
@@ -236,7 +255,7 @@ func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text) []CutPart {
 			if c.tokens <= keep+cutNoteAllowance {
 				continue
 			}
-			_, n := cutTexts(c.texts, c.tokens, keep, tc)
+			n := cutSpan(c.texts, c.counts, c.tokens, keep, tc).bound(c.tokens, tc)
 			if n >= c.tokens {
 				continue
 			}
@@ -288,51 +307,84 @@ func cutTexts(texts []string, total, keep int64, tc tokenizer.Text) ([]string, i
 	if total <= keep || len(texts) == 0 {
 		return texts, total
 	}
-	joined := strings.Join(texts, "\n")
+	cut := cutSpan(texts, countsOf(texts, tc), total, keep, tc)
 	out := make([]string, len(texts))
+	if !cut.ok {
+		out[0] = cutNote(total)
+		return out, cut.bound(total, tc)
+	}
+	note := cutNote(total - cut.kept)
+	for k, s := 0, 0; k < len(texts); k++ {
+		hk, tk := min(max(cut.h-s, 0), len(texts[k])), min(max(cut.t-s, 0), len(texts[k]))
+		switch {
+		case k == cut.noted:
+			out[k] = texts[k][:hk] + note + texts[k][tk:]
+		case hk == tk: // wholly in the head or the tail
+			out[k] = texts[k]
+		case tk == len(texts[k]): // ends in the middle, or lies wholly in it ("")
+			out[k] = texts[k][:hk]
+		default: // begins in the middle
+			out[k] = texts[k][tk:]
+		}
+		s += len(texts[k]) + 1
+	}
+	return out, cut.bound(total, tc)
+}
+
+// span is where cutTexts cuts texts taken as one: it keeps the bytes before h and from t on
+// (kept tokens), with the note in text noted; ok is false when nothing is kept but the note.
+type span struct {
+	h, t, noted int
+	kept        int64
+	ok          bool
+}
+
+// bound is the bound cutTexts returns for a cut of texts of total tokens at sp.
+func (sp span) bound(total int64, tc tokenizer.Text) int64 {
+	if !sp.ok {
+		return tc.Count(cutNote(total))
+	}
+	return sp.kept + tc.Count(cutNote(total-sp.kept)) + cutJoinMargin
+}
+
+// cutSpan returns where cutTexts cuts texts (total > keep tokens; counts their textCounts)
+// to about keep tokens.
+func cutSpan(texts []string, counts []*textCounts, total, keep int64, tc tokenizer.Text) span {
+	joined := strings.Join(texts, "\n")
 	// Bytes per token of this text, to guess the byte lengths; then shrink in proportion to
 	// the overshoot until it fits (one or two counts).
 	n := int(float64(len(joined)) * float64(keep) / float64(total))
 	for n > 0 {
 		head, tail := splitKeep(joined, n)
-		h, t := len(head), len(joined)-len(tail)
-		var kept int64
-		noted := -1 // the text where the head ends
+		sp := span{h: len(head), t: len(joined) - len(tail), noted: -1, ok: true}
 		for k, s := 0, 0; k < len(texts); k++ {
-			hk, tk := min(max(h-s, 0), len(texts[k])), min(max(t-s, 0), len(texts[k]))
-			kept += tc.Count(texts[k][:hk]) + tc.Count(texts[k][tk:])
-			if noted < 0 && h <= s+len(texts[k]) {
-				noted = k
+			hk, tk := min(max(sp.h-s, 0), len(texts[k])), min(max(sp.t-s, 0), len(texts[k]))
+			sp.kept += counts[k].prefix(hk, tc) + counts[k].suffix(tk, tc)
+			if sp.noted < 0 && sp.h <= s+len(texts[k]) {
+				sp.noted = k
 			}
 			s += len(texts[k]) + 1
 		}
-		if kept <= keep {
-			note := cutNote(total - kept)
-			for k, s := 0, 0; k < len(texts); k++ {
-				hk, tk := min(max(h-s, 0), len(texts[k])), min(max(t-s, 0), len(texts[k]))
-				switch {
-				case k == noted:
-					out[k] = texts[k][:hk] + note + texts[k][tk:]
-				case hk == tk: // wholly in the head or the tail
-					out[k] = texts[k]
-				case tk == len(texts[k]): // ends in the middle, or lies wholly in it ("")
-					out[k] = texts[k][:hk]
-				default: // begins in the middle
-					out[k] = texts[k][tk:]
-				}
-				s += len(texts[k]) + 1
-			}
-			return out, kept + tc.Count(note) + cutJoinMargin
+		if sp.kept <= keep {
+			return sp
 		}
-		n = min(n*9/10, int(float64(n)*float64(keep)/float64(kept)*0.98))
+		n = min(n*9/10, int(float64(n)*float64(keep)/float64(sp.kept)*0.98))
 	}
-	note := cutNote(total)
-	out[0] = note
-	return out, tc.Count(note)
+	return span{}
+}
+
+// countsOf returns new textCounts of texts.
+func countsOf(texts []string, tc tokenizer.Text) []*textCounts {
+	out := make([]*textCounts, len(texts))
+	for k, s := range texts {
+		out[k] = newTextCounts(s, tc)
+	}
+	return out
 }
 
 // splitKeep returns the head (two thirds of n bytes) and tail (the rest) of s, at rune
-// boundaries, moved to a line boundary when one is near.
+// boundaries, moved to a line boundary when one is near: the one head-and-tail cutter, of
+// tool outputs (cutTexts) and of text a summary quotes (Truncate).
 func splitKeep(s string, n int) (head, tail string) {
 	h := n * 2 / 3
 	for h > 0 && !utf8.RuneStart(s[h]) {

@@ -93,7 +93,7 @@ func TestCutTextsAcrossParts(t *testing.T) {
 			if got > bound {
 				t.Errorf("%s, keep %d: the cut texts count %d, over the bound %d", c.name, keep, got, bound)
 			}
-			// Deterministic: ApplyPrune cuts again what the plan cut.
+			// Deterministic: PruneAndCut cuts again what the plan cut.
 			if again, b := cutTexts(c.texts, total, keep, tc); !slices.Equal(again, out) || b != bound {
 				t.Errorf("%s, keep %d: a second cut differs", c.name, keep)
 			}
@@ -131,7 +131,7 @@ func outputShapes(text string) []outputShape {
 // a content output and as the text parts of a content output around an image and a provider
 // block, is cut to fit (never irreducible): the content output keeps its shape, its image and
 // its provider block, each text part its provider options, and what the plan counts is what
-// ApplyPrune returns.
+// PruneAndCut returns.
 func TestCutEveryOutputShape(t *testing.T) {
 	shapes := outputShapes(plWords(59000, "w"))
 	for _, s := range shapes {
@@ -145,7 +145,7 @@ func TestCutEveryOutputShape(t *testing.T) {
 			if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Cuts) != 1 || d.Cuts[0].Message != 3 || d.Response.CutTokens < 30000 {
 				t.Fatalf("cuts %+v, cut_tokens %d: want the output cut by 30000 tokens at least (%s)", d.Cuts, d.Response.CutTokens, d.Response.Reason)
 			}
-			out := ApplyPrune(msgs, d)
+			out := PruneAndCut(msgs, d)
 			if err := DefaultLimits().Validate(out); err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func isError(o *compactorv1.ToolOutput) bool {
 
 // TestCutObservationKeepsItsParts: an observation (a command's output sent as a user message)
 // of two text parts is cut across them: the first keeps its provider options, neither is
-// merged into the other, and what the plan counts is what ApplyPrune returns.
+// merged into the other, and what the plan counts is what PruneAndCut returns.
 func TestCutObservationKeepsItsParts(t *testing.T) {
 	first := plText(plWords(20000, "o"))
 	first.ProviderOptions = map[string]*structpb.Struct{"anthropic": {Fields: map[string]*structpb.Value{"cacheControl": structpb.NewStringValue("ephemeral")}}}
@@ -205,7 +205,7 @@ func TestCutObservationKeepsItsParts(t *testing.T) {
 	if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Cuts) != 1 || d.Cuts[0].Message != 2 || d.Cuts[0].Part != -1 {
 		t.Fatalf("cuts %+v, want the observation (%s)", d.Cuts, d.Response.Reason)
 	}
-	out := ApplyPrune(msgs, d)
+	out := PruneAndCut(msgs, d)
 	parts := out[2].GetParts()
 	if len(parts) != 2 || !proto.Equal(&compactorv1.Part{ProviderOptions: parts[0].GetProviderOptions()}, &compactorv1.Part{ProviderOptions: first.GetProviderOptions()}) {
 		t.Fatalf("the cut observation has %d parts, the first with options %v: want its two parts, the first with its options", len(parts), parts[0].GetProviderOptions())
@@ -223,7 +223,7 @@ func TestCutObservationKeepsItsParts(t *testing.T) {
 }
 
 // TestPruneEveryOutputShape: an old tool output of every shape is pruned to its marker, and
-// what the plan counts is what ApplyPrune returns, exactly.
+// what the plan counts is what PruneAndCut returns, exactly.
 func TestPruneEveryOutputShape(t *testing.T) {
 	for _, s := range outputShapes(plWords(3000, "w")) {
 		t.Run(s.name, func(t *testing.T) {
@@ -239,7 +239,7 @@ func TestPruneEveryOutputShape(t *testing.T) {
 			if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Pruned) != 1 || d.Pruned[0].Message != 3 {
 				t.Fatalf("%v, pruned %+v: want the old output pruned (%s)", d.Response.Action, d.Pruned, d.Response.Reason)
 			}
-			out := ApplyPrune(msgs, d)
+			out := PruneAndCut(msgs, d)
 			if got := out[3].GetParts()[0].GetToolResult().GetOutput().GetText(); got != d.Pruned[0].Marker() {
 				t.Errorf("the pruned output is %q, want its marker", got)
 			}

@@ -46,6 +46,9 @@ type deciding struct {
 	// prunedSet is the tool outputs pruning replaces, by message and part (−1 for an
 	// observation), once cutting needs them (see prunedOutputs).
 	prunedSet map[[2]int]bool
+	// textCounts is the counts of the texts of the tool outputs cutting has weighed, by
+	// message and part (see cutCounts).
+	textCounts map[[2]int][]*textCounts
 }
 
 // decide returns the shape the conversation takes: the steps of the file's comment, in

@@ -39,7 +39,7 @@ func Canon(b []byte, m *compactorv1.Message) []byte {
 
 // withParts returns a new message like m with parts: every field of m but token_count (and
 // parts), unknown fields included. It is the one copy of a message's fields, which Canon and
-// ApplyPrune share.
+// PruneAndCut share.
 func withParts(m *compactorv1.Message, parts []*compactorv1.Part) *compactorv1.Message {
 	nm := &compactorv1.Message{
 		Id:              m.GetId(),

@@ -123,7 +123,7 @@ func TestCounterHashChainMatchesPure(t *testing.T) {
 }
 
 // TestCanonCoversEveryMessageField fails when a field is added to Message without deciding
-// whether the prefix hash (Canon), the content key (keyer.key) and ApplyPrune's copy carry it.
+// whether the prefix hash (Canon), the content key (keyer.key) and PruneAndCut's copy carry it.
 func TestCanonCoversEveryMessageField(t *testing.T) {
 	handled := map[protoreflect.Name]bool{
 		"id": true, "role": true, "parts": true, "kind": true, "lifecycle": true,
@@ -132,7 +132,7 @@ func TestCanonCoversEveryMessageField(t *testing.T) {
 	fields := (&compactorv1.Message{}).ProtoReflect().Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		if name := fields.Get(i).Name(); !handled[name] {
-			t.Errorf("Message.%s is not handled by Canon, keyer.key and ApplyPrune", name)
+			t.Errorf("Message.%s is not handled by Canon, keyer.key and PruneAndCut", name)
 		}
 	}
 	parts := (&compactorv1.Part{}).ProtoReflect().Descriptor().Fields()

@@ -18,10 +18,10 @@ type Decision struct {
 	// Response is the plan as the Plan RPC returns it.
 	Response *compactorv1.PlanResponse
 	// Pruned lists the parts to replace by markers, in message and part order; only parts of
-	// messages whose disposition is DISPOSITION_PRUNE. ApplyPrune applies them.
+	// messages whose disposition is DISPOSITION_PRUNE. PruneAndCut applies them.
 	Pruned []PrunedPart
 	// Cuts lists the tool outputs cut to their head and tail (see CutPart), in message and
-	// part order; ApplyPrune applies them too.
+	// part order; PruneAndCut applies them too.
 	Cuts []CutPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
@@ -30,7 +30,7 @@ type Decision struct {
 	// after the summary that its framing says are requests (SummaryMessage), so that the next
 	// compaction reads them as such.
 	LeadingRequests int
-	// tokenizer is the policy's, which ApplyPrune cuts with.
+	// tokenizer is the policy's, which PruneAndCut cuts with.
 	tokenizer tokenizer.ID
 	// counted marks the messages whose count came from the caller (token_count) or from
 	// reported_usage rather than the tokenizer; saved holds what pruning and cutting remove

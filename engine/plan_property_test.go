@@ -777,9 +777,9 @@ func TestPlanPropertiesOnGeneratedConversations(t *testing.T) {
 			if !proto.Equal(d.Response, d3.Response) || fmt.Sprint(d.Pruned) != fmt.Sprint(d3.Pruned) {
 				t.Errorf("second plan differs")
 			}
-			// ApplyPrune leaves the conversation valid, and Plan's after-count is what the
+			// PruneAndCut leaves the conversation valid, and Plan's after-count is what the
 			// pruned conversation costs when nothing is summarized.
-			out := ApplyPrune(msgs, d)
+			out := PruneAndCut(msgs, d)
 			if err := DefaultLimits().Validate(out); err != nil {
 				t.Errorf("pruned conversation invalid: %v", err)
 			}

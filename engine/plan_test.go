@@ -115,7 +115,7 @@ func TestPlanPruneOnlyWhenItReachesTheTarget(t *testing.T) {
 			t.Errorf("message %d: %v, want %v", i, disp, want)
 		}
 	}
-	pruned := ApplyPrune(msgs, d)
+	pruned := PruneAndCut(msgs, d)
 	if got := sentTokens(t, c, pruned, "approx"); got != r.TokensAfter {
 		t.Errorf("pruned conversation counts %d, plan says %d", got, r.TokensAfter)
 	}
@@ -417,7 +417,7 @@ func TestPlanTokenSources(t *testing.T) {
 	}
 }
 
-func TestApplyPruneLeavesInputUntouched(t *testing.T) {
+func TestPruneAndCutLeavesInputUntouched(t *testing.T) {
 	msgs := agentConversation(8, 2000)
 	orig := make([]*compactorv1.Message, len(msgs))
 	for i, m := range msgs {
@@ -428,10 +428,10 @@ func TestApplyPruneLeavesInputUntouched(t *testing.T) {
 	p := policyBetween(t, before, before/2)
 	p.Prune = &compactorv1.PrunePolicy{ClearInputs: true, KeepRecent: 1, MinOutputTokens: 1}
 	d := mustDecide(t, msgs, p, c, Options{})
-	out := ApplyPrune(msgs, d)
+	out := PruneAndCut(msgs, d)
 	for i := range msgs {
 		if !proto.Equal(msgs[i], orig[i]) {
-			t.Errorf("ApplyPrune modified input message %d", i)
+			t.Errorf("PruneAndCut modified input message %d", i)
 		}
 		if d.Response.Dispositions[i] == dKeep && out[i] != msgs[i] {
 			t.Errorf("kept message %d was copied", i)

@@ -12,7 +12,7 @@ import (
 
 // Pruning old tool outputs: which parts a plan replaces by a marker (tool outputs, the
 // inputs of their calls, observations), the markers that replace them and what those cost.
-// ApplyPrune (applyprune.go) carries it out.
+// PruneAndCut (prunecut.go) carries it out.
 
 // PrunedPart is one part a plan replaces by a marker: a tool result's output, or (with
 // prune.clear_inputs) the input of the call it answers, or the whole text of an observation

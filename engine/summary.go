@@ -453,30 +453,15 @@ func ToolOutputText(o *compactorv1.ToolOutput) (label, text string) {
 	return "result", ""
 }
 
-// Truncate returns s when it is at most max bytes; otherwise its head (two thirds of max)
-// and tail (one third), cut at UTF-8 boundaries (preferring line ends), joined by a marker
-// saying how many bytes were left out. The result may exceed max by the marker's length.
+// Truncate returns s when it is at most max bytes; otherwise its head and tail as
+// splitKeep keeps them (two thirds of max and one third, at UTF-8 boundaries, at a line end
+// when one is near), joined by a marker saying how many bytes were left out. The result may
+// exceed max by the marker's length.
 func Truncate(s string, max int) string {
 	if max <= 0 || len(s) <= max {
 		return s
 	}
-	headLen := max * 2 / 3
-	tailLen := max - headLen
-	// Cut before a rune that would be split (at most 3 bytes back).
-	for k := 0; k < utf8.UTFMax-1 && headLen > 0 && !utf8.RuneStart(s[headLen]); k++ {
-		headLen--
-	}
-	head := s[:headLen]
-	if i := strings.LastIndexByte(head, '\n'); i > len(head)/2 {
-		head = head[:i]
-	}
-	tail := s[len(s)-tailLen:]
-	for i := 0; i < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
-		tail = tail[1:]
-	}
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-		tail = tail[i+1:]
-	}
+	head, tail := splitKeep(s, max)
 	omitted := len(s) - len(head) - len(tail)
 	return head + "\n… [" + strconv.Itoa(omitted) + " bytes omitted] …\n" + tail
 }

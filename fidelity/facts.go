@@ -131,7 +131,7 @@ func classify(w string) (FactKind, bool) {
 	}
 	switch {
 	case strings.Contains(w, "/"):
-		if letters > 0 && pathWord(w) {
+		if engine.IsPath(w) {
 			return FactPath, true
 		}
 		return 0, false
@@ -155,21 +155,6 @@ func classify(w string) (FactKind, bool) {
 		return FactID, true
 	}
 	return 0, false
-}
-
-// pathWord reports whether w (which holds a slash) is a path rather than "and/or": it is
-// rooted (/x, ./x, ../x, ~/x), or has two slashes, or names a file with an extension.
-func pathWord(w string) bool {
-	if strings.Contains(w, "//") {
-		return false
-	}
-	switch {
-	case strings.HasPrefix(w, "/"), strings.HasPrefix(w, "./"), strings.HasPrefix(w, "../"), strings.HasPrefix(w, "~/"):
-		return len(strings.Trim(w, "/.~")) > 0
-	case strings.Count(w, "/") >= 2:
-		return true
-	}
-	return engine.IsFileName(w[strings.LastIndexByte(w, '/')+1:])
 }
 
 // dottedName reports whether w is two or more identifiers joined by dots.

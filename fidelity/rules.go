@@ -71,9 +71,9 @@ func Lines(text string) []string {
 	return out
 }
 
-// Paths returns the distinct file paths (dir/…/name.ext) named in the range by an assistant
-// message (its text or a tool call's input) or by one of reqs, in order of first mention.
-// Paths only listed in tool output are not included.
+// Paths returns the distinct paths (engine.IsPath: src/x.py, a/b/c, /etc/hosts, ./run) named
+// in the range by an assistant message (its text or a tool call's input) or by one of reqs,
+// in order of first mention. Paths only listed in tool output are not included.
 func Paths(msgs []*compactorv1.Message, reqs []Request) []string {
 	var out []string
 	seen := map[string]bool{}

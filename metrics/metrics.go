@@ -22,7 +22,7 @@
 //	                                         result = retained | appended | missing
 //	compactord_summary_unpaid_total          summaries not made: no summary could pay
 //	compactord_compaction_tokens{stage}      histogram per compaction, stage = before | after
-//	compactord_pruned_tokens_total           tokens removed by pruning (not summarized)
+//	compactord_pruned_tokens_total           tokens removed by pruning and cutting tool outputs (not summarized)
 //	compactord_store_entries{store}, compactord_store_bytes{store},
 //	compactord_store_max_bytes{store}        the bounded in-memory stores (stores.go)
 //	compactord_heap_live_bytes, compactord_heap_goal_bytes
@@ -128,7 +128,7 @@ func New(reg prometheus.Registerer) *Recorder {
 		}, []string{"summarizer"}),
 		prunedTokens: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "compactord_pruned_tokens_total",
-			Help: "Tokens removed from conversations by pruning (dropped, not summarized).",
+			Help: "Tokens removed from conversations by pruning and by cutting tool outputs (dropped, not summarized).",
 		}),
 		checkItems: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "compactord_summary_check_items_total",
@@ -279,7 +279,7 @@ func (m *Recorder) ObserveTokens(before, after int) {
 	}
 }
 
-// AddPrunedTokens adds n tokens removed by pruning. Non-positive n is ignored.
+// AddPrunedTokens adds n tokens removed by pruning and cutting. Non-positive n is ignored.
 func (m *Recorder) AddPrunedTokens(n int) {
 	if m == nil || n <= 0 {
 		return

@@ -57,7 +57,7 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 	for _, m := range j.kept {
 		kept[m] = true
 	}
-	anchor, anchorTokens := j.anchor, c.s.textTokens(j.anchor, c.tokenizer())
+	anchor, anchorTokens := j.anchor, c.s.textMessageTokens(j.anchor, c.tokenizer())
 	replaced := anchorTokens // what the summary so far stands for
 	var usage summary.Output
 	var ends []bool // summarize.TurnEnds of j.in, once chunked
@@ -94,7 +94,7 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 			return res, nil
 		}
 		anchor = c.chunkDone(ctx, cj, res.Output, end > j.released)
-		anchorTokens, start = c.s.textTokens(anchor, c.tokenizer()), end
+		anchorTokens, start = c.s.textMessageTokens(anchor, c.tokenizer()), end
 	}
 }
 

@@ -73,7 +73,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	}
 	src := s.keepSource(ctx, req.GetMessages(), req.GetPolicy())
 	defer src.join()
-	pruned := engine.ApplyPrune(msgs, d)
+	pruned := engine.PruneAndCut(msgs, d)
 	if plan.GetAction() == compactorv1.Action_ACTION_PRUNE {
 		if err := sourced(resp, src); err != nil {
 			return nil, toStatus(err)
@@ -231,7 +231,7 @@ func (s *Server) checkInstructions(req *compactorv1.CompactRequest) error {
 	if int64(len(ins)) <= room { // a token is at least a byte
 		return nil
 	}
-	if n := s.textTokens(ins, req.GetPolicy().GetTokenizer()); n > room {
+	if n := s.textMessageTokens(ins, req.GetPolicy().GetTokenizer()); n > room {
 		return engine.TooLarge("instructions", fmt.Sprintf("%d tokens exceed the limit of %d (policy.summary_max_tokens, %d when unset)", n, room, engine.DefaultSummaryMaxTokens))
 	}
 	return nil

@@ -206,7 +206,7 @@ func (c *compaction) reserveMarker() {
 	marker := engine.SourceMarker(c.src.hash, engine.SourceRange{First: first, Last: c.cut - 1})
 	// The marker counted as a message of its own: its framing outweighs the line break that
 	// joins it to the summary message's text.
-	reserve := c.s.textTokens(marker, c.tokenizer())
+	reserve := c.s.textMessageTokens(marker, c.tokenizer())
 	if c.room-reserve < 2*minSummaryTokens {
 		return
 	}

@@ -107,7 +107,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 	name := c.sum.Fingerprint().Name
 	spent := func(int64) {}
 	if c.s.admit != nil && summarize.CallsModel(c.sum) {
-		estimate := j.read + c.s.textTokens(c.req.GetInstructions(), c.tokenizer()) + j.budget
+		estimate := j.read + c.s.textMessageTokens(c.req.GetInstructions(), c.tokenizer()) + j.budget
 		var err error
 		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx), estimate); err != nil {
 			return summarize.Result{}, err
@@ -147,17 +147,17 @@ func (c *compaction) checked(text string, j summaryJob) (string, summary.Check, 
 func (c *compaction) tokenizer() string { return c.req.GetPolicy().GetTokenizer() }
 
 // count measures text in tokens under the request's tokenizer.
-func (c *compaction) count(text string) int { return int(c.s.textTokens(text, c.tokenizer())) }
+func (c *compaction) count(text string) int { return int(c.s.textMessageTokens(text, c.tokenizer())) }
 
 // boundAnchor bounds the previous summary a new one builds on by the policy: a summary
 // compactord wrote is at most the summary room, so an anchor of more than twice that (a
 // caller's own text in a COMPACT_SUMMARY message, or a room since made smaller) is cut to
 // it, keeping its head and tail. It returns the anchor and its tokens.
 func (s *Server) boundAnchor(anchor, tok string, room int64) (string, int64) {
-	n := s.textTokens(anchor, tok)
+	n := s.textMessageTokens(anchor, tok)
 	if limit := 2 * room; n > limit {
 		anchor = engine.Truncate(anchor, int(int64(len(anchor))*room/n))
-		n = s.textTokens(anchor, tok)
+		n = s.textMessageTokens(anchor, tok)
 	}
 	return anchor, n
 }
@@ -211,9 +211,10 @@ func (c *compaction) textRoom() (int64, error) {
 	return c.plan.GetSummaryTokens() - frame, nil
 }
 
-// textTokens counts the tokens of s under the request's tokenizer (the memoized counter's
-// count of a one-text-part message, framing included).
-func (s *Server) textTokens(text, tokenizer string) int64 {
+// textMessageTokens counts the tokens of a user message whose one part is text, under the
+// request's tokenizer (the memoized counter's count): the text's tokens and the message's
+// framing, so at least what text adds wherever it is put.
+func (s *Server) textMessageTokens(text, tokenizer string) int64 {
 	if text == "" {
 		return 0
 	}

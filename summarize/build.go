@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/internal/clip"
 )
 
 // Building the summary's items from what the walk gathered: each item is one line (or quoted
@@ -133,7 +134,7 @@ func (x *extractor) buildStopped() {
 	}
 	for _, c := range x.calls {
 		if c.status == callPending {
-			x.add(item{section: secStopped, seq: c.seq, prio: prioPending, text: "- waiting for the result of: " + truncateBytes(c.label, callCommandBytes)})
+			x.add(item{section: secStopped, seq: c.seq, prio: prioPending, text: "- waiting for the result of: " + clip.Prefix(c.label, callCommandBytes)})
 		}
 	}
 	if last != nil {
@@ -365,7 +366,7 @@ func (x *extractor) rankParts(parts []string, sep string) ranked {
 	sort.SliceStable(ss, func(a, b int) bool { return ss[a].score > ss[b].score })
 	r := ranked{parts: make([]string, len(ss)), pos: make([]int, len(ss)), sep: sep}
 	for k, s := range ss {
-		r.parts[k] = truncateBytes(parts[s.i], excerptLineBytes)
+		r.parts[k] = clip.Prefix(parts[s.i], excerptLineBytes)
 		r.pos[k] = s.i
 	}
 	return r
@@ -449,7 +450,7 @@ func (x *extractor) buildNotes() {
 			break // all of it is the last intent
 		}
 		short := firstParagraph(withoutFences(s.text), noteBytes)
-		long := oneLine(truncateBytes(shortenFences(s.text), noteBytesLong))
+		long := oneLine(clip.Prefix(shortenFences(s.text), noteBytesLong))
 		if short == "" {
 			short = long
 		}
@@ -464,7 +465,7 @@ func (x *extractor) buildNotes() {
 // shortenFences is text with each fenced block cut to codeBytes.
 func shortenFences(text string) string {
 	return mapFences(text, func(code string, closed bool) string {
-		if code = truncateBytes(code, codeBytes); closed {
+		if code = clip.Prefix(code, codeBytes); closed {
 			code += "```"
 		}
 		return code
@@ -498,19 +499,8 @@ func mapFences(text string, f func(code string, closed bool) string) string {
 func firstParagraph(text string, n int) string {
 	for _, p := range strings.Split(strings.TrimSpace(text), "\n\n") {
 		if p = strings.TrimSpace(p); p != "" {
-			return truncateBytes(p, n)
+			return clip.Prefix(p, n)
 		}
 	}
 	return ""
-}
-
-// truncateBytes cuts s to at most n bytes at a rune boundary, marking the cut with "…".
-func truncateBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -217,7 +217,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 // mentions records the paths and file names a text names in the ledger.
 func (x *extractor) mentions(text string) {
 	eachName(text, func(w string) {
-		if engine.IsPathLike(w) && !strings.Contains(w, "...") {
+		if engine.IsPathLike(w) {
 			x.file(w, actMention)
 		}
 	})

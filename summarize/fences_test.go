@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/compactord/compactord/internal/clip"
 )
 
 func TestFences(t *testing.T) {
@@ -13,7 +15,7 @@ func TestFences(t *testing.T) {
 	}{
 		{"no fence", "plain text", "plain text", "plain text"},
 		{"a closed block", "before ```go\nfmt.Println()\n``` after", "before ```go\nfmt.Println()\n``` after", "before  after"},
-		{"a long block", "a ```" + long + "``` b", "a " + truncateBytes("```"+long, codeBytes) + "``` b", "a  b"},
+		{"a long block", "a ```" + long + "``` b", "a " + clip.Prefix("```"+long, codeBytes) + "``` b", "a  b"},
 		{"an unclosed block", "see ```sh\nls", "see ```sh\nls", "see "},
 		{"all code", "```\ncode\n```", "```\ncode\n```", "```\ncode\n```"},
 	} {

@@ -221,7 +221,7 @@ func shellActions(cmdline string, note func(path, action string)) {
 				}
 			case skipScript:
 				skipScript = false // sed's script, grep's pattern: not a file
-			case engine.IsPathLike(w) && !strings.Contains(w, "..."):
+			case engine.IsPathLike(w):
 				note(at(w), action)
 			}
 		}

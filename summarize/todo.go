@@ -3,6 +3,8 @@ package summarize
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/compactord/compactord/internal/clip"
 )
 
 // The agent's plan: coding agents keep a todo list or plan through a tool (Claude Code's
@@ -35,7 +37,7 @@ func todoItems(args map[string]json.RawMessage) []string {
 			if status == "" {
 				status = "pending"
 			}
-			out = append(out, "- ["+status+"] "+oneLine(truncateBytes(text, todoStepBytes)))
+			out = append(out, "- ["+status+"] "+oneLine(clip.Prefix(text, todoStepBytes)))
 		}
 		if len(out) > 0 {
 			return out

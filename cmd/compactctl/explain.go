@@ -52,7 +52,7 @@ func explain(p *compactorv1.PlanResponse) []byte {
 		t = append(t, [4]string{r.label, fmt.Sprint(len(idx)), runs(idx), thousands(tokens)})
 	}
 	if p.PrunedTokens > 0 {
-		t = append(t, [4]string{"removed by pruning", "", "", "-" + thousands(p.PrunedTokens)})
+		t = append(t, [4]string{"removed by pruning and cutting", "", "", "-" + thousands(p.PrunedTokens)})
 	}
 	t = append(t, [4]string{"before", fmt.Sprint(len(p.Dispositions)), "", thousands(p.TokensBefore)},
 		[4]string{"after (the summary at its budget)", "", "", thousands(p.TokensAfter)})

@@ -13,7 +13,7 @@ import (
 // provider's body gives it (an Anthropic array tool_result of text and an image, a Chat array
 // content, a Responses array output, a Gemini functionResponse, a Bedrock toolResult of text,
 // an image or JSON), lifted, planned and compacted: it is cut (never irreducible), its
-// content keeps every part that is not text, in place, what the plan counts is what ApplyPrune
+// content keeps every part that is not text, in place, what the plan counts is what PruneAndCut
 // returns, and the cut conversation lowers back to its provider in a body the SDK takes, its
 // images and cut note in it.
 func TestCutLiftedToolOutputs(t *testing.T) {
@@ -79,7 +79,7 @@ func TestCutLiftedToolOutputs(t *testing.T) {
 			if len(d.Cuts) != 1 || d.Cuts[0].Message != last || d.Response.GetCutTokens() == 0 {
 				t.Fatalf("cuts %+v: want the tool output cut (%s)", d.Cuts, d.Response.GetReason())
 			}
-			compacted := engine.ApplyPrune(msgs, d)
+			compacted := engine.PruneAndCut(msgs, d)
 			if err := engine.DefaultLimits().Validate(compacted); err != nil {
 				t.Fatal(err)
 			}

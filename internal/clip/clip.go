@@ -1,7 +1,8 @@
-// Package clip bounds the strings that reach an error or a log line from outside the
-// process (request fields, header values, provider answers): a few hundred bytes at most,
-// with the length of what was cut, so that no caller can make a log line or a status
-// message as large as its request.
+// Package clip bounds strings by their first bytes, never splitting a UTF-8 sequence: the
+// one prefix cutter. String and Quote bound the strings that reach an error or a log line
+// from outside the process (request fields, header values, provider answers): a few hundred
+// bytes at most, with the length of what was cut, so that no caller can make a log line or a
+// status message as large as its request. Prefix bounds the text a summary quotes.
 package clip
 
 import (
@@ -19,6 +20,15 @@ func String(s string, max int) string {
 		return s
 	}
 	return s[:cut(s, max)] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Prefix returns s when it has at most max bytes, else its first max bytes (never splitting
+// a UTF-8 sequence) followed by "…".
+func Prefix(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:cut(s, max)] + "…"
 }
 
 // cut is the largest length ≤ max at which s can be cut without splitting a UTF-8 sequence.

@@ -32,3 +32,21 @@ func TestQuote(t *testing.T) {
 		t.Errorf("Quote of 2 MiB: %d bytes, ending %q", len(got), got[len(got)-24:])
 	}
 }
+
+func TestPrefix(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"aé", 2, "a…"}, // é is two bytes: not split
+		{"héllo", 0, "…"},
+	} {
+		if got := Prefix(c.s, c.max); got != c.want {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", c.s, c.max, got, c.want)
+		}
+	}
+}

@@ -153,7 +153,9 @@ const (
 	Disposition_DISPOSITION_UNSPECIFIED Disposition = 0
 	// Kept verbatim.
 	Disposition_DISPOSITION_KEEP Disposition = 1
-	// Kept, with its large tool outputs (and optionally tool inputs) replaced by a marker.
+	// Kept, changed: its large tool outputs (and optionally tool inputs) replaced by a marker
+	// (pruned), or its oversized tool outputs cut to their head and tail with a note (cut; see
+	// PlanResponse.cut_tokens), or both.
 	Disposition_DISPOSITION_PRUNE Disposition = 2
 	// Folded into the new summary.
 	Disposition_DISPOSITION_SUMMARIZE Disposition = 3
@@ -840,7 +842,7 @@ type PlanResponse struct {
 	// Hex SHA-256 hash-chain value of messages[0:cut_index], the key of the summary cache; empty
 	// exactly when cut_index is -1.
 	PrefixHash string `protobuf:"bytes,8,opt,name=prefix_hash,json=prefixHash,proto3" json:"prefix_hash,omitempty"`
-	// Tokens removed by pruning.
+	// Tokens removed by pruning and by cutting tool outputs: cut_tokens included.
 	PrunedTokens int64 `protobuf:"varint,9,opt,name=pruned_tokens,json=prunedTokens,proto3" json:"pruned_tokens,omitempty"`
 	// The index in the request's messages of the latest summary boundary: the last
 	// MESSAGE_KIND_COMPACT_SUMMARY message or message holding a provider compaction (a
@@ -1442,7 +1444,7 @@ type Summary struct {
 	// Requests the check appended verbatim (whole, or their missing lines) because the summary
 	// dropped them.
 	RequestsAppended int32 `protobuf:"varint,10,opt,name=requests_appended,json=requestsAppended,proto3" json:"requests_appended,omitempty"`
-	// The file paths (dir/.../name.ext) the agent or a request named in the summarized range.
+	// The paths (src/x.py, a/b/c, /etc/hosts, ./run) the agent or a request named in the summarized range.
 	PathsTotal int32 `protobuf:"varint,11,opt,name=paths_total,json=pathsTotal,proto3" json:"paths_total,omitempty"`
 	// Paths the summary or the kept head messages named.
 	PathsRetained int32 `protobuf:"varint,12,opt,name=paths_retained,json=pathsRetained,proto3" json:"paths_retained,omitempty"`

@@ -11,7 +11,7 @@ import (
 // SUMMARIZE): the conversation with the parts replaced by their markers and the cut outputs
 // cut.
 
-// ApplyPrune returns the conversation with the parts d prunes replaced by their markers and
+// PruneAndCut returns the conversation with the parts d prunes replaced by their markers and
 // the tool outputs it cuts (Decision.Cuts) cut to their head and tail, in the messages whose
 // disposition is DISPOSITION_PRUNE: a pruned tool result keeps its call id and tool name and
 // gets the marker as its text output; a cleared tool call keeps its id and name and gets the
@@ -24,7 +24,7 @@ import (
 // the count the plan scaled for them); any other changed message has its token_count
 // cleared. msgs must be the conversation d was planned for; it is never modified (the result
 // shares unchanged messages and parts with it).
-func ApplyPrune(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message {
+func PruneAndCut(msgs []*compactorv1.Message, d *Decision) []*compactorv1.Message {
 	out := slices.Clone(msgs)
 	disp := d.Response.GetDispositions()
 	pruning := func(mi int) bool { return mi < len(disp) && disp[mi] == compactorv1.Disposition_DISPOSITION_PRUNE }
