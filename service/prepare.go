@@ -27,7 +27,7 @@ const (
 	// Options.MaxPreparations is zero.
 	DefaultMaxPreparations = 64
 	// MaxTenantPreparations bounds the preparations in flight for one tenant in one server.
-	MaxTenantPreparations = 4
+	MaxTenantPreparations = 16
 )
 
 // preparations are the preparations running detached from their calls: bounded in number,
