@@ -84,6 +84,11 @@ export declare type Policy = Message<"compactor.v1.Policy"> & {
    * @generated from field: compactor.v1.CachePrices cache_prices = 22;
    */
   cachePrices?: CachePrices | undefined;
+
+  /**
+   * @generated from field: double prepare_ratio = 23;
+   */
+  prepareRatio: number;
 };
 
 /**
@@ -188,6 +193,16 @@ export declare type PlanRequest = Message<"compactor.v1.PlanRequest"> & {
    * @generated from field: compactor.v1.Policy policy = 2;
    */
   policy?: Policy | undefined;
+
+  /**
+   * @generated from field: string summarizer = 3;
+   */
+  summarizer: string;
+
+  /**
+   * @generated from field: string instructions = 4;
+   */
+  instructions: string;
 };
 
 /**
@@ -365,6 +380,11 @@ export declare type CompactRequest = Message<"compactor.v1.CompactRequest"> & {
    * @generated from field: compactor.v1.Provider target_provider = 7;
    */
   targetProvider: Provider;
+
+  /**
+   * @generated from field: bool prepare = 8;
+   */
+  prepare: boolean;
 };
 
 /**
