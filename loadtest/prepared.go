@@ -191,7 +191,7 @@ func (e *env) prepareAll(ctx context.Context, base *compactorv1.CompactRequest, 
 				break
 			}
 			if !strings.HasPrefix(r, "not prepared: the tenant has") { // its bound: a host asks again later
-				return fmt.Errorf("Compact with prepare: %q", r)
+				return fmt.Errorf("a Compact with prepare answered %q", r)
 			}
 			select {
 			case <-ctx.Done():
