@@ -761,7 +761,9 @@ type PlanRequest struct {
 	Policy *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
 	// The summarizer of the compaction a preparation prepares for (Policy.prepare_ratio);
 	// empty means the server's default. Plan itself never calls a summarizer: a preparation
-	// runs detached, and only its summary's cache key depends on this.
+	// runs detached, and only its summary's cache key depends on this. Checked like
+	// CompactRequest.summarizer (INVALID_ARGUMENT when unknown) when prepare_ratio is set,
+	// ignored otherwise; so are instructions.
 	Summarizer string `protobuf:"bytes,3,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
 	// The instructions of the compaction a preparation prepares for (see summarizer): the
 	// prepared summary serves only a Compact with the same ones.
