@@ -18,7 +18,7 @@ VTPROTO_VERSION             = $(shell $(GO) list -m -f '{{.Version}}' github.com
 # The race detector needs cgo; without a C toolchain the tests still run, without it.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-.PHONY: all build install docker test test-clients lint deadcode generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest chaos fidelity recall session clean
+.PHONY: all build install docker test test-clients lint deadcode generate check-generate breaking tools grpcurl fuzz bench k8s-validate loadtest loadtest-prepared chaos fidelity recall session clean
 
 all: lint test build
 
@@ -144,6 +144,12 @@ LOADTEST_ENV := -server-env GOGC=400 -server-env GOMEMLIMIT=400MiB \
 	-server-arg=--cache-max-bytes=2MiB -server-arg=--token-memo-bytes=4MiB
 loadtest:
 	cd loadtest && $(GO) run . -soak 5m $(LOADTEST_ENV)
+
+# Compact at the trigger, each conversation new, with the fake LLM at a model's latency (5 s):
+# without preparation, then after Compact with prepare (loadtest/prepared.go); writes
+# loadtest/results/prepared.md (needs redis-server). About a minute.
+loadtest-prepared:
+	cd loadtest && $(GO) run . -prepared -llm-latency 5s
 
 # Faults under load against three replicas sharing a Redis: Redis killed and restarted,
 # Redis stalled behind a proxy, a replica sent SIGTERM, the LLM misbehaving, and all of it at

@@ -105,7 +105,8 @@ type policy struct {
 // e.g. "policy.trigger_ratio". A nil policy is invalid: a window or trigger is required.
 //
 // The rules: context_window ≥ 0, and > 0 unless trigger_tokens is set; reserve_output_tokens
-// ≥ 0 and < context_window; ratios in (0, 1] when set, target_ratio ≤ trigger_ratio;
+// ≥ 0 and < context_window; ratios in (0, 1] when set, target_ratio ≤ trigger_ratio,
+// prepare_ratio in (0, 1) when set;
 // trigger_tokens, keep_recent_tokens ≥ 0 and not above the usable window (window − reserve);
 // keep_recent_turns ≥ 0; summary_max_tokens ≥ 0 and below the usable window; tokenizer one of
 // "", "o200k_base", "cl100k_base", "approx"; reported_usage counts ≥ 0, with message_count set
@@ -152,6 +153,9 @@ func resolvePolicyInto(p *compactorv1.Policy, r *policy) error {
 	gr := ratio("target_ratio", p.GetTargetRatio(), DefaultTargetRatio)
 	if p.GetTargetRatio() != 0 && gr > tr && p.GetTriggerTokens() <= 0 {
 		add("target_ratio", fmt.Sprintf("must not exceed trigger_ratio (%v), got %v", tr, gr))
+	}
+	if x := p.GetPrepareRatio(); x != 0 && !(x > 0 && x < 1) { // also rejects NaN
+		add("prepare_ratio", fmt.Sprintf("must be in (0, 1), got %v", x))
 	}
 	if len(violations) > 0 {
 		// The window is unusable; the checks below depend on it.

@@ -38,6 +38,8 @@ func TestResolvePolicyNamesTheField(t *testing.T) {
 		{"trigger ratio NaN", &compactorv1.Policy{ContextWindow: 10000, TriggerRatio: math.NaN()}, "policy.trigger_ratio"},
 		{"target ratio above one", &compactorv1.Policy{ContextWindow: 10000, TargetRatio: 2}, "policy.target_ratio"},
 		{"target above trigger", &compactorv1.Policy{ContextWindow: 10000, TriggerRatio: 0.5, TargetRatio: 0.7}, "policy.target_ratio"},
+		{"prepare ratio of one", &compactorv1.Policy{ContextWindow: 10000, PrepareRatio: 1}, "policy.prepare_ratio"},
+		{"negative prepare ratio", &compactorv1.Policy{ContextWindow: 10000, PrepareRatio: -0.1}, "policy.prepare_ratio"},
 		{"trigger tokens negative", &compactorv1.Policy{ContextWindow: 10000, TriggerTokens: -1}, "policy.trigger_tokens"},
 		{"trigger tokens above usable", &compactorv1.Policy{ContextWindow: 10000, TriggerTokens: 9500}, "policy.trigger_tokens"},
 		{"keep tokens negative", &compactorv1.Policy{ContextWindow: 10000, KeepRecentTokens: -1}, "policy.keep_recent_tokens"},

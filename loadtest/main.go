@@ -67,6 +67,10 @@ type flags struct {
 	chaos bool
 	// shedConversation names the conversation whose Plan -shed sends.
 	shedConversation string
+	// -prepared: Compact at the trigger with and without a prepared summary (prepared.go),
+	// over preparedCalls calls each.
+	prepared      bool
+	preparedCalls int
 }
 
 func main() {
@@ -90,6 +94,8 @@ func main() {
 		measure = runShed
 	case f.chaos:
 		measure = runChaos
+	case f.prepared:
+		measure = runPrepared
 	}
 	ok, err := measure(ctx, f)
 	if err != nil {
@@ -555,6 +561,8 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.shed, "shed", false, "measure load shedding instead of the scenarios: unloaded, saturated and 4× overloaded Plan calls against one replica with --max-inflight (writes results/shedding.md)")
 	fs.StringVar(&f.shedMax, "shed-max-inflight", "1,4,64", "with -shed: the replica's --max-inflight, one measurement per comma-separated bound")
 	fs.DurationVar(&f.shedDuration, "shed-duration", 10*time.Second, "with -shed: the measured duration of each phase")
+	fs.BoolVar(&f.prepared, "prepared", false, "measure Compact at the trigger with and without a prepared summary instead of the scenarios (writes results/prepared.md; set -llm-latency to a model's, e.g. 5s)")
+	fs.IntVar(&f.preparedCalls, "prepared-calls", 64, "with -prepared: the Compacts measured in each phase")
 	fs.StringVar(&f.shedConversation, "shed-conversation", "fixture-swe-units.openai.json", "with -shed: the conversation whose Plan is sent: a fixture of internal/corpus/testdata, else a file of the real corpus")
 }
 

@@ -44,7 +44,9 @@ func tenant(ctx context.Context) string { return auth.Tenant(ctx) }
 
 // Compact implements CompactorService.Compact: Plan, then prune, then (for
 // ACTION_SUMMARIZE) summarize the latest summary and the active messages before the cut,
-// reusing the cache, and return head + [compact prompt] + summary + tail.
+// reusing the cache, and return head + [compact prompt] + summary + tail. With prepare, it
+// starts the summary detached and answers at once (prepare.go); with Policy.prepare_ratio, a
+// conversation between that ratio and the trigger has its summary prepared too.
 func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (*compactorv1.CompactResponse, error) {
 	msgs := req.GetMessages()
 	if err := s.validate(msgs); err != nil {
@@ -63,12 +65,18 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if err := s.checkInstructions(req); err != nil {
 		return nil, toStatus(err)
 	}
+	if req.GetPrepare() {
+		return s.prepareNow(ctx, req, msgs, d, sum)
+	}
 	plan := d.Response
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrAction.String(plan.GetAction().String()),
 		attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
 	resp := &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}
 	if plan.GetAction() == compactorv1.Action_ACTION_NONE {
+		if err := s.prepareAhead(ctx, req, msgs, plan, sum); err != nil {
+			return nil, toStatus(err)
+		}
 		return resp, nil
 	}
 	src := s.keepSource(ctx, req.GetMessages(), req.GetPolicy())

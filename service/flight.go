@@ -25,6 +25,9 @@ type flight struct {
 	entry  *cache.Entry
 	status cache.Status
 	err    error
+	// prepared marks a preparation's computation (prepare.go), set by its leader before
+	// finish: its failure is not its joiners' to answer with, they compute their own.
+	prepared bool
 }
 
 // join returns the computation running for key, or a new one that the caller leads: it must

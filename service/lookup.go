@@ -39,31 +39,18 @@ type base struct {
 //
 // A caller that joins a computation another call of this process started gets its result:
 // its summary (a hit, unless the leader's was not stored: then the leader's outcome) or its
-// error, as if it were its own; only a computation that ran out of its starter's time is
-// started again.
+// error, as if it were its own; only a computation that ran out of its starter's time, and a
+// preparation that failed (prepare.go), are started again.
 func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, error) {
-	scope := c.scope(ctx)
-
-	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
-	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
-	grid, chain := c.candidates(lo) // lo..cut, after the prefixes chunks may end at before lo
-	keys := scope.Keys(chain)
-	key := keys[len(keys)-1]
-
-	b, stale := c.start(), (*cache.Entry)(nil)
-	idx, found, err := c.s.cache.Longest(ctx, keys)
+	f, err := c.find(ctx)
 	switch {
-	case err == nil && idx == len(keys)-1 && c.usable(found):
-		return found, cache.StatusHit, nil
-	case err == nil && idx == len(keys)-1:
-		stale = found
-	case err == nil && c.anchorable(found):
-		b = c.on(prefixAt(grid, lo, idx), found) // build on the longest cached earlier prefix
-	case errors.Is(err, cache.ErrNotFound):
-	default:
-		e, err := c.summarize(ctx, b)
+	case err != nil:
+		e, err := c.summarize(ctx, f.b)
 		return e, cache.StatusUnavailable, err
+	case f.hit != nil:
+		return f.hit, cache.StatusHit, nil
 	}
+	key, b, stale := f.key, f.b, f.stale
 
 	// One computation per key in this process (flights), and one across replicas
 	// (cache.Fill's lock). Each caller gives up at its own deadline. The computation runs
@@ -72,7 +59,7 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 	// memory: package hold); a caller that joined a computation which ran out of its
 	// starter's time starts a new one. Compactions that share a flight serve each other:
 	// they keep the same requests and have the same summary room.
-	flightKey := key.String() + "/" + c.servesKey()
+	flightKey := c.flightKey(key)
 	for {
 		fl, lead := c.s.flights.join(flightKey)
 		if lead {
@@ -89,8 +76,8 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 		case <-fl.done:
 		}
 		if fl.err != nil {
-			if !lead && ctx.Err() == nil && (errors.Is(fl.err, context.DeadlineExceeded) || errors.Is(fl.err, context.Canceled)) {
-				continue // the starter's time ran out, not ours
+			if !lead && ctx.Err() == nil && (fl.prepared || errors.Is(fl.err, context.DeadlineExceeded) || errors.Is(fl.err, context.Canceled)) {
+				continue // the starter's time ran out, not ours, or a preparation failed: ours is tried
 			}
 			return nil, 0, fl.err
 		}
@@ -100,6 +87,47 @@ func (c *compaction) summary(ctx context.Context) (*cache.Entry, cache.Status, e
 		return fl.entry, fl.status, nil
 	}
 }
+
+// found is what the cache lookup of a compaction found: the key of its prefix; the cached
+// summary that serves it as it is (hit), else the base a new summary builds on and, when this
+// prefix's cached summary does not serve it, that summary (stale).
+type found struct {
+	key   cache.Key
+	hit   *cache.Entry
+	b     base
+	stale *cache.Entry
+}
+
+// find looks the compaction's summary up in the cache: one Cache.Longest over the keys of
+// every prefix from the conversation's latest summary up to the cut. An error is the cache's
+// (other than cache.ErrNotFound): f.b is then where a summary starts without it.
+func (c *compaction) find(ctx context.Context) (f found, err error) {
+	scope := c.scope(ctx)
+
+	// Candidate prefixes: every length after the latest summary up to the cut, newest last.
+	lo := min(max(int(c.plan.GetSummaryIndex())+1, 1, c.cut-maxAnchorCandidates+1), c.cut)
+	grid, chain := c.candidates(lo) // lo..cut, after the prefixes chunks may end at before lo
+	keys := scope.Keys(chain)
+	f.key, f.b = keys[len(keys)-1], c.start()
+	idx, e, err := c.s.cache.Longest(ctx, keys)
+	switch {
+	case err == nil && idx == len(keys)-1 && c.usable(e):
+		f.hit = e
+	case err == nil && idx == len(keys)-1:
+		f.stale = e
+	case err == nil && c.anchorable(e):
+		f.b = c.on(prefixAt(grid, lo, idx), e) // build on the longest cached earlier prefix
+	case errors.Is(err, cache.ErrNotFound):
+	default:
+		return f, err
+	}
+	return f, nil
+}
+
+// flightKey is the key of the computation of this compaction's summary under key in this
+// process (flights): compactions share one only when they keep the same requests and have
+// the same summary room (servesKey).
+func (c *compaction) flightKey(key cache.Key) string { return key.String() + "/" + c.servesKey() }
 
 // start is where a summary with no cached prefix starts: after the conversation's latest
 // summary, on top of its text.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
@@ -40,7 +41,7 @@ type Options struct {
 	// admits all.
 	Admit SummaryAdmitter
 	// Logger receives what goes wrong away from any call (a panic in a summarization its
-	// caller left); nil discards it.
+	// caller left, a failed preparation); nil discards it.
 	Logger *slog.Logger
 	// Sources keeps every compaction's source (the conversation it received) for Expand; nil
 	// means an in-memory store with cache.DefaultSourceTTL and cache.DefaultSourceBudget,
@@ -51,6 +52,13 @@ type Options struct {
 	// MaxMessageBytes bounds an Expand page (the responses the server sends); zero means
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// PrepareTimeout bounds one preparation of a summary (CompactRequest.prepare,
+	// Policy.prepare_ratio), which runs detached from its call; zero means
+	// DefaultPrepareTimeout.
+	PrepareTimeout time.Duration
+	// MaxPreparations bounds the preparations in flight in the server (and
+	// MaxTenantPreparations those of one tenant); zero means DefaultMaxPreparations.
+	MaxPreparations int
 }
 
 // SummaryAdmitter admits summarizer calls to a model and is told what each spent: the
@@ -79,13 +87,17 @@ type Server struct {
 	sources         cache.Sources // nil: none kept
 	keptRecently    keptMemo
 	maxMessageBytes int
+	preps           preparations
+	prepareTimeout  time.Duration
+	maxPreparations int
 }
 
 // New returns a Server configured by o.
 func New(o Options) *Server {
 	s := &Server{limits: o.Limits, counter: o.Counter, summarizers: o.Summarizers, cache: o.Cache,
 		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit, logger: o.Logger,
-		sources: o.Sources, maxMessageBytes: o.MaxMessageBytes}
+		sources: o.Sources, maxMessageBytes: o.MaxMessageBytes,
+		prepareTimeout: o.PrepareTimeout, maxPreparations: o.MaxPreparations}
 	if s.sources == nil && !o.DiscardSources {
 		s.sources = cache.NewMemorySources(cache.MemorySourcesOptions{})
 	}
@@ -94,6 +106,13 @@ func New(o Options) *Server {
 	}
 	if s.maxMessageBytes <= 0 {
 		s.maxMessageBytes = DefaultMaxMessageBytes
+	}
+	s.preps.stop, s.preps.cancel = context.WithCancel(context.Background())
+	if s.prepareTimeout <= 0 {
+		s.prepareTimeout = DefaultPrepareTimeout
+	}
+	if s.maxPreparations <= 0 {
+		s.maxPreparations = DefaultMaxPreparations
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -122,13 +141,17 @@ func (s *Server) validate(msgs []*compactorv1.Message) error {
 	return s.limits.Validate(msgs)
 }
 
-// Plan implements CompactorService.Plan.
+// Plan implements CompactorService.Plan. With Policy.prepare_ratio, a conversation between
+// that ratio and the trigger has its summary prepared, detached (prepare.go).
 func (s *Server) Plan(ctx context.Context, req *compactorv1.PlanRequest) (*compactorv1.PlanResponse, error) {
 	if err := s.validate(req.GetMessages()); err != nil {
 		return nil, toStatus(err)
 	}
 	resp, err := engine.Plan(req.GetMessages(), req.GetPolicy(), s.counter)
 	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.planAhead(ctx, req, resp); err != nil {
 		return nil, toStatus(err)
 	}
 	return resp, nil

@@ -196,20 +196,28 @@ func sourced(resp *compactorv1.CompactResponse, w *sourceWrite) error {
 // take it and a summary worth writing keeps the room, and the summary names no source
 // (CompactResponse.source_hash still does).
 func (c *compaction) reserveMarker() {
-	if c.src == nil {
+	if c.s.sources == nil || c.req.GetPolicy().GetDiscardSources() {
 		return
 	}
 	first := 0
 	for first < c.cut && c.plan.GetDispositions()[first] == compactorv1.Disposition_DISPOSITION_KEEP {
 		first++
 	}
-	marker := engine.SourceMarker(c.src.hash, engine.SourceRange{First: first, Last: c.cut - 1})
-	// The marker counted as a message of its own: its framing outweighs the line break that
-	// joins it to the summary message's text.
-	reserve := c.s.textMessageTokens(marker, c.tokenizer())
+	rng := engine.SourceRange{First: first, Last: c.cut - 1}
+	// The marker counted as a message of its own (its framing outweighs the line break that
+	// joins it to the summary message's text), its hash at one token a hex digit, the most
+	// it can take: the room is then the same for every compaction of this prefix, whatever
+	// follows the cut (a preparation and the compaction at the trigger share one summary).
+	reserve := c.s.textMessageTokens(engine.SourceMarker("", rng), c.tokenizer()) + markerHashTokens
 	if c.room-reserve < 2*minSummaryTokens {
 		return
 	}
 	c.room -= reserve
-	c.marker = marker
+	if c.src != nil {
+		c.marker = engine.SourceMarker(c.src.hash, rng)
+	}
 }
+
+// markerHashTokens bounds the tokens of a source hash in a marker: 64 hex digits, at most one
+// token each.
+const markerHashTokens = 64

@@ -39,7 +39,8 @@ func main() {
 }
 
 // run serves until ctx is cancelled (SIGTERM or interrupt), then drains: health turns
-// NOT_SERVING, in-flight calls finish within --drain-timeout, pending spans are flushed.
+// NOT_SERVING, in-flight calls finish within --drain-timeout, the preparations of summaries
+// still running are cancelled and waited for, pending spans are flushed.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -171,6 +172,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Info("stopped")
 	} else {
 		logger.Warn("drain timeout: cancelled the calls still in flight")
+	}
+	// Preparations of summaries outlive their calls: cancelled now, waited for briefly.
+	pctx, pcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer pcancel()
+	if err := srv.Shutdown(pctx); err != nil {
+		logger.Warn(err.Error())
 	}
 	return nil
 }

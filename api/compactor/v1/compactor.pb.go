@@ -403,8 +403,15 @@ type Policy struct {
 	// be expanded, and the summary message names no source. The server keeps sources unless
 	// its --source-ttl is 0.
 	DiscardSources bool `protobuf:"varint,23,opt,name=discard_sources,json=discardSources,proto3" json:"discard_sources,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Prepare the summary ahead of the trigger: when a Plan or a Compact finds the conversation
+	// above prepare_ratio × (context_window − reserve_output_tokens) but not above the trigger,
+	// the server starts, detached from the call, the summary of the range a compaction would
+	// fold now (as Compact with force would), and caches it under that range's prefix hash, as
+	// CompactRequest.prepare does. In (0, 1); 0 (the default) never prepares. Needs
+	// context_window. The call itself is answered as without it.
+	PrepareRatio  float64 `protobuf:"fixed64,24,opt,name=prepare_ratio,json=prepareRatio,proto3" json:"prepare_ratio,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Policy) Reset() {
@@ -540,6 +547,13 @@ func (x *Policy) GetDiscardSources() bool {
 		return x.DiscardSources
 	}
 	return false
+}
+
+func (x *Policy) GetPrepareRatio() float64 {
+	if x != nil {
+		return x.PrepareRatio
+	}
+	return 0
 }
 
 // CachePrices are a provider's prompt-cache prices as multiples of its price of an input
@@ -757,7 +771,16 @@ type PlanRequest struct {
 	// The conversation, oldest first. Required.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The policy. Required: its context_window or trigger_tokens must be set.
-	Policy        *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy *Policy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The summarizer of the compaction a preparation prepares for (Policy.prepare_ratio);
+	// empty means the server's default. Plan itself never calls a summarizer: a preparation
+	// runs detached, and only its summary's cache key depends on this. Checked like
+	// CompactRequest.summarizer (INVALID_ARGUMENT when unknown) when prepare_ratio is set,
+	// ignored otherwise; so are instructions.
+	Summarizer string `protobuf:"bytes,3,opt,name=summarizer,proto3" json:"summarizer,omitempty"`
+	// The instructions of the compaction a preparation prepares for (see summarizer): the
+	// prepared summary serves only a Compact with the same ones.
+	Instructions  string `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -804,6 +827,20 @@ func (x *PlanRequest) GetPolicy() *Policy {
 		return x.Policy
 	}
 	return nil
+}
+
+func (x *PlanRequest) GetSummarizer() string {
+	if x != nil {
+		return x.Summarizer
+	}
+	return ""
+}
+
+func (x *PlanRequest) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
 }
 
 // PlanResponse is a compaction plan.
@@ -1118,6 +1155,17 @@ type CompactRequest struct {
 	// messages the request still holds) into a compactord summary, as if force were set, and
 	// says so in warnings. Unspecified keeps provider compactions as they are.
 	TargetProvider Provider `protobuf:"varint,7,opt,name=target_provider,json=targetProvider,proto3,enum=compactor.v1.Provider" json:"target_provider,omitempty"`
+	// Prepare the summary instead of compacting: start, detached from this call, the summary
+	// of the range this compaction would fold (with force when the conversation is under the
+	// trigger), cache it under that range's prefix hash, and answer at once, compacted false,
+	// with the plan of that range and a reason saying what was started. A later Compact whose
+	// cut is that range is served the prepared summary from the cache with no summarizer call;
+	// one whose cut is later builds on it, summarizing only the messages after it. A
+	// preparation runs under the tenant's limits (its token budget, its concurrent Compacts
+	// until it ends, the summarizer's breaker), at most one per tenant and range at a time; it
+	// is never answered with the compaction's error: a failed preparation is only logged, and
+	// the Compact at the trigger summarizes as if nothing had been prepared.
+	Prepare bool `protobuf:"varint,8,opt,name=prepare,proto3" json:"prepare,omitempty"`
 	// What the agent sends its model besides the conversation. With it, an LLM summarizer of
 	// the agent's provider and model (its `agent_cache`, on by default) sends the summary
 	// request as the agent's own request: the agent's system, tools and messages up to the cut,
@@ -1209,6 +1257,13 @@ func (x *CompactRequest) GetTargetProvider() Provider {
 		return x.TargetProvider
 	}
 	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *CompactRequest) GetPrepare() bool {
+	if x != nil {
+		return x.Prepare
+	}
+	return false
 }
 
 func (x *CompactRequest) GetAgentRequest() *AgentRequest {
@@ -2510,7 +2565,7 @@ var File_compactor_v1_compactor_proto protoreflect.FileDescriptor
 
 const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\n" +
-	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xae\x05\n" +
+	"\x1ccompactor/v1/compactor.proto\x12\fcompactor.v1\x1a\x1fcompactor/v1/conversation.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd3\x05\n" +
 	"\x06Policy\x12%\n" +
 	"\x0econtext_window\x18\x01 \x01(\x03R\rcontextWindow\x122\n" +
 	"\x15reserve_output_tokens\x18\x02 \x01(\x03R\x13reserveOutputTokens\x12#\n" +
@@ -2527,7 +2582,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x19keep_user_messages_tokens\x18\x14 \x01(\x03R\x16keepUserMessagesTokens\x12%\n" +
 	"\x0eheadroom_turns\x18\x15 \x01(\x05R\rheadroomTurns\x12<\n" +
 	"\fcache_prices\x18\x16 \x01(\v2\x19.compactor.v1.CachePricesR\vcachePrices\x12'\n" +
-	"\x0fdiscard_sources\x18\x17 \x01(\bR\x0ediscardSources\"7\n" +
+	"\x0fdiscard_sources\x18\x17 \x01(\bR\x0ediscardSources\x12#\n" +
+	"\rprepare_ratio\x18\x18 \x01(\x01R\fprepareRatio\"7\n" +
 	"\vCachePrices\x12\x12\n" +
 	"\x04read\x18\x01 \x01(\x01R\x04read\x12\x14\n" +
 	"\x05write\x18\x02 \x01(\x01R\x05write\"\xf1\x01\n" +
@@ -2541,10 +2597,14 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x15clear_at_least_tokens\x18\x06 \x01(\x03R\x12clearAtLeastTokens\"O\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
-	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"x\n" +
+	"\rmessage_count\x18\x02 \x01(\x05R\fmessageCount\"\xbc\x01\n" +
 	"\vPlanRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
-	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\"\xbd\a\n" +
+	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\x12\x1e\n" +
+	"\n" +
+	"summarizer\x18\x03 \x01(\tR\n" +
+	"summarizer\x12\"\n" +
+	"\finstructions\x18\x04 \x01(\tR\finstructions\"\xbd\a\n" +
 	"\fPlanResponse\x12,\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x14.compactor.v1.ActionR\x06action\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12=\n" +
@@ -2575,7 +2635,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x10rewritten_tokens\x18\x16 \x01(\x03R\x0frewrittenTokens\x12\x1f\n" +
 	"\vturn_tokens\x18\x17 \x01(\x03R\n" +
 	"turnTokens\x12%\n" +
-	"\x0eheadroom_turns\x18\x18 \x01(\x01R\rheadroomTurns\"\x87\x03\n" +
+	"\x0eheadroom_turns\x18\x18 \x01(\x01R\rheadroomTurns\"\xa1\x03\n" +
 	"\x0eCompactRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x121\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.compactor.v1.PolicyB\x03\xe0A\x02R\x06policy\x12\x1e\n" +
@@ -2585,7 +2645,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12\x14\n" +
 	"\x05force\x18\x05 \x01(\bR\x05force\x12.\n" +
 	"\x13emit_compact_prompt\x18\x06 \x01(\bR\x11emitCompactPrompt\x12?\n" +
-	"\x0ftarget_provider\x18\a \x01(\x0e2\x16.compactor.v1.ProviderR\x0etargetProvider\x12?\n" +
+	"\x0ftarget_provider\x18\a \x01(\x0e2\x16.compactor.v1.ProviderR\x0etargetProvider\x12\x18\n" +
+	"\aprepare\x18\b \x01(\bR\aprepare\x12?\n" +
 	"\ragent_request\x18( \x01(\v2\x1a.compactor.v1.AgentRequestR\fagentRequest\"\x9f\x01\n" +
 	"\fAgentRequest\x122\n" +
 	"\bprovider\x18\x01 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +

@@ -89,6 +89,11 @@ export declare type Policy = Message<"compactor.v1.Policy"> & {
    * @generated from field: bool discard_sources = 23;
    */
   discardSources: boolean;
+
+  /**
+   * @generated from field: double prepare_ratio = 24;
+   */
+  prepareRatio: number;
 };
 
 /**
@@ -193,6 +198,16 @@ export declare type PlanRequest = Message<"compactor.v1.PlanRequest"> & {
    * @generated from field: compactor.v1.Policy policy = 2;
    */
   policy?: Policy | undefined;
+
+  /**
+   * @generated from field: string summarizer = 3;
+   */
+  summarizer: string;
+
+  /**
+   * @generated from field: string instructions = 4;
+   */
+  instructions: string;
 };
 
 /**
@@ -370,6 +385,11 @@ export declare type CompactRequest = Message<"compactor.v1.CompactRequest"> & {
    * @generated from field: compactor.v1.Provider target_provider = 7;
    */
   targetProvider: Provider;
+
+  /**
+   * @generated from field: bool prepare = 8;
+   */
+  prepare: boolean;
 
   /**
    * @generated from field: compactor.v1.AgentRequest agent_request = 40;

@@ -55,13 +55,14 @@ class CachePrices(_message.Message):
     def __init__(self, read: _Optional[float] = ..., write: _Optional[float] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
-    __slots__ = ["agent_request", "emit_compact_prompt", "force", "instructions", "messages", "policy", "summarizer", "target_provider"]
+    __slots__ = ["agent_request", "emit_compact_prompt", "force", "instructions", "messages", "policy", "prepare", "summarizer", "target_provider"]
     AGENT_REQUEST_FIELD_NUMBER: _ClassVar[int]
     EMIT_COMPACT_PROMPT_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_FIELD_NUMBER: _ClassVar[int]
     SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
     TARGET_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     agent_request: AgentRequest
@@ -70,9 +71,10 @@ class CompactRequest(_message.Message):
     instructions: str
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     policy: Policy
+    prepare: bool
     summarizer: str
     target_provider: Provider
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ..., agent_request: _Optional[_Union[AgentRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ..., prepare: bool = ..., agent_request: _Optional[_Union[AgentRequest, _Mapping]] = ...) -> None: ...
 
 class CompactResponse(_message.Message):
     __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "source_hash", "summary", "warnings"]
@@ -185,12 +187,16 @@ class LowerResponse(_message.Message):
     def __init__(self, body: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class PlanRequest(_message.Message):
-    __slots__ = ["messages", "policy"]
+    __slots__ = ["instructions", "messages", "policy", "summarizer"]
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    SUMMARIZER_FIELD_NUMBER: _ClassVar[int]
+    instructions: str
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     policy: Policy
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ...) -> None: ...
+    summarizer: str
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ...) -> None: ...
 
 class PlanResponse(_message.Message):
     __slots__ = ["action", "cached_prefix_tokens", "cut_index", "cut_tokens", "dispositions", "head_tokens", "headroom_turns", "instruction_indexes", "instruction_tokens", "kept_request_tokens", "message_tokens", "prefix_hash", "pruned_tokens", "reason", "rewritten_tokens", "summary_index", "summary_tokens", "tail_tokens", "target_tokens", "tokens_after", "tokens_before", "trigger_at_tokens", "turn_tokens", "usable_tokens"]
@@ -245,7 +251,7 @@ class PlanResponse(_message.Message):
     def __init__(self, action: _Optional[_Union[Action, str]] = ..., reason: _Optional[str] = ..., dispositions: _Optional[_Iterable[_Union[Disposition, str]]] = ..., message_tokens: _Optional[_Iterable[int]] = ..., tokens_before: _Optional[int] = ..., tokens_after: _Optional[int] = ..., cut_index: _Optional[int] = ..., prefix_hash: _Optional[str] = ..., pruned_tokens: _Optional[int] = ..., summary_index: _Optional[int] = ..., usable_tokens: _Optional[int] = ..., trigger_at_tokens: _Optional[int] = ..., target_tokens: _Optional[int] = ..., head_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., kept_request_tokens: _Optional[int] = ..., tail_tokens: _Optional[int] = ..., cut_tokens: _Optional[int] = ..., instruction_indexes: _Optional[_Iterable[int]] = ..., instruction_tokens: _Optional[int] = ..., cached_prefix_tokens: _Optional[int] = ..., rewritten_tokens: _Optional[int] = ..., turn_tokens: _Optional[int] = ..., headroom_turns: _Optional[float] = ...) -> None: ...
 
 class Policy(_message.Message):
-    __slots__ = ["cache_prices", "context_window", "discard_sources", "headroom_turns", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
+    __slots__ = ["cache_prices", "context_window", "discard_sources", "headroom_turns", "keep_recent_tokens", "keep_recent_turns", "keep_user_messages_tokens", "prepare_ratio", "prune", "reported_usage", "reserve_output_tokens", "summary_max_tokens", "target_ratio", "tokenizer", "trigger_ratio", "trigger_tokens"]
     CACHE_PRICES_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_WINDOW_FIELD_NUMBER: _ClassVar[int]
     DISCARD_SOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -253,6 +259,7 @@ class Policy(_message.Message):
     KEEP_RECENT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     KEEP_RECENT_TURNS_FIELD_NUMBER: _ClassVar[int]
     KEEP_USER_MESSAGES_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PREPARE_RATIO_FIELD_NUMBER: _ClassVar[int]
     PRUNE_FIELD_NUMBER: _ClassVar[int]
     REPORTED_USAGE_FIELD_NUMBER: _ClassVar[int]
     RESERVE_OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -268,6 +275,7 @@ class Policy(_message.Message):
     keep_recent_tokens: int
     keep_recent_turns: int
     keep_user_messages_tokens: int
+    prepare_ratio: float
     prune: PrunePolicy
     reported_usage: Usage
     reserve_output_tokens: int
@@ -276,7 +284,7 @@ class Policy(_message.Message):
     tokenizer: str
     trigger_ratio: float
     trigger_tokens: int
-    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ..., headroom_turns: _Optional[int] = ..., cache_prices: _Optional[_Union[CachePrices, _Mapping]] = ..., discard_sources: bool = ...) -> None: ...
+    def __init__(self, context_window: _Optional[int] = ..., reserve_output_tokens: _Optional[int] = ..., trigger_ratio: _Optional[float] = ..., trigger_tokens: _Optional[int] = ..., keep_recent_tokens: _Optional[int] = ..., keep_recent_turns: _Optional[int] = ..., prune: _Optional[_Union[PrunePolicy, _Mapping]] = ..., tokenizer: _Optional[str] = ..., reported_usage: _Optional[_Union[Usage, _Mapping]] = ..., target_ratio: _Optional[float] = ..., summary_max_tokens: _Optional[int] = ..., keep_user_messages_tokens: _Optional[int] = ..., headroom_turns: _Optional[int] = ..., cache_prices: _Optional[_Union[CachePrices, _Mapping]] = ..., discard_sources: bool = ..., prepare_ratio: _Optional[float] = ...) -> None: ...
 
 class ProviderTool(_message.Message):
     __slots__ = ["format", "json", "type"]
