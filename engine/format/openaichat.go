@@ -559,15 +559,7 @@ func chatUserPart(e string, p *jpath) (*compactorv1.Part, error) {
 		if fd == "" {
 			return nil, fp.k("file_data").invalid("only inline files (file_data) are supported, not file_id references")
 		}
-		media, data, ok := parseDataURL(fd)
-		if !ok {
-			// Bare base64, as some clients send it.
-			if data, err = decodeB64(fd); err != nil {
-				return nil, fp.k("file_data").invalid("must be a base64 data: URL")
-			}
-			media = "application/pdf"
-		}
-		return fileData(data, media, name), nil
+		return inlineFile(fd, name, fp.k("file_data"))
 	}
 	return nil, p.k("type").invalid(`unsupported content part type "` + typ + `"`)
 }
@@ -655,16 +647,10 @@ func (lt *lifter) chatAssistant(m string, p *jpath) error {
 			if err := want(fn, kindObject, fp); err != nil {
 				return err
 			}
-			name, err := str(field(fn, "name"), fp.k("name"), true)
+			part, err := lt.functionCall(id, fn, fp)
 			if err != nil {
 				return err
 			}
-			args, err := str(field(fn, "arguments"), fp.k("arguments"), false)
-			if err != nil {
-				return err
-			}
-			lt.call(id, name)
-			part := callPart(id, name, args)
 			carry(&part.ProviderOptions, tc, "openai", chatToolCallCarried)
 			// Gemini's OpenAI-compatible endpoint: the call's thought signature.
 			if sig := sval(field(field(field(tc, "extra_content"), "google"), "thought_signature")); sig != "" {

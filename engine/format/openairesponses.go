@@ -371,16 +371,10 @@ func (lt *lifter) responsesItem(item string, p *jpath) error {
 		if err != nil {
 			return err
 		}
-		name, err := str(field(item, "name"), p.k("name"), true)
+		part, err := lt.functionCall(id, item, p)
 		if err != nil {
 			return err
 		}
-		args, err := str(field(item, "arguments"), p.k("arguments"), false)
-		if err != nil {
-			return err
-		}
-		lt.call(id, name)
-		part := callPart(id, name, args)
 		part.ProviderOptions = o
 		if err := itemID(&part.ProviderOptions, item, p); err != nil {
 			return err
@@ -605,14 +599,7 @@ func responsesInputPart(e string, p *jpath) (*compactorv1.Part, error) {
 		}
 		switch {
 		case fd != "":
-			media, data, ok := parseDataURL(fd)
-			if !ok {
-				if data, err = decodeB64(fd); err != nil {
-					return nil, p.k("file_data").invalid("must be a base64 data: URL")
-				}
-				media = "application/pdf"
-			}
-			return fileData(data, media, name), nil
+			return inlineFile(fd, name, p.k("file_data"))
 		case fu != "":
 			return fileURL(fu, mediaFromName(fu, name), name), nil
 		}
