@@ -413,36 +413,6 @@ func textOut(s string) *compactorv1.ToolOutput {
 // call records a tool call's name for later results.
 func (lt *lifter) call(id, name string) { lt.names[id] = name }
 
-// functionCall reads an OpenAI function call's "name" (required) and "arguments" members
-// from the object fn at p, records the call's name for id and returns its part. OpenAI Chat
-// keeps them in a tool call's "function" object, OpenAI Responses in the function_call item.
-func (lt *lifter) functionCall(id, fn string, p *jpath) (*compactorv1.Part, error) {
-	name, err := str(field(fn, "name"), p.k("name"), true)
-	if err != nil {
-		return nil, err
-	}
-	args, err := str(field(fn, "arguments"), p.k("arguments"), false)
-	if err != nil {
-		return nil, err
-	}
-	lt.call(id, name)
-	return callPart(id, name, args), nil
-}
-
-// inlineFile reads an OpenAI file_data value at p, a data: URL or bare base64 (as some
-// clients send it, then taken as a PDF), as a file part named name.
-func inlineFile(fd, name string, p *jpath) (*compactorv1.Part, error) {
-	media, data, ok := parseDataURL(fd)
-	if !ok {
-		var err error
-		if data, err = decodeB64(fd); err != nil {
-			return nil, p.invalid("must be a base64 data: URL")
-		}
-		media = "application/pdf"
-	}
-	return fileData(data, media, name), nil
-}
-
 // unknownKeys warns about members of obj outside known.
 func (lt *lifter) unknownKeys(obj string, p *jpath, known ...string) {
 	lt.unknownKeysC(obj, p, nil, "", nil, known...)

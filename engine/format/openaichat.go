@@ -85,9 +85,8 @@ func (l *lowerer) chat() {
 		case compactorv1.Role_ROLE_TOOL:
 			for j, p := range m.GetParts() {
 				at := where(s.i, j)
-				r := p.GetToolResult()
+				r := l.toolResultOrDrop(p, at, "OpenAI Chat")
 				if r == nil {
-					l.dropPart(p, "%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
 					continue
 				}
 				w.obj()
@@ -198,9 +197,7 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 		w.obj()
 		w.key("url")
 		l.imageURLValue(c.Image, at)
-		if d := l.optString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
-			w.kstr("detail", d)
-		}
+		l.openaiImageDetail(p)
 		w.endObj()
 		w.endObj()
 	case *compactorv1.Part_File:
@@ -518,11 +515,7 @@ func chatUserPart(e string, p *jpath) (*compactorv1.Part, error) {
 		default:
 			return nil, want(iu, kindObject, ip)
 		}
-		part := imageURL(u, "")
-		if detail != "" {
-			setOpt(&part.ProviderOptions, "openai", "imageDetail", structpb.NewStringValue(detail))
-		}
-		return part, nil
+		return openaiImage(u, detail), nil
 	case "input_audio":
 		ap := p.k("input_audio")
 		a := field(e, "input_audio")

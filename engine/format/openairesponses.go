@@ -55,9 +55,8 @@ func (l *lowerer) responses() {
 		case compactorv1.Role_ROLE_TOOL:
 			for j, p := range m.GetParts() {
 				at := where(s.i, j)
-				r := p.GetToolResult()
+				r := l.toolResultOrDrop(p, at, "OpenAI Responses")
 				if r == nil {
-					l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
 					continue
 				}
 				o := p.GetProviderOptions()
@@ -110,9 +109,7 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 		w.kstr("type", "input_image")
 		w.key("image_url")
 		l.imageURLValue(c.Image, at)
-		if d := l.optString(p.GetProviderOptions(), "openai", "imageDetail"); d != "" {
-			w.kstr("detail", d)
-		}
+		l.openaiImageDetail(p)
 		w.endObj()
 	case *compactorv1.Part_File:
 		f := c.File
@@ -579,11 +576,7 @@ func responsesInputPart(e string, p *jpath) (*compactorv1.Part, error) {
 		if err != nil {
 			return nil, err
 		}
-		part := imageURL(u, "")
-		if detail != "" {
-			setOpt(&part.ProviderOptions, "openai", "imageDetail", structpb.NewStringValue(detail))
-		}
-		return part, nil
+		return openaiImage(u, detail), nil
 	case "input_file":
 		name, err := str(field(e, "filename"), p.k("filename"), false)
 		if err != nil {
