@@ -262,8 +262,7 @@ var defaultCachePoint = structpb.NewStructValue(&structpb.Struct{Fields: map[str
 // jsonSchemaOf writes a Gemini OpenAPI Schema as JSON Schema: type names in lower case
 // ("OBJECT" is "object"), nullable as a "null" type beside the schema's own (and a null
 // beside its enumeration), through properties, items and anyOf; every other member as it
-// is. v is valid JSON, so the
-// recursion is bounded by maxDepth.
+// is. v is valid JSON, so the recursion is bounded by maxDepth.
 func (w *jw) jsonSchemaOf(v string) {
 	if kindOf(v) != kindObject {
 		w.raw(v)
@@ -291,16 +290,7 @@ func (w *jw) jsonSchemaOf(v string) {
 			w.endArr()
 		case "properties":
 			w.key(k)
-			if kindOf(e) != kindObject {
-				w.raw(e)
-				continue
-			}
-			w.obj()
-			for pk, pv := range members(e) {
-				w.key(pk)
-				w.jsonSchemaOf(pv)
-			}
-			w.endObj()
+			w.jsonSchemasOf(e, kindObject)
 		case "items":
 			w.key(k)
 			w.jsonSchemaOf(e)
@@ -319,20 +309,34 @@ func (w *jw) jsonSchemaOf(v string) {
 			w.endArr()
 		case "anyOf":
 			w.key(k)
-			if kindOf(e) != kindArray {
-				w.raw(e)
-				continue
-			}
-			w.arr()
-			for _, s := range elems(e) {
-				w.jsonSchemaOf(s)
-			}
-			w.endArr()
+			w.jsonSchemasOf(e, kindArray)
 		default:
 			w.kraw(k, e)
 		}
 	}
 	w.endObj()
+}
+
+// jsonSchemasOf writes e, Gemini schemas in a container of kind (an object of them, as
+// properties, or an array, as anyOf), each through jsonSchemaOf; e of another kind as it is.
+func (w *jw) jsonSchemasOf(e string, kind jsonKind) {
+	switch {
+	case kindOf(e) != kind:
+		w.raw(e)
+	case kind == kindObject:
+		w.obj()
+		for k, s := range members(e) {
+			w.key(k)
+			w.jsonSchemaOf(s)
+		}
+		w.endObj()
+	default:
+		w.arr()
+		for _, s := range elems(e) {
+			w.jsonSchemaOf(s)
+		}
+		w.endArr()
+	}
 }
 
 // --- tool choices ---
