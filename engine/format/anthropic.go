@@ -554,13 +554,11 @@ func (lt *lifter) anthropicSystem(sys string, p *jpath) error {
 }
 
 func (lt *lifter) anthropicMessage(m string, p *jpath) error {
-	assistant, err := userOrAssistant(m, p)
+	assistant, content, err := lt.alternatingMessage(m, p)
 	if err != nil {
 		return err
 	}
-	lt.unknownKeys(m, p, "role", "content")
 	cp := p.k("content")
-	content := field(m, "content")
 	switch kindOf(content) {
 	case kindString:
 		r := compactorv1.Role_ROLE_USER

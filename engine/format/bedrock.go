@@ -524,13 +524,11 @@ func (lt *lifter) bedrock(body string) error {
 }
 
 func (lt *lifter) bedrockMessage(m string, p *jpath) error {
-	assistant, err := userOrAssistant(m, p)
+	assistant, content, err := lt.alternatingMessage(m, p)
 	if err != nil {
 		return err
 	}
-	lt.unknownKeys(m, p, "role", "content")
 	cp := p.k("content")
-	content := field(m, "content")
 	if err := want(content, kindArray, cp); err != nil {
 		return err
 	}

@@ -290,26 +290,30 @@ func str(v string, p *jpath, req bool) (string, error) {
 	return "", p.invalid("must be a string, not " + kindName(kindOf(v)))
 }
 
-// want checks that v has kind k.
-// userOrAssistant reads the role of a message object in the alternating formats (Anthropic,
-// Bedrock): true for "assistant", false for "user", an error naming p.role otherwise.
-func userOrAssistant(m string, p *jpath) (bool, error) {
+// alternatingMessage reads a message object of the alternating formats (Anthropic, Bedrock),
+// {"role": "user" | "assistant", "content": ...}: whether it is the assistant's, and its
+// content member. A role other than those two is an error naming p.role; other members are
+// warned about.
+func (lt *lifter) alternatingMessage(m string, p *jpath) (assistant bool, content string, err error) {
 	if err := want(m, kindObject, p); err != nil {
-		return false, err
+		return false, "", err
 	}
 	role, err := str(field(m, "role"), p.k("role"), true)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	switch role {
 	case "user":
-		return false, nil
 	case "assistant":
-		return true, nil
+		assistant = true
+	default:
+		return false, "", p.k("role").invalid(`must be "user" or "assistant", not "` + role + `"`)
 	}
-	return false, p.k("role").invalid(`must be "user" or "assistant", not "` + role + `"`)
+	lt.unknownKeys(m, p, "role", "content")
+	return assistant, field(m, "content"), nil
 }
 
+// want checks that v has kind k.
 func want(v string, k jsonKind, p *jpath) error {
 	if kindOf(v) != k {
 		if v == "" {
