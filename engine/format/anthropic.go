@@ -177,7 +177,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 		switch c := p.GetContent().(type) {
 		case *compactorv1.Part_Text:
 			if isBlank(c.Text.GetText()) {
-				l.dropPart(p, "%s: empty text dropped (Anthropic rejects blank text blocks)", at)
+				l.dropBlankText(p, at, "Anthropic")
 				continue
 			}
 			b.kind, b.text = abText, c.Text.GetText()
@@ -212,7 +212,7 @@ func (l *lowerer) anthropicBlocks(blocks []ablock, i int, m *compactorv1.Message
 				b.kind = abServerResult
 			}
 		default:
-			l.dropPart(p, "%s: %s has no Anthropic form; dropped", at, partKind(p))
+			l.dropNoForm(p, at, "Anthropic")
 			continue
 		}
 		blocks = append(blocks, b)

@@ -136,7 +136,7 @@ func (l *lowerer) bedrock() {
 			switch c := p.GetContent().(type) {
 			case *compactorv1.Part_Text:
 				if isBlank(c.Text.GetText()) {
-					l.dropPart(p, "%s: empty text dropped (Bedrock rejects blank text blocks)", at)
+					l.dropBlankText(p, at, "Bedrock")
 					continue
 				}
 				bp.text = c.Text.GetText()
@@ -178,7 +178,7 @@ func (l *lowerer) bedrock() {
 					}
 				}
 			default:
-				l.dropPart(p, "%s: %s has no Bedrock form; dropped", at, partKind(p))
+				l.dropNoForm(p, at, "Bedrock")
 				continue
 			}
 			parts = append(parts, bp)

@@ -239,6 +239,16 @@ func (l *lowerer) dropPart(p *compactorv1.Part, format string, args ...any) {
 	l.markSkipped(p)
 }
 
+// dropNoForm drops p, whose kind of content the format named form cannot carry.
+func (l *lowerer) dropNoForm(p *compactorv1.Part, at loc, form string) {
+	l.dropPart(p, "%s: %s has no %s form; dropped", at, partKind(p), form)
+}
+
+// dropBlankText drops p, a blank text the format named form rejects as a text block.
+func (l *lowerer) dropBlankText(p *compactorv1.Part, at loc, form string) {
+	l.dropPart(p, "%s: empty text dropped (%s rejects blank text blocks)", at, form)
+}
+
 // dropProviderPart drops the provider part p at at, which the target cannot take: another
 // provider's block or item, or one the target format has no place for.
 func (l *lowerer) dropProviderPart(at fmt.Stringer, p *compactorv1.Part) {

@@ -95,7 +95,7 @@ func (l *lowerer) gemini() {
 				}
 			case *compactorv1.Part_Image, *compactorv1.Part_File:
 			default:
-				l.dropPart(p, "%s: %s has no Gemini form; dropped", at, partKind(p))
+				l.dropNoForm(p, at, "Gemini")
 				continue
 			}
 			all = append(all, gpart{p: p, at: at, msg: m})

@@ -61,7 +61,7 @@ func (l *lowerer) openaiImageDetail(p *compactorv1.Part) {
 func (l *lowerer) toolResultOrDrop(p *compactorv1.Part, at loc, form string) *compactorv1.ToolResultPart {
 	r := p.GetToolResult()
 	if r == nil {
-		l.dropPart(p, "%s: %s has no %s form; dropped", at, partKind(p), form)
+		l.dropNoForm(p, at, form)
 	}
 	return r
 }

@@ -238,7 +238,7 @@ func (l *lowerer) chatUserPart(p *compactorv1.Part, at loc) {
 			w.endObj()
 		}
 	default:
-		l.dropPart(p, "%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
+		l.dropNoForm(p, at, "OpenAI Chat")
 	}
 }
 
@@ -281,7 +281,7 @@ func (l *lowerer) chatAssistant(i int, m *compactorv1.Message) {
 		case *compactorv1.Part_Provider:
 			l.dropProviderPart(at, p)
 		default:
-			l.dropPart(p, "%s: %s has no OpenAI Chat form; dropped", at, partKind(p))
+			l.dropNoForm(p, at, "OpenAI Chat")
 		}
 	}
 	if len(text) == 0 && len(refusal) == 0 && calls == 0 && !audio {

@@ -131,7 +131,7 @@ func (l *lowerer) responsesInputPart(p *compactorv1.Part, at loc) {
 	case *compactorv1.Part_Provider:
 		l.dropProviderPart(at, p)
 	default:
-		l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
+		l.dropNoForm(p, at, "OpenAI Responses")
 	}
 }
 
@@ -200,7 +200,7 @@ func (l *lowerer) responsesAssistant(i int, m *compactorv1.Message, storeFalse b
 			}
 			w.raw(c.Provider.GetJson())
 		default:
-			l.dropPart(p, "%s: %s has no OpenAI Responses form; dropped", at, partKind(p))
+			l.dropNoForm(p, at, "OpenAI Responses")
 		}
 	}
 	return inlined
