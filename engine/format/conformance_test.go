@@ -923,6 +923,16 @@ func carriedNames(tools []*compactorv1.Tool, p compactorv1.Provider) []string {
 	return out
 }
 
+// decodeAs decodes body into a T, failing the test when it cannot.
+func decodeAs[T any](t *testing.T, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // toolNames decodes the tools of a lowered body with the SDK's types and returns their names
 // (a Gemini provider tool by its member's name), function tools first for Gemini.
 func toolNames(t *testing.T, p compactorv1.Provider, body string) []string {
@@ -930,18 +940,12 @@ func toolNames(t *testing.T, p compactorv1.Provider, body string) []string {
 	var out []string
 	switch p {
 	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
-		var v anthropic.MessageNewParams
-		if err := json.Unmarshal([]byte(body), &v); err != nil {
-			t.Fatal(err)
-		}
+		v := decodeAs[anthropic.MessageNewParams](t, body)
 		for _, tool := range v.Tools {
 			out = append(out, *tool.GetName())
 		}
 	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
-		var v openai.ChatCompletionNewParams
-		if err := json.Unmarshal([]byte(body), &v); err != nil {
-			t.Fatal(err)
-		}
+		v := decodeAs[openai.ChatCompletionNewParams](t, body)
 		for _, tool := range v.Tools {
 			if f := tool.GetFunction(); f != nil {
 				out = append(out, f.Name)
@@ -950,10 +954,7 @@ func toolNames(t *testing.T, p compactorv1.Provider, body string) []string {
 			}
 		}
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
-		var v responses.ResponseNewParams
-		if err := json.Unmarshal([]byte(body), &v); err != nil {
-			t.Fatal(err)
-		}
+		v := decodeAs[responses.ResponseNewParams](t, body)
 		for _, tool := range v.Tools {
 			if n := tool.GetName(); n != nil {
 				out = append(out, *n)
@@ -962,10 +963,7 @@ func toolNames(t *testing.T, p compactorv1.Provider, body string) []string {
 			}
 		}
 	case compactorv1.Provider_PROVIDER_GEMINI:
-		var v struct{ Tools []genai.Tool }
-		if err := json.Unmarshal([]byte(body), &v); err != nil {
-			t.Fatal(err)
-		}
+		v := decodeAs[struct{ Tools []genai.Tool }](t, body)
 		var others []string
 		for _, tool := range v.Tools {
 			for _, d := range tool.FunctionDeclarations {
