@@ -123,19 +123,29 @@ func (s *Server) Body(n int) string {
 	return s.bodies[n-1]
 }
 
+// readJSON reads r's body and decodes it as a T; when it cannot, it answers 400 Bad Request
+// and reports false.
+func readJSON[T any](w http.ResponseWriter, r *http.Request) (T, []byte, bool) {
+	var v T
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &v)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return v, nil, false
+	}
+	return v, body, true
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	anthropic := strings.HasSuffix(r.URL.Path, "/v1/messages")
 	if r.Method != http.MethodPost || !(anthropic || strings.HasSuffix(r.URL.Path, "/chat/completions")) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	var req request
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	req, body, ok := readJSON[request](w, r)
+	if !ok {
 		return
 	}
 	prompt := req.prompt()
