@@ -54,7 +54,7 @@ func chunkReply(n int64, prompt string) (int, string) {
 // the bound and anchored on the previous call's summary; the summary check runs on the final
 // summary against the whole range, and the server span records the calls.
 func TestCompactChunksARangeOverTheInputBound(t *testing.T) {
-	for _, kind := range []string{summarize.KindOpenAI, summarize.KindAnthropic} {
+	for _, kind := range []string{summarize.KindOpenAI, summarize.KindOpenAIResponses, summarize.KindAnthropic} {
 		t.Run(kind, func(t *testing.T) {
 			exp := tracetest.NewInMemoryExporter()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

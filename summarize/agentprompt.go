@@ -87,7 +87,9 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 }
 
 // agentFields sets, in a lowered body, what a summary request sends differently from the
-// agent: the model, the token bound, no streaming. The other members are kept byte for byte.
+// agent: the model, the token bound, no streaming and, for Responses, store false (a
+// summary is not kept on the provider's side). The other members, prompt_cache_key among
+// them, are kept byte for byte.
 func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &top); err != nil {
@@ -103,6 +105,7 @@ func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
 		top["max_tokens"] = n
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
 		top["max_output_tokens"] = n
+		top["store"] = json.RawMessage("false")
 	default:
 		delete(top, "max_tokens")
 		delete(top, "max_completion_tokens")

@@ -24,6 +24,9 @@ const (
 	KindExtractive = "extractive"
 	KindOpenAI     = "openai"
 	KindAnthropic  = "anthropic"
+	// KindOpenAIResponses is the OpenAI Responses API (/responses); KindOpenAI is Chat
+	// Completions.
+	KindOpenAIResponses = "openai-responses"
 )
 
 // DefaultName is the name of the built-in extractive summarizer, always registered.
@@ -51,12 +54,13 @@ type Config struct {
 type SummarizerConfig struct {
 	// Name is what CompactRequest.summarizer refers to; required, unique.
 	Name string `yaml:"name"`
-	// Kind is openai (any OpenAI-compatible server), anthropic or extractive.
+	// Kind is openai (any OpenAI-compatible chat completions server), openai-responses (the
+	// OpenAI Responses API), anthropic or extractive.
 	Kind string `yaml:"kind"`
 	// BaseURL is the API root (e.g. http://127.0.0.1:11434/v1 for Ollama); empty uses the
 	// provider's public API.
 	BaseURL string `yaml:"base_url"`
-	// Model is the model name sent to the API; required for openai and anthropic.
+	// Model is the model name sent to the API; required for openai, openai-responses and anthropic.
 	Model string `yaml:"model"`
 	// APIKeyEnv names the environment variable holding the API key.
 	APIKeyEnv string `yaml:"api_key_env"`
@@ -85,7 +89,7 @@ type SummarizerConfig struct {
 	// says so in CompactResponse.summary.fallback_from and is not cached, so the next call
 	// tries this summarizer again. Empty: the failure is the call's (UNAVAILABLE).
 	Fallback string `yaml:"fallback"`
-	// AgentCache (anthropic and openai; default true) sends the summary request as the
+	// AgentCache (anthropic, openai and openai-responses; default true) sends the summary request as the
 	// agent's own request when a CompactRequest carries agent_request for this summarizer's
 	// provider format and model, so that the conversation is read from the provider's prompt
 	// cache (docs/PERFORMANCE.md measures what it saves). false: always the summarizer's own
@@ -135,11 +139,11 @@ func (s SummarizerConfig) validate() error {
 	switch s.Kind {
 	case KindExtractive:
 		return nil
-	case KindOpenAI, KindAnthropic:
+	case KindOpenAI, KindOpenAIResponses, KindAnthropic:
 	case "":
-		return fmt.Errorf("%s: kind is required (openai, anthropic or extractive)", s.Name)
+		return fmt.Errorf("%s: kind is required (openai, openai-responses, anthropic or extractive)", s.Name)
 	default:
-		return fmt.Errorf("%s: unknown kind %q (openai, anthropic or extractive)", s.Name, s.Kind)
+		return fmt.Errorf("%s: unknown kind %q (openai, openai-responses, anthropic or extractive)", s.Name, s.Kind)
 	}
 	if s.Model == "" {
 		return fmt.Errorf("%s: model is required for kind %s", s.Name, s.Kind)
@@ -290,6 +294,8 @@ func New(cfg SummarizerConfig, opt Options) (Summarizer, error) {
 	switch cfg.Kind {
 	case KindOpenAI:
 		return NewOpenAI(cfg, opt)
+	case KindOpenAIResponses:
+		return NewOpenAIResponses(cfg, opt)
 	case KindAnthropic:
 		return NewAnthropic(cfg, opt)
 	case KindExtractive:

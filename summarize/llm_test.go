@@ -82,10 +82,8 @@ func (f *fakeProvider) setScript(script ...reply) {
 func (f *fakeProvider) serve(done chan struct{}) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n := int(f.hits.Add(1))
-		wantPath := "/v1/chat/completions"
-		if f.kind == KindAnthropic {
-			wantPath = "/v1/messages"
-		}
+		wantPath := map[string]string{KindOpenAI: "/v1/chat/completions", KindOpenAIResponses: "/v1/responses",
+			KindAnthropic: "/v1/messages"}[f.kind]
 		if r.Method != http.MethodPost || r.URL.Path != wantPath {
 			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 			return
@@ -119,9 +117,12 @@ func (f *fakeProvider) serve(done chan struct{}) func(http.ResponseWriter, *http
 			return
 		}
 		txt, _ := json.Marshal(rp.text)
-		if f.kind == KindAnthropic {
+		switch f.kind {
+		case KindAnthropic:
 			fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test-20250101","content":[{"type":"text","text":%s}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":321,"output_tokens":45}}`, txt)
-		} else {
+		case KindOpenAIResponses:
+			fmt.Fprintf(w, `{"id":"resp_1","object":"response","created_at":1700000000,"status":"completed","model":"gpt-test-2025","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":%s,"annotations":[]}]}],"usage":{"input_tokens":321,"input_tokens_details":{"cached_tokens":0},"output_tokens":45,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":366}}`, txt)
+		default:
 			fmt.Fprintf(w, `{"id":"cc_1","object":"chat.completion","created":1700000000,"model":"gpt-test-2025","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":321,"completion_tokens":45,"total_tokens":366}}`, txt)
 		}
 	}
@@ -136,6 +137,7 @@ type provider struct {
 
 var providers = []provider{
 	{KindOpenAI, "openai", "gpt-test-2025", "stop"},
+	{KindOpenAIResponses, "openai", "gpt-test-2025", "completed"},
 	{KindAnthropic, "anthropic", "claude-test-20250101", "end_turn"},
 }
 
@@ -160,21 +162,21 @@ func newFixture(t *testing.T, p provider, cfg SummarizerConfig, opt Options, scr
 		return "", false
 	}
 	cfg.Name, cfg.Kind, cfg.Model, cfg.APIKeyEnv = "test", p.kind, "test-model", "TEST_API_KEY"
-	cfg.BaseURL = f.srv.URL
-	if p.kind == KindOpenAI {
-		cfg.BaseURL += "/v1"
-	}
-	var s *LLM
-	var err error
-	if p.kind == KindOpenAI {
-		s, err = NewOpenAI(cfg, opt)
-	} else {
-		s, err = NewAnthropic(cfg, opt)
-	}
+	cfg.BaseURL = baseURL(p.kind, f.srv.URL)
+	s, err := New(cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{f: f, s: s, exp: exp}
+	return fixture{f: f, s: s.(*LLM), exp: exp}
+}
+
+// baseURL is the base_url of a summarizer of kind served at srv: the OpenAI kinds' SDK
+// paths are relative to /v1, Anthropic's include it.
+func baseURL(kind, srv string) string {
+	if kind == KindAnthropic {
+		return srv
+	}
+	return srv + "/v1"
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
@@ -242,6 +244,16 @@ func TestLLMSuccess(t *testing.T) {
 			case KindOpenAI:
 				if body["max_tokens"] != float64(777) {
 					t.Errorf("max_tokens = %v, want 777 (a non-OpenAI server)", body["max_tokens"])
+				}
+				if got := hdr.Get("Authorization"); got != "Bearer sk-test-123" {
+					t.Errorf("Authorization = %q", got)
+				}
+			case KindOpenAIResponses:
+				if body["max_output_tokens"] != float64(777) || body["store"] != false {
+					t.Errorf("max_output_tokens = %v, store = %v, want 777 and false", body["max_output_tokens"], body["store"])
+				}
+				if ins, _ := body["instructions"].(string); !strings.Contains(ins, "You write the summary") {
+					t.Errorf("instructions %q are not the summary system prompt", ins)
 				}
 				if got := hdr.Get("Authorization"); got != "Bearer sk-test-123" {
 					t.Errorf("Authorization = %q", got)
@@ -558,15 +570,8 @@ func TestKeylessServerGetsNoCredentials(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.kind, func(t *testing.T) {
 			f := newFakeProvider(t, p.kind, reply{status: 200, text: "ok"})
-			cfg := SummarizerConfig{Name: "local", Kind: p.kind, Model: "m", BaseURL: f.srv.URL}
-			var s *LLM
-			var err error
-			if p.kind == KindOpenAI {
-				cfg.BaseURL += "/v1"
-				s, err = NewOpenAI(cfg, Options{})
-			} else {
-				s, err = NewAnthropic(cfg, Options{})
-			}
+			cfg := SummarizerConfig{Name: "local", Kind: p.kind, Model: "m", BaseURL: baseURL(p.kind, f.srv.URL)}
+			s, err := New(cfg, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -692,10 +697,7 @@ func TestLLMRereadsItsKeyFile(t *testing.T) {
 			if err := os.WriteFile(keyFile, []byte("sk-old\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg := SummarizerConfig{Name: "test", Kind: p.kind, Model: "m", BaseURL: f.srv.URL, APIKeyFile: keyFile}
-			if p.kind == KindOpenAI {
-				cfg.BaseURL += "/v1"
-			}
+			cfg := SummarizerConfig{Name: "test", Kind: p.kind, Model: "m", BaseURL: baseURL(p.kind, f.srv.URL), APIKeyFile: keyFile}
 			s, err := New(cfg, Options{KeyFileInterval: time.Nanosecond})
 			if err != nil {
 				t.Fatal(err)
@@ -707,7 +709,7 @@ func TestLLMRereadsItsKeyFile(t *testing.T) {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				h := f.headers[len(f.headers)-1]
-				if p.kind == KindOpenAI {
+				if p.kind != KindAnthropic {
 					return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
 				}
 				return h.Get("X-Api-Key")

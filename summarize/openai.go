@@ -12,7 +12,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 )
 
-// DefaultOpenAIBaseURL is used when an openai summarizer has no base_url.
+// DefaultOpenAIBaseURL is used when an openai or openai-responses summarizer has no base_url.
 const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
 
 // NewOpenAI returns a summarizer that calls an OpenAI-compatible chat completions API
@@ -25,24 +25,7 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultOpenAIBaseURL
-	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithAPIKey(key()),
-		// Ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID belong to whoever runs the process, not
-		// to this summarizer's server.
-		option.WithHeaderDel("OpenAI-Organization"),
-		option.WithHeaderDel("OpenAI-Project"),
-		option.WithMaxRetries(0),
-	}
-	if opt.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(opt.HTTPClient))
-	}
-	client := openai.NewClient(opts...)
-	u, _ := url.Parse(base)
+	client, u := newOpenAIClient(cfg, key, opt)
 	official := u != nil && u.Hostname() == "api.openai.com"
 	model := cfg.Model
 	call := func(ctx context.Context, system, user string, maxTokens int64) (completion, error) {
@@ -64,23 +47,50 @@ func NewOpenAI(cfg SummarizerConfig, opt Options) (*LLM, error) {
 		return chatCompletion(client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{},
 			option.WithRequestBody("application/json", body), option.WithAPIKey(key())))
 	}
-	l := newLLM(cfg, ProviderOpenAI, u, opt, call, func(err error) (*ProviderError, http.Header, bool) {
-		var e *openai.Error
-		if errors.As(err, &e) {
-			var h http.Header
-			if e.Response != nil {
-				h = e.Response.Header
-			}
-			kind := e.Type
-			if e.Code != "" {
-				kind = e.Code
-			}
-			return &ProviderError{Status: e.StatusCode, Type: kind, err: err}, h, true
-		}
-		return nil, nil, false
-	})
+	l := newLLM(cfg, ProviderOpenAI, u, opt, call, openAIError)
 	l.rawCall, l.agentFormat, l.official = raw, compactorv1.Provider_PROVIDER_OPENAI_CHAT, official
 	return l, nil
+}
+
+// newOpenAIClient is the official SDK's client for cfg (resolved, its key read by key) and
+// the API root it calls: the SDK's retries off, ambient OPENAI_* variables ignored.
+func newOpenAIClient(cfg SummarizerConfig, key func() string, opt Options) (openai.Client, *url.URL) {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithAPIKey(key()),
+		// Ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID belong to whoever runs the process, not
+		// to this summarizer's server.
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+		option.WithMaxRetries(0),
+	}
+	if opt.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(opt.HTTPClient))
+	}
+	u, _ := url.Parse(base)
+	return openai.NewClient(opts...), u
+}
+
+// openAIError recognizes an OpenAI API error answer (an apiErrorFunc): its status, headers
+// and error code, or type when it has no code.
+func openAIError(err error) (*ProviderError, http.Header, bool) {
+	var e *openai.Error
+	if !errors.As(err, &e) {
+		return nil, nil, false
+	}
+	var h http.Header
+	if e.Response != nil {
+		h = e.Response.Header
+	}
+	kind := e.Type
+	if e.Code != "" {
+		kind = e.Code
+	}
+	return &ProviderError{Status: e.StatusCode, Type: kind, err: err}, h, true
 }
 
 // chatCompletion is what a chat completion r (or err) says.

@@ -1,7 +1,7 @@
 // Package summarize writes the summaries Compact puts in place of old messages. A Summarizer
 // is either extractive (the default: deterministic, no network) or an LLM reached through its
 // official SDK: any OpenAI-compatible chat completions server (OpenAI, Ollama, vLLM,
-// OpenRouter, LiteLLM) or Anthropic Messages. LLM summarizers retry 429s and 5xxs with
+// OpenRouter, LiteLLM), the OpenAI Responses API, or Anthropic Messages. LLM summarizers retry 429s and 5xxs with
 // exponential backoff and jitter (honouring Retry-After), never wait past the caller's
 // deadline, and stop calling a failing provider for a while with a circuit breaker. Every
 // call emits one OpenTelemetry span following the GenAI semantic conventions; conversation

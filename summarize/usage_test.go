@@ -2,6 +2,7 @@ package summarize
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strings"
@@ -26,10 +27,7 @@ func usageFixture(t *testing.T, kind string, cfg SummarizerConfig) (*LLM, *llmte
 	p := llmtest.NewProvider(t)
 	exp := tracetest.NewInMemoryExporter()
 	opt := Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), Prices: testPrices}
-	cfg.Name, cfg.Kind, cfg.Model, cfg.BaseURL = "test", kind, "test-model", p.URL
-	if kind == KindOpenAI {
-		cfg.BaseURL += "/v1"
-	}
+	cfg.Name, cfg.Kind, cfg.Model, cfg.BaseURL = "test", kind, "test-model", baseURL(kind, p.URL)
 	s, err := New(cfg, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -79,18 +77,22 @@ func checkUsage(t *testing.T, res Result, p *llmtest.Provider, n int, exp *trace
 	}
 }
 
-func TestOpenAIChatReportsCacheReads(t *testing.T) {
-	s, p, exp := usageFixture(t, KindOpenAI, SummarizerConfig{})
-	req := Request{SummaryInput: engine.SummaryInput{Messages: longMessages()}}
-	for n := 1; n <= 2; n++ {
-		res, err := s.Summarize(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkUsage(t, res, p, n, exp)
-		if got := res.CacheReadTokens > 0; got != (n == 2) {
-			t.Errorf("call %d: cache read %d tokens, want reads only on the second call of the same prompt", n, res.CacheReadTokens)
-		}
+func TestOpenAIReportsCacheReads(t *testing.T) {
+	for _, kind := range []string{KindOpenAI, KindOpenAIResponses} {
+		t.Run(kind, func(t *testing.T) {
+			s, p, exp := usageFixture(t, kind, SummarizerConfig{})
+			req := Request{SummaryInput: engine.SummaryInput{Messages: longMessages()}}
+			for n := 1; n <= 2; n++ {
+				res, err := s.Summarize(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkUsage(t, res, p, n, exp)
+				if got := res.CacheReadTokens > 0; got != (n == 2) {
+					t.Errorf("call %d: cache read %d tokens, want reads only on the second call of the same prompt", n, res.CacheReadTokens)
+				}
+			}
+		})
 	}
 }
 
@@ -122,10 +124,9 @@ func agentSends(t *testing.T, p *llmtest.Provider, f compactorv1.Provider, msgs 
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := "/v1/chat/completions"
-	if f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
-		path = "/v1/messages"
-	}
+	path := map[compactorv1.Provider]string{compactorv1.Provider_PROVIDER_OPENAI_CHAT: "/v1/chat/completions",
+		compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:   "/v1/responses",
+		compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES: "/v1/messages"}[f]
 	resp, err := http.Post(p.URL+path, "application/json", strings.NewReader(low.GetBody()))
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +144,7 @@ func TestAgentPrefixReadsTheAgentsCache(t *testing.T) {
 	}{
 		{KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES},
 		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT},
+		{KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			msgs := append([]*compactorv1.Message{{Role: compactorv1.Role_ROLE_SYSTEM, Parts: []*compactorv1.Part{
@@ -178,5 +180,34 @@ func TestAgentPrefixReadsTheAgentsCache(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResponsesAgentRequestKeepsPromptCacheKey: a Responses summary sent as the agent's own
+// request is the agent's body lowered, its prompt_cache_key kept (OpenAI routes a request to
+// the cache its key's requests wrote), with the summary's own bound, no streaming, not
+// stored, and the summary instruction as the last input item.
+func TestResponsesAgentRequestKeepsPromptCacheKey(t *testing.T) {
+	fx := newFixture(t, provider{kind: KindOpenAIResponses}, SummarizerConfig{MaxOutputTokens: 555}, Options{}, reply{status: 200, text: "ok"})
+	msgs := longMessages()
+	ar := &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, Model: "test-model",
+		BaseBody: `{"prompt_cache_key":"agent-7","stream":true,"max_output_tokens":100,"store":true}`}
+	if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs[:len(msgs)-2]},
+		Agent: &AgentPrompt{Request: ar, Messages: msgs[:len(msgs)-2], Tokens: 3000}}); err != nil {
+		t.Fatal(err)
+	}
+	body := fx.f.bodies[0]
+	if body["prompt_cache_key"] != "agent-7" || body["model"] != "test-model" || body["max_output_tokens"] != float64(555) ||
+		body["store"] != false || body["stream"] != nil {
+		t.Errorf("prompt_cache_key %v model %v max_output_tokens %v store %v stream %v, want agent-7 test-model 555 false absent",
+			body["prompt_cache_key"], body["model"], body["max_output_tokens"], body["store"], body["stream"])
+	}
+	input, _ := body["input"].([]any)
+	if len(input) != len(msgs)-1 {
+		t.Fatalf("%d input items, want the agent's %d messages and the instruction", len(input), len(msgs)-2)
+	}
+	last, _ := json.Marshal(input[len(input)-1])
+	if !strings.Contains(string(last), "[Compaction request, not from the user]") {
+		t.Errorf("last input item %s is not the summary instruction", last)
 	}
 }

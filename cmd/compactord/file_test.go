@@ -16,7 +16,7 @@ const docsConfig = `
 default_summarizer: mini          # overrides --summarizer
 summarizers:
   - name: mini
-    kind: openai                  # openai (any OpenAI-compatible server) | anthropic | extractive
+    kind: openai                  # openai (any OpenAI-compatible chat completions server) | openai-responses (the OpenAI Responses API) | anthropic | extractive
     base_url: http://127.0.0.1:11434/v1
     model: gpt-4o-mini
     api_key_env: OPENAI_API_KEY   # read from the environment, never from the file

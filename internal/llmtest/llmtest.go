@@ -1,5 +1,5 @@
-// Package llmtest runs a local HTTP server speaking the OpenAI chat completions and the
-// Anthropic Messages wire protocols, for tests of compactord's LLM summarizers through the
+// Package llmtest runs a local HTTP server speaking the OpenAI chat completions, the OpenAI
+// Responses and the Anthropic Messages wire protocols, for tests of compactord's LLM summarizers through the
 // official SDKs. It counts calls, records request bodies and prompts, holds every request to
 // an input bound, and answers as scripted.
 package llmtest
@@ -23,7 +23,7 @@ import (
 // response; otherwise text is the completion.
 type Reply func(n int64) (status int, text string)
 
-// Server is a fake OpenAI-compatible chat completions server on loopback. Point a
+// Server is a fake OpenAI-compatible chat completions and Responses server on loopback. Point a
 // summarizer at URL + "/v1".
 type Server struct {
 	*httptest.Server
@@ -55,8 +55,8 @@ func NewOpenAI(tb testing.TB) *Server {
 	return s
 }
 
-// NewAnthropic is NewOpenAI: the server speaks both protocols (POST …/chat/completions and
-// POST …/v1/messages). Point an Anthropic summarizer at URL.
+// NewAnthropic is NewOpenAI: the server speaks the three protocols (POST …/chat/completions,
+// …/responses and …/v1/messages). Point an Anthropic summarizer at URL.
 func NewAnthropic(tb testing.TB) *Server { return NewOpenAI(tb) }
 
 // MaxInput makes the server hold every following request to at most tokens input tokens
@@ -140,7 +140,8 @@ func readJSON[T any](w http.ResponseWriter, r *http.Request) (T, []byte, bool) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	anthropic := strings.HasSuffix(r.URL.Path, "/v1/messages")
-	if r.Method != http.MethodPost || !(anthropic || strings.HasSuffix(r.URL.Path, "/chat/completions")) {
+	responses := strings.HasSuffix(r.URL.Path, "/responses")
+	if r.Method != http.MethodPost || !(anthropic || responses || strings.HasSuffix(r.URL.Path, "/chat/completions")) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
@@ -199,6 +200,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	if responses {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": fmt.Sprintf("resp_%d", n), "object": "response", "created_at": 1, "status": "completed", "model": req.Model,
+			"output": []any{map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", n), "status": "completed", "role": "assistant",
+				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}},
+			"usage": map[string]any{"input_tokens": len(body) / 4, "output_tokens": len(text) / 4, "total_tokens": (len(body) + len(text)) / 4},
+		})
+		return
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1, "model": req.Model,
 		"choices": []map[string]any{{"index": 0, "finish_reason": "stop",
@@ -224,19 +234,22 @@ func (s *Server) measure(n int64, prompt string, bound int) {
 	}
 }
 
-// request is what the server reads of a chat completions or Messages request.
+// request is what the server reads of a chat completions, Responses or Messages request.
 type request struct {
-	Model    string          `json:"model"`
-	System   json.RawMessage `json:"system"` // Anthropic: a string or text blocks
-	Messages []struct {
+	Model        string          `json:"model"`
+	System       json.RawMessage `json:"system"`       // Anthropic: a string or text blocks
+	Instructions json.RawMessage `json:"instructions"` // Responses: a string
+	Messages     []struct {
 		Content json.RawMessage `json:"content"` // a string or text blocks
 	} `json:"messages"`
+	Input json.RawMessage `json:"input"` // Responses: a string or items
 }
 
-// prompt is the request's texts (its system prompt, then its messages), joined by new lines.
+// prompt is the request's texts (its system prompt or instructions, then its messages or
+// input items), joined by new lines.
 func (r request) prompt() string {
 	var parts []string
-	for _, raw := range append([]json.RawMessage{r.System}, contents(r)...) {
+	for _, raw := range append([]json.RawMessage{r.System, r.Instructions}, contents(r)...) {
 		if t := texts(raw); t != "" {
 			parts = append(parts, t)
 		}
@@ -244,10 +257,22 @@ func (r request) prompt() string {
 	return strings.Join(parts, "\n")
 }
 
+// contents are the content values of r's messages, or of its input: a string input is its
+// one content, an item list each item's content.
 func contents(r request) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(r.Messages))
 	for _, m := range r.Messages {
 		out = append(out, m.Content)
+	}
+	var items []struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(r.Input, &items) == nil {
+		for _, it := range items {
+			out = append(out, it.Content)
+		}
+	} else if len(r.Input) > 0 {
+		out = append(out, r.Input)
 	}
 	return out
 }
