@@ -70,7 +70,7 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 	copy(msgs, p.Messages)
 	if l.agentFormat == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
 		i := agentRequestEnd(msgs)
-		msgs[i] = withCacheBreakpoint(msgs[i])
+		msgs[i] = WithCacheBreakpoint(msgs[i])
 	}
 	msgs = append(msgs, &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
 		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: agentInstruction(p, req.Instructions)}}}}})
@@ -133,8 +133,9 @@ func agentRequestEnd(msgs []*compactorv1.Message) int {
 	return len(msgs) - 1
 }
 
-// withCacheBreakpoint returns m with an Anthropic ephemeral cache_control on its last part.
-func withCacheBreakpoint(m *compactorv1.Message) *compactorv1.Message {
+// WithCacheBreakpoint returns a copy of m with an Anthropic ephemeral cache_control on its last
+// part (its other Anthropic options kept); m itself when it has no parts.
+func WithCacheBreakpoint(m *compactorv1.Message) *compactorv1.Message {
 	if len(m.GetParts()) == 0 {
 		return m
 	}

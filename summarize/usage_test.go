@@ -117,7 +117,7 @@ func attributeKey(s string) attribute.Key { return attribute.Key(s) }
 func agentSends(t *testing.T, p *llmtest.Provider, f compactorv1.Provider, msgs []*compactorv1.Message, tools []*compactorv1.Tool) llmtest.Call {
 	t.Helper()
 	if f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
-		msgs = append(msgs[:len(msgs)-1:len(msgs)-1], withCacheBreakpoint(msgs[len(msgs)-1]))
+		msgs = append(msgs[:len(msgs)-1:len(msgs)-1], WithCacheBreakpoint(msgs[len(msgs)-1]))
 	}
 	low, err := format.Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: f, Model: "test-model",
 		BaseBody: `{"model":"test-model","max_tokens":100}`, Tools: tools})

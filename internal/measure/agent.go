@@ -10,8 +10,6 @@ import (
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/llmtest"
 	"github.com/compactord/compactord/summarize"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // AgentModel is the model the replayed agent and the fake Anthropic summarizer both name: a
@@ -53,7 +51,7 @@ func (a *Agent) Send(ctx context.Context, sent []*compactorv1.Message) error {
 	if len(sent) == 0 {
 		return nil
 	}
-	msgs := append(sent[:len(sent)-1:len(sent)-1], breakpoint(sent[len(sent)-1]))
+	msgs := append(sent[:len(sent)-1:len(sent)-1], summarize.WithCacheBreakpoint(sent[len(sent)-1]))
 	low, err := format.Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
 		Model: AgentModel, BaseBody: agentBase})
 	if err != nil {
@@ -73,21 +71,6 @@ func (a *Agent) Send(ctx context.Context, sent []*compactorv1.Message) error {
 		return fmt.Errorf("agent request: %s", resp.Status)
 	}
 	return nil
-}
-
-// breakpoint returns m with an ephemeral cache_control on its last part.
-func breakpoint(m *compactorv1.Message) *compactorv1.Message {
-	if len(m.GetParts()) == 0 {
-		return m
-	}
-	c := proto.Clone(m).(*compactorv1.Message)
-	last := c.Parts[len(c.Parts)-1]
-	if last.ProviderOptions == nil {
-		last.ProviderOptions = map[string]*structpb.Struct{}
-	}
-	last.ProviderOptions["anthropic"] = &structpb.Struct{Fields: map[string]*structpb.Value{
-		"cacheControl": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("ephemeral")}})}}
-	return c
 }
 
 // Billed is what a summary's input cost in input-token equivalents at Anthropic's cache
