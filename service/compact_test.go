@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,15 +329,9 @@ func TestCompactOneLLMCallAcrossThreeReplicas(t *testing.T) {
 }
 
 func TestCompactSurvivesRedisOutage(t *testing.T) {
-	raw := redisURL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.Addr()
+	redisAt, proxy := proxiedRedis(t)
 	llm := llmtest.NewOpenAI(t)
-	client := startReplica(t, replicaConfig{llm: llm, cache: newRedisCache(t, u.String(), nil)})
+	client := startReplica(t, replicaConfig{llm: llm, cache: newRedisCache(t, redisAt, nil)})
 
 	resp, err := client.Compact(t.Context(), compactReq(irtest.Conversation(20)))
 	if err != nil || resp.GetCacheStatus() != compactorv1.CacheStatus_CACHE_STATUS_MISS {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -229,14 +228,8 @@ func TestCompactSourceBudget(t *testing.T) {
 // RetryInfo, Compact goes on and says the source was not kept, and once Redis is back the
 // source kept before is returned whole.
 func TestExpandRedisDown(t *testing.T) {
-	raw := redisURL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	r := newRedisCache(t, u.String(), nil)
+	redisAt, proxy := proxiedRedis(t)
+	r := newRedisCache(t, redisAt, nil)
 	client := startSourced(t, service.Options{Cache: r, Sources: cache.NewRedisSources(r, time.Hour, 1<<30)})
 	msgs := irtest.Conversation(20)
 	resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Policy: policy()})
@@ -309,13 +302,8 @@ func TestSourceStoresBudgetAcrossReplicas(t *testing.T) {
 // budget and Compact goes on without it, saying so: a command's budget ending is not the
 // caller's deadline (the chaos run found Compacts failing DEADLINE_EXCEEDED).
 func TestCompactRedisStalledKeepsNoSource(t *testing.T) {
-	u, err := url.Parse(redisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.Addr()
-	r, err := cache.NewRedis(cache.RedisOptions{URL: u.String(), Breaker: -1,
+	redisAt, proxy := proxiedRedis(t)
+	r, err := cache.NewRedis(cache.RedisOptions{URL: redisAt, Breaker: -1,
 		KeyPrefix: fmt.Sprintf("compactord-test:%d:", time.Now().UnixNano())})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"net/url"
 	"os"
 	"testing"
 
@@ -17,14 +18,20 @@ func redisURL(t *testing.T) string {
 	return u
 }
 
-// newTCPProxy forwards a loopback port to target, closed with the test: Stop takes a real
-// Redis away from the servers under test, Start gives it back.
-func newTCPProxy(t *testing.T, target string) *tcpproxy.Proxy {
+// proxiedRedis returns the URL of REDIS_URL's Redis behind a loopback proxy closed with the
+// test (skipping like redisURL): Stop takes the Redis away from the servers under test, Start
+// gives it back.
+func proxiedRedis(t *testing.T) (string, *tcpproxy.Proxy) {
 	t.Helper()
-	p, err := tcpproxy.New(target)
+	u, err := url.Parse(redisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tcpproxy.New(u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	return p
+	u.Host = p.Addr()
+	return u.String(), p
 }
