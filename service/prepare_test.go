@@ -162,15 +162,7 @@ func TestCompactPrepareThenTrigger(t *testing.T) {
 		t.Fatalf("compacted %v, reason %q, plan %v: want an answer saying a preparation started", resp.GetCompacted(), resp.GetReason(), resp.GetPlan().GetAction())
 	}
 	<-arrived
-	type result struct {
-		resp *compactorv1.CompactResponse
-		err  error
-	}
-	joined := make(chan result, 1)
-	go func() {
-		r, err := client.Compact(t.Context(), req) // while the preparation computes
-		joined <- result{r, err}
-	}()
+	joined := compactAsync(t, client, req) // while the preparation computes
 	time.Sleep(100 * time.Millisecond)
 	release()
 	r := <-joined
@@ -254,15 +246,7 @@ func TestPreparationFailureDoesNotFailCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-arrived
-	type result struct {
-		resp *compactorv1.CompactResponse
-		err  error
-	}
-	joined := make(chan result, 1)
-	go func() {
-		r, err := client.Compact(t.Context(), req)
-		joined <- result{r, err}
-	}()
+	joined := compactAsync(t, client, req)
 	time.Sleep(100 * time.Millisecond) // the Compact joins the preparation's computation
 	release()
 	r := <-joined
@@ -316,4 +300,20 @@ func TestShutdownCancelsPreparations(t *testing.T) {
 	if !strings.Contains(resp.GetReason(), "shutting down") {
 		t.Errorf("reason %q after Shutdown", resp.GetReason())
 	}
+}
+
+// compactResult is one Compact's answer.
+type compactResult struct {
+	resp *compactorv1.CompactResponse
+	err  error
+}
+
+// compactAsync sends req in its own goroutine; the channel receives its answer.
+func compactAsync(t *testing.T, client compactorv1.CompactorServiceClient, req *compactorv1.CompactRequest) <-chan compactResult {
+	joined := make(chan compactResult, 1)
+	go func() {
+		r, err := client.Compact(t.Context(), req)
+		joined <- compactResult{r, err}
+	}()
+	return joined
 }
