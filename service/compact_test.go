@@ -821,10 +821,6 @@ func TestCompactFoldsRequestsACachedSummaryLeftOut(t *testing.T) {
 // later compaction of the same prefix with a larger room must not be served it (nor build on
 // it), but keep what a compaction with nothing cached keeps.
 func TestCompactDoesNotServeASummaryWrittenForASmallerRoom(t *testing.T) {
-	reg, err := summarize.NewRegistry(nil, "", summarize.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	msgs := irtest.Conversation(40)
 	req := func(room int64) *compactorv1.CompactRequest {
 		// A target as high as the trigger and no request kept verbatim: the cut is where the
@@ -833,11 +829,11 @@ func TestCompactDoesNotServeASummaryWrittenForASmallerRoom(t *testing.T) {
 			ContextWindow: 12000, SummaryMaxTokens: room, TargetRatio: engine.DefaultTriggerRatio, KeepUserMessagesTokens: -1}}
 	}
 	ctx := t.Context()
-	cold, err := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})}).Compact(ctx, req(0))
+	cold, err := service.New(service.Options{Cache: cache.NewMemory(cache.MemoryOptions{})}).Compact(ctx, req(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})})
+	srv := service.New(service.Options{Cache: cache.NewMemory(cache.MemoryOptions{})})
 	small, err := srv.Compact(ctx, req(150))
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"github.com/compactord/compactord/internal/measure"
 	"github.com/compactord/compactord/internal/redistest"
 	"github.com/compactord/compactord/service"
-	"github.com/compactord/compactord/summarize"
 )
 
 // TestWarmCompactionKeepsWhatColdKeeps is issue 37's promise as a property: what a
@@ -33,17 +32,13 @@ import (
 // (its requests and paths, as many of them held), and keep the same window promise. On the
 // embedded cache and on Redis (REDIS_URL, else a redis-server of its own).
 func TestWarmCompactionKeepsWhatColdKeeps(t *testing.T) {
-	reg, err := summarize.NewRegistry(nil, "", summarize.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 6
 	if testing.Short() {
 		n = 2
 	}
 	convs := sessions(t, n)
 	t.Run("memory", func(t *testing.T) {
-		srv := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})})
+		srv := service.New(service.Options{Cache: cache.NewMemory(cache.MemoryOptions{})})
 		warmProperty(t, srv, convs)
 	})
 	t.Run("redis", func(t *testing.T) {
@@ -57,7 +52,7 @@ func TestWarmCompactionKeepsWhatColdKeeps(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rc.Close() })
-		warmProperty(t, service.New(service.Options{Summarizers: reg, Cache: rc}), convs)
+		warmProperty(t, service.New(service.Options{Cache: rc}), convs)
 	})
 }
 

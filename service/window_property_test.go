@@ -21,7 +21,6 @@ import (
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/measure"
 	"github.com/compactord/compactord/service"
-	"github.com/compactord/compactord/summarize"
 )
 
 // TestCompactFitsTheWindow is the window promise as a property: for every Compact that
@@ -34,11 +33,7 @@ import (
 // generated conversations, with and without force; a refusal is only ever
 // FAILED_PRECONDITION (irreducible).
 func TestCompactFitsTheWindow(t *testing.T) {
-	reg, err := summarize.NewRegistry(nil, "", summarize.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := service.New(service.Options{Summarizers: reg, Cache: cache.NewMemory(cache.MemoryOptions{})})
+	srv := service.New(service.Options{Cache: cache.NewMemory(cache.MemoryOptions{})})
 	type conv struct {
 		name string
 		msgs []*compactorv1.Message
