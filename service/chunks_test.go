@@ -136,9 +136,7 @@ func serverSpanInt(exp *tracetest.InMemoryExporter, key string) int64 {
 // Compact retried after a chunk failed resumes after the last chunk that was written, and a
 // longer prefix summarizes only what is new.
 func TestCompactReusesCachedChunks(t *testing.T) {
-	llm := llmtest.NewOpenAI(t)
-	llm.MaxInput(chunkBound)
-	llm.ScriptPrompt(chunkReply, 0)
+	llm := chunkingOpenAI(t)
 	msgs := irtest.Conversation(40)
 
 	// How many calls the range takes from the start.
@@ -341,9 +339,7 @@ func TestCompactChunksAreAdmittedEach(t *testing.T) {
 // beyond its latest 256, so a Compact retried after a chunk failed hundreds of messages
 // before the cut still resumes after the last chunk written.
 func TestCompactResumesFarFromTheCut(t *testing.T) {
-	llm := llmtest.NewOpenAI(t)
-	llm.MaxInput(chunkBound)
-	llm.ScriptPrompt(chunkReply, 0)
+	llm := chunkingOpenAI(t)
 	msgs := irtest.Conversation(120)
 	cold := startReplica(t, replicaConfig{llm: llm, maxInput: chunkBound, cache: cache.NewMemory(cache.MemoryOptions{})})
 	resp, err := cold.Compact(t.Context(), compactReq(msgs))
@@ -375,4 +371,13 @@ func TestCompactResumesFarFromTheCut(t *testing.T) {
 	if got := llm.Calls() - before; got != chunks-4 {
 		t.Errorf("the retry made %d calls; want %d: the four chunks cached are not summarized again", got, chunks-4)
 	}
+}
+
+// chunkingOpenAI is an OpenAI fake that refuses a prompt over chunkBound and answers every
+// chunk with chunkReply.
+func chunkingOpenAI(t *testing.T) *llmtest.Server {
+	llm := llmtest.NewOpenAI(t)
+	llm.MaxInput(chunkBound)
+	llm.ScriptPrompt(chunkReply, 0)
+	return llm
 }
