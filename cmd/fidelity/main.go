@@ -22,7 +22,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/compactord/compactord/internal/corpus"
@@ -35,14 +34,10 @@ func main() {
 	out := flag.String("o", "", "write the markdown report to this file (default: stdout)")
 	windows := flag.String("window", "0.6,0.3", "comma-separated context windows to compact to, as shares of each conversation's tokens (4,000 at least)")
 	flag.Parse()
-	var shares []float64
-	for _, w := range strings.Split(*windows, ",") {
-		f, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			fmt.Fprintf(os.Stderr, "fidelity: -window %q: want shares in (0, 1]\n", w)
-			os.Exit(2)
-		}
-		shares = append(shares, f)
+	shares, err := measure.Shares("window", *windows)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		os.Exit(2)
 	}
 	if err := run(*corpusDir, strings.Split(*names, ","), shares, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)

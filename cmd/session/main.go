@@ -33,8 +33,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/compactord/compactord/internal/measure"
@@ -49,7 +47,7 @@ func main() {
 	out := flag.String("o", "", "write the markdown report to this file (default: stdout)")
 	flag.Parse()
 	var err error
-	if o.windows, err = parseShares(*windows); err != nil {
+	if o.windows, err = measure.Shares("windows", *windows); err != nil {
 		fmt.Fprintln(os.Stderr, "session:", err)
 		os.Exit(2)
 	}
@@ -57,19 +55,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "session:", err)
 		os.Exit(1)
 	}
-}
-
-// parseShares parses a comma-separated list of shares in (0, 1].
-func parseShares(list string) ([]float64, error) {
-	var out []float64
-	for _, w := range strings.Split(list, ",") {
-		f, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
-		if err != nil || !(f > 0 && f <= 1) {
-			return nil, fmt.Errorf("-windows %q: want shares in (0, 1]", w)
-		}
-		out = append(out, f)
-	}
-	return out, nil
 }
 
 // options are the command's flags.

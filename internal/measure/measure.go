@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -148,3 +150,17 @@ func Output(path string) (io.WriteCloser, error) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// Shares parses a comma-separated list of shares in (0, 1], the windows of a measure as
+// shares of each conversation's tokens; flag names the flag in the error.
+func Shares(flag, list string) ([]float64, error) {
+	var out []float64
+	for _, w := range strings.Split(list, ",") {
+		f, err := strconv.ParseFloat(strings.TrimSpace(w), 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return nil, fmt.Errorf("-%s %q: want shares in (0, 1]", flag, w)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
