@@ -83,3 +83,38 @@ func TestRedisSourcesOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestSourcesRefusedRenewalKeepsSource: a source stored again under its ref at a size the
+// budget cannot take is refused, and the source already stored there stays: the summary that
+// named it still expands.
+func TestSourcesRefusedRenewalKeepsSource(t *testing.T) {
+	run := func(t *testing.T, s Sources) {
+		ctx := context.Background()
+		ref := func(i byte) SourceRef { return NewSourceRef("a", [32]byte{i}) }
+		old := bytes.Repeat([]byte("o"), 60)
+		if err := s.PutSource(ctx, ref(1), old); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutSource(ctx, ref(2), bytes.Repeat([]byte("y"), 30)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutSource(ctx, ref(1), bytes.Repeat([]byte("n"), 80)); !errors.Is(err, ErrBudget) {
+			t.Fatalf("a renewal past the budget: %v, want refused", err)
+		}
+		if got, err := s.GetSource(ctx, ref(1)); err != nil || !bytes.Equal(got, old) {
+			t.Errorf("after a refused renewal: %q, %v; want the source stored before", got, err)
+		}
+	}
+	t.Run("memory", func(t *testing.T) {
+		run(t, NewMemorySources(MemorySourcesOptions{TTL: time.Hour, Budget: 100}))
+	})
+	t.Run("redis", func(t *testing.T) {
+		node := redistest.Start(t, false)
+		r, err := NewRedis(RedisOptions{URL: "redis://" + node.Addr + "/0", Budget: testBudget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		run(t, NewRedisSources(r, time.Hour, 100))
+	})
+}

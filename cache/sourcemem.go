@@ -73,10 +73,16 @@ func (m *MemorySources) PutSource(_ context.Context, ref SourceRef, b []byte) er
 		it.expires = now.Add(m.ttl)
 		return nil
 	}
-	m.drop(ref) // a renewal of another size is charged anew
-	if used := m.used[ref.tenant]; used+size > m.budget {
+	// A renewal of another size is charged the difference; one refused leaves the source
+	// stored before, as RedisSources does.
+	held := int64(0)
+	if it, ok := m.items[ref]; ok {
+		held = int64(len(it.b))
+	}
+	if used := m.used[ref.tenant]; size > held && used-held+size > m.budget {
 		return &BudgetError{Budget: m.budget, Used: used, Size: size}
 	}
+	m.drop(ref)
 	m.items[ref] = &memSource{b: append([]byte(nil), b...), expires: now.Add(m.ttl)}
 	m.order = append(m.order, ref)
 	m.used[ref.tenant] += size
