@@ -118,3 +118,60 @@ func TestSourcesRefusedRenewalKeepsSource(t *testing.T) {
 		run(t, NewRedisSources(r, time.Hour, 100))
 	})
 }
+
+// TestMemorySourcesRenewedSourceDoesNotHoldExpiredOnes: a source renewed (kept again by a
+// later compaction of the same conversation) does not keep the sources stored after it, and
+// expired since, counted against the tenant's budget.
+func TestMemorySourcesRenewedSourceDoesNotHoldExpiredOnes(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	s := NewMemorySources(MemorySourcesOptions{TTL: time.Hour, Budget: 100, Now: func() time.Time { return now }})
+	ref := func(i byte) SourceRef { return NewSourceRef("a", [32]byte{i}) }
+	v := bytes.Repeat([]byte("x"), 40)
+	if err := s.PutSource(ctx, ref(1), v); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if err := s.PutSource(ctx, ref(2), v); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(50 * time.Minute)
+	if err := s.PutSource(ctx, ref(1), v); err != nil { // renewed: now kept until +1h51m
+		t.Fatal(err)
+	}
+	now = now.Add(11 * time.Minute) // ref 2 expired at +1h1m
+	if _, err := s.GetSource(ctx, ref(2)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("expired source: %v", err)
+	}
+	if err := s.PutSource(ctx, ref(3), bytes.Repeat([]byte("z"), 50)); err != nil {
+		t.Errorf("40 live bytes and 50 new ones within a budget of 100: %v", err)
+	}
+}
+
+// TestMemorySourcesEvictsTheOldest: past MaxBytes the oldest source goes, not one stored
+// again since (whose first place in the order is stale), nor the one just stored.
+func TestMemorySourcesEvictsTheOldest(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemorySources(MemorySourcesOptions{TTL: time.Hour, Budget: 100, MaxBytes: 100})
+	ref := func(tenant string, i byte) SourceRef { return NewSourceRef(tenant, [32]byte{i}) }
+	if err := s.PutSource(ctx, ref("a", 1), bytes.Repeat([]byte("x"), 30)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutSource(ctx, ref("b", 2), bytes.Repeat([]byte("y"), 30)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutSource(ctx, ref("a", 1), bytes.Repeat([]byte("X"), 40)); err != nil { // stored again, larger
+		t.Fatal(err)
+	}
+	if err := s.PutSource(ctx, ref("c", 3), bytes.Repeat([]byte("z"), 40)); err != nil { // 110 bytes: one must go
+		t.Fatal(err)
+	}
+	if _, err := s.GetSource(ctx, ref("b", 2)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the oldest source is kept: %v", err)
+	}
+	for _, r := range []SourceRef{ref("a", 1), ref("c", 3)} {
+		if _, err := s.GetSource(ctx, r); err != nil {
+			t.Errorf("a newer source is evicted: %v", err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ type MemorySources struct {
 
 	mu    sync.Mutex
 	items map[SourceRef]*memSource
-	order []SourceRef // by time stored (renewals move an entry to the end lazily)
+	order *list.List // of SourceRef, by time stored, oldest first (a renewal moves it last)
 	used  map[string]int64
 	bytes int64
 }
@@ -37,6 +38,7 @@ type MemorySources struct {
 type memSource struct {
 	b       []byte
 	expires time.Time
+	at      *list.Element // its place in order
 }
 
 var _ Sources = (*MemorySources)(nil)
@@ -56,7 +58,7 @@ func NewMemorySources(opt MemorySourcesOptions) *MemorySources {
 		opt.Now = time.Now
 	}
 	return &MemorySources{ttl: opt.TTL, budget: opt.Budget, maxBytes: opt.MaxBytes, now: opt.Now,
-		items: map[SourceRef]*memSource{}, used: map[string]int64{}}
+		items: map[SourceRef]*memSource{}, order: list.New(), used: map[string]int64{}}
 }
 
 // PutSource implements Sources. b is copied.
@@ -71,6 +73,7 @@ func (m *MemorySources) PutSource(_ context.Context, ref SourceRef, b []byte) er
 		// the compaction that stored them last gets its own conversation back.
 		copy(it.b, b)
 		it.expires = now.Add(m.ttl)
+		m.order.MoveToBack(it.at)
 		return nil
 	}
 	// A renewal of another size is charged the difference; one refused leaves the source
@@ -83,13 +86,11 @@ func (m *MemorySources) PutSource(_ context.Context, ref SourceRef, b []byte) er
 		return &BudgetError{Budget: m.budget, Used: used, Size: size}
 	}
 	m.drop(ref)
-	m.items[ref] = &memSource{b: append([]byte(nil), b...), expires: now.Add(m.ttl)}
-	m.order = append(m.order, ref)
+	m.items[ref] = &memSource{b: append([]byte(nil), b...), expires: now.Add(m.ttl), at: m.order.PushBack(ref)}
 	m.used[ref.tenant] += size
 	m.bytes += size
-	for m.bytes > m.maxBytes && len(m.order) > 0 {
-		m.drop(m.order[0])
-		m.order = m.order[1:]
+	for m.bytes > m.maxBytes && m.order.Len() > 1 {
+		m.drop(m.order.Front().Value.(SourceRef))
 	}
 	return nil
 }
@@ -107,20 +108,13 @@ func (m *MemorySources) GetSource(_ context.Context, ref SourceRef) ([]byte, err
 
 // expire drops the sources whose TTL ended, oldest first; the caller holds mu.
 func (m *MemorySources) expire(now time.Time) {
-	n := 0
-	for _, ref := range m.order {
-		it, ok := m.items[ref]
-		if !ok {
-			n++ // dropped earlier
-			continue
-		}
-		if now.Before(it.expires) {
+	for e := m.order.Front(); e != nil; e = m.order.Front() {
+		ref := e.Value.(SourceRef)
+		if now.Before(m.items[ref].expires) {
 			break
 		}
 		m.drop(ref)
-		n++
 	}
-	m.order = m.order[n:]
 }
 
 // drop removes ref's source, if held; the caller holds mu.
@@ -130,6 +124,7 @@ func (m *MemorySources) drop(ref SourceRef) {
 		return
 	}
 	delete(m.items, ref)
+	m.order.Remove(it.at)
 	size := int64(len(it.b))
 	m.bytes -= size
 	if m.used[ref.tenant] -= size; m.used[ref.tenant] <= 0 {
