@@ -85,12 +85,16 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 		res, err := c.call(ctx, cj)
 		usage.InputTokens += res.InputTokens
 		usage.OutputTokens += res.OutputTokens
+		usage.CacheReadTokens += res.CacheReadTokens
+		usage.CacheWriteTokens += res.CacheWriteTokens
+		usage.Cost += res.Cost
 		if err != nil {
 			return res, fmt.Errorf("%w (chunk %d, messages %d to %d)", err, n, j.pos[start], cj.end-1)
 		}
 		if end == len(j.in) {
 			trace.SpanFromContext(ctx).SetAttributes(attrChunks.Int(n))
 			res.InputTokens, res.OutputTokens = usage.InputTokens, usage.OutputTokens
+			res.CacheReadTokens, res.CacheWriteTokens, res.Cost = usage.CacheReadTokens, usage.CacheWriteTokens, usage.Cost
 			return res, nil
 		}
 		anchor = c.chunkDone(ctx, cj, res.Output, end > j.released)
