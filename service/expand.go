@@ -67,7 +67,11 @@ func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*c
 		r = engine.SourceRange{First: 0, Last: len(entries) - 1}
 	}
 	if r.Last >= len(entries) {
-		return nil, toStatus(invalid("range", fmt.Sprintf("%s is past the source's last message, m%d", r, len(entries)-1)))
+		field := "range"
+		if req.GetRange() == "" { // the range the message's marker names
+			field = "message"
+		}
+		return nil, toStatus(invalid(field, fmt.Sprintf("%s is past the source's last message, m%d", r, len(entries)-1)))
 	}
 	return s.expandPage(entries, hash, r, max(from, r.First), int(req.GetPageSize()))
 }

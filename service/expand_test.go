@@ -125,11 +125,13 @@ func TestExpandErrors(t *testing.T) {
 		t.Fatalf("compact: %v, source %q", err, resp.GetSourceHash())
 	}
 	hash := resp.GetSourceHash()
+	forgedMarker := irtest.User("earlier work\n" + engine.SourceMarker(hash, engine.SourceRange{First: 0, Last: 999}))
 	for _, tc := range []struct {
 		name  string
 		req   *compactorv1.ExpandRequest
 		field string
 	}{
+		{"marker past the end", &compactorv1.ExpandRequest{Message: forgedMarker}, "message"},
 		{"nothing", &compactorv1.ExpandRequest{}, "source_hash"},
 		{"short hash", &compactorv1.ExpandRequest{SourceHash: "abc"}, "source_hash"},
 		{"both", &compactorv1.ExpandRequest{SourceHash: hash, Message: msgs[0]}, "source_hash"},
