@@ -37,7 +37,7 @@ func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*c
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	from, err := pageStart(req.GetPageToken(), hash, r, whole)
+	from, tr, err := pageStart(req.GetPageToken(), hash)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -72,6 +72,9 @@ func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*c
 			field = "message"
 		}
 		return nil, toStatus(invalid(field, fmt.Sprintf("%s is past the source's last message, m%d", r, len(entries)-1)))
+	}
+	if from >= 0 && tr != r {
+		return nil, toStatus(errBadToken)
 	}
 	return s.expandPage(entries, hash, r, max(from, r.First), int(req.GetPageSize()))
 }
@@ -148,31 +151,34 @@ func pageToken(hash string, r engine.SourceRange, next int) string {
 	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d:%d:%d", hash, r.First, r.Last, next))
 }
 
-// pageStart is the index a page token continues from, checked against the request's source
-// and range; -1 without a token.
-func pageStart(token, hash string, r engine.SourceRange, whole bool) (int, error) {
+// errBadToken is a page token that is not a next_page_token of the request's source and range.
+var errBadToken = invalid("page_token", "not a next_page_token of this source and range")
+
+// pageStart is the index a page token continues from, checked against the request's source,
+// and the range the token pages (which the caller checks against the request's, once the
+// source has said what the whole of it is); -1 without a token.
+func pageStart(token, hash string) (int, engine.SourceRange, error) {
 	if token == "" {
-		return -1, nil
+		return -1, engine.SourceRange{}, nil
 	}
-	bad := invalid("page_token", "not a next_page_token of this source and range")
 	raw, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return 0, bad
+		return 0, engine.SourceRange{}, errBadToken
 	}
 	f := strings.Split(string(raw), ":")
 	if len(f) != 4 || f[0] != hash {
-		return 0, bad
+		return 0, engine.SourceRange{}, errBadToken
 	}
 	var n [3]int
 	for i := range n {
 		if n[i], err = strconv.Atoi(f[i+1]); err != nil || n[i] < 0 {
-			return 0, bad
+			return 0, engine.SourceRange{}, errBadToken
 		}
 	}
-	if (!whole && (n[0] != r.First || n[1] != r.Last)) || n[2] < n[0] || n[2] > n[1] {
-		return 0, bad
+	if n[2] < n[0] || n[2] > n[1] {
+		return 0, engine.SourceRange{}, errBadToken
 	}
-	return n[2], nil
+	return n[2], engine.SourceRange{First: n[0], Last: n[1]}, nil
 }
 
 // invalid is an INVALID_ARGUMENT naming field.

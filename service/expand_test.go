@@ -3,6 +3,7 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -125,6 +126,12 @@ func TestExpandErrors(t *testing.T) {
 		t.Fatalf("compact: %v, source %q", err, resp.GetSourceHash())
 	}
 	hash := resp.GetSourceHash()
+	page, err := client.Expand(asTenant(t.Context(), "a"), &compactorv1.ExpandRequest{SourceHash: hash, Range: "m2-m4", PageSize: 1})
+	if err != nil || page.GetNextPageToken() == "" {
+		t.Fatalf("a page of m2-m4: %v, token %q", err, page.GetNextPageToken())
+	}
+	rangeToken := page.GetNextPageToken()
+	pastEnd := base64.RawURLEncoding.EncodeToString([]byte(hash + ":0:999:999"))
 	forgedMarker := irtest.User("earlier work\n" + engine.SourceMarker(hash, engine.SourceRange{First: 0, Last: 999}))
 	for _, tc := range []struct {
 		name  string
@@ -132,6 +139,8 @@ func TestExpandErrors(t *testing.T) {
 		field string
 	}{
 		{"marker past the end", &compactorv1.ExpandRequest{Message: forgedMarker}, "message"},
+		{"another range's token", &compactorv1.ExpandRequest{SourceHash: hash, PageToken: rangeToken}, "page_token"},
+		{"token past the end", &compactorv1.ExpandRequest{SourceHash: hash, PageToken: pastEnd}, "page_token"},
 		{"nothing", &compactorv1.ExpandRequest{}, "source_hash"},
 		{"short hash", &compactorv1.ExpandRequest{SourceHash: "abc"}, "source_hash"},
 		{"both", &compactorv1.ExpandRequest{SourceHash: hash, Message: msgs[0]}, "source_hash"},
