@@ -102,6 +102,15 @@ func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
 	n := json.RawMessage(fmt.Sprint(maxTokens))
 	switch l.agentFormat {
 	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		// The agent's extended thinking stays (changing it would not read the agent's cached
+		// messages); the API requires max_tokens above its budget, so the summary's bound
+		// comes on top of it.
+		var thinking struct {
+			Budget int64 `json:"budget_tokens"`
+		}
+		if json.Unmarshal(top["thinking"], &thinking) == nil && thinking.Budget > 0 {
+			n = json.RawMessage(fmt.Sprint(maxTokens + thinking.Budget))
+		}
 		top["max_tokens"] = n
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
 		top["max_output_tokens"] = n

@@ -211,3 +211,24 @@ func TestResponsesAgentRequestKeepsPromptCacheKey(t *testing.T) {
 		t.Errorf("last input item %s is not the summary instruction", last)
 	}
 }
+
+// TestAnthropicAgentRequestLeavesRoomForThinking: a summary sent as the agent's own Anthropic
+// request keeps the agent's extended thinking (changing it would not read the agent's cached
+// messages), so its max_tokens must exceed thinking.budget_tokens, as the Messages API
+// requires, and leave the summary its own bound beyond it.
+func TestAnthropicAgentRequestLeavesRoomForThinking(t *testing.T) {
+	fx := newFixture(t, provider{kind: KindAnthropic}, SummarizerConfig{MaxOutputTokens: 555}, Options{}, reply{status: 200, text: "ok"})
+	msgs := longMessages()
+	ar := &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Model: "test-model",
+		BaseBody: `{"max_tokens":32000,"thinking":{"type":"enabled","budget_tokens":16000}}`}
+	if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs[:len(msgs)-2]},
+		Agent: &AgentPrompt{Request: ar, Messages: msgs[:len(msgs)-2], Tokens: 3000}}); err != nil {
+		t.Fatal(err)
+	}
+	body := fx.f.bodies[0]
+	thinking, _ := body["thinking"].(map[string]any)
+	if thinking["budget_tokens"] != float64(16000) || body["max_tokens"] != float64(16000+555) {
+		t.Errorf("thinking %v, max_tokens %v; want the agent's thinking kept and max_tokens %d (its budget and the summary's)",
+			body["thinking"], body["max_tokens"], 16000+555)
+	}
+}
