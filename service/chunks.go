@@ -107,7 +107,7 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 // the tokens of the range it adds to what it stands for, its read those it reads; the anchor
 // is the caller's.
 func (c *compaction) chunkJob(j summaryJob, start, end int, kept map[*compactorv1.Message]bool) summaryJob {
-	cj := summaryJob{in: j.in[start:end], pos: j.pos[start:end], budget: j.budget, end: c.cut}
+	cj := summaryJob{in: j.in[start:end], pos: j.pos[start:end], budget: j.budget, end: c.cut, chunk: true}
 	if end < len(j.in) {
 		cj.end = j.pos[end-1] + 1
 	}

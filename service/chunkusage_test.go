@@ -16,12 +16,16 @@ import (
 type billedSummarizer struct {
 	calls int
 	bill  summary.Output
+	agent int // calls given the agent's request
 }
 
 func (b *billedSummarizer) Fit(req summarize.Request) int { return min(4, len(req.Messages)) }
 
 func (b *billedSummarizer) Summarize(_ context.Context, req summarize.Request) (summarize.Result, error) {
 	b.calls++
+	if req.Agent != nil {
+		b.agent++
+	}
 	out := b.bill
 	out.Text = "the user asked for the tasks above."
 	return summarize.Result{Output: out, Attempts: 1}, nil
@@ -64,5 +68,35 @@ func TestChunksReportTheUsageOfEveryCall(t *testing.T) {
 	got.Text, got.Cost = "", 0
 	if got != want || math.Abs(res.Cost-0.25*float64(n)) > 1e-9 {
 		t.Errorf("%d calls reported %+v, cost %g; want %+v, cost %g", n, got, res.Cost, want, 0.25*float64(n))
+	}
+}
+
+// TestChunksAreNotSentAsTheAgentsRequest: a chunk's call reads its chunk only. The agent's
+// request holds the whole conversation up to the cut, so a chunk sent as it would summarize
+// messages past the chunk's end, and that summary would be cached under the chunk's shorter
+// prefix, for conversations that share the prefix and not what follows.
+func TestChunksAreNotSentAsTheAgentsRequest(t *testing.T) {
+	s := New(Options{})
+	msgs := irtest.Conversation(20)
+	req := &compactorv1.CompactRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 8000, Prune: &compactorv1.PrunePolicy{Disabled: true}},
+		AgentRequest: &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Model: "m"}}
+	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := &billedSummarizer{}
+	c, err := s.newCompaction(req, msgs, d, sum, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.job(c.start())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.chunks(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	if sum.calls < 2 || sum.agent != 0 {
+		t.Errorf("%d of %d chunk calls given the agent's request; want none, in chunks", sum.agent, sum.calls)
 	}
 }

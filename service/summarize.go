@@ -33,6 +33,7 @@ type summaryJob struct {
 	read     int64 // the call's input: what of the range it reads, and the anchor
 	budget   int64 // the longest summary: maxSummaryRatio × inTokens, within the room
 	end      int   // the summary stands for msgs[0:end] (the cut, or a chunk's end)
+	chunk    bool  // one call of a chunked summary: never sent as the agent's request (chunks)
 	attrs    []attribute.KeyValue
 }
 
@@ -113,6 +114,10 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 			return summarize.Result{}, err
 		}
 	}
+	var agent *summarize.AgentPrompt
+	if !j.chunk { // the agent's request holds the whole range, more than a chunk
+		agent = c.agentPrompt(j.kept)
+	}
 	start := time.Now()
 	res, err := c.sum.Summarize(ctx, summarize.Request{
 		Attributes: append([]attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
@@ -120,7 +125,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 		SummaryInput:    engine.SummaryInput{Messages: j.in, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions()},
 		MaxOutputTokens: j.budget,
 		Count:           c.count,
-		Agent:           c.agentPrompt(j.kept),
+		Agent:           agent,
 	})
 	c.s.metrics.ObserveSummarizer(ctx, name, time.Since(start), err)
 	spent(res.InputTokens + res.OutputTokens)
