@@ -35,18 +35,18 @@ func (b *billedSummarizer) Fingerprint() summarize.Fingerprint {
 	return summarize.Fingerprint{Name: "billed", Model: "m"}
 }
 
-// TestChunksReportTheUsageOfEveryCall: a summary written in chunks reports what all its calls
-// billed, cache reads and writes and the estimated cost as well as the input and output
-// tokens, not the last call's alone.
-func TestChunksReportTheUsageOfEveryCall(t *testing.T) {
+// chunkedSummary has sum write the summary of a forced compaction of a 20-turn conversation
+// with agent as its agent_request, in chunks (sum's Fit), and returns the result.
+func chunkedSummary(t *testing.T, sum *billedSummarizer, agent *compactorv1.AgentRequest) summarize.Result {
+	t.Helper()
 	s := New(Options{})
 	msgs := irtest.Conversation(20)
-	req := &compactorv1.CompactRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 8000, Prune: &compactorv1.PrunePolicy{Disabled: true}}}
+	req := &compactorv1.CompactRequest{Messages: msgs, AgentRequest: agent,
+		Policy: &compactorv1.Policy{ContextWindow: 8000, Prune: &compactorv1.PrunePolicy{Disabled: true}}}
 	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := &billedSummarizer{bill: summary.Output{InputTokens: 1000, CacheReadTokens: 600, CacheWriteTokens: 100, OutputTokens: 50, Cost: 0.25}}
 	c, err := s.newCompaction(req, msgs, d, sum, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +59,19 @@ func TestChunksReportTheUsageOfEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := int64(sum.calls)
-	if n < 2 {
-		t.Fatalf("%d calls; want the range in chunks", n)
+	if sum.calls < 2 {
+		t.Fatalf("%d calls; want the range in chunks", sum.calls)
 	}
+	return res
+}
+
+// TestChunksReportTheUsageOfEveryCall: a summary written in chunks reports what all its calls
+// billed, cache reads and writes and the estimated cost as well as the input and output
+// tokens, not the last call's alone.
+func TestChunksReportTheUsageOfEveryCall(t *testing.T) {
+	sum := &billedSummarizer{bill: summary.Output{InputTokens: 1000, CacheReadTokens: 600, CacheWriteTokens: 100, OutputTokens: 50, Cost: 0.25}}
+	res := chunkedSummary(t, sum, nil)
+	n := int64(sum.calls)
 	want := summary.Output{InputTokens: 1000 * n, CacheReadTokens: 600 * n, CacheWriteTokens: 100 * n, OutputTokens: 50 * n}
 	got := res.Output
 	got.Text, got.Cost = "", 0
@@ -76,27 +85,9 @@ func TestChunksReportTheUsageOfEveryCall(t *testing.T) {
 // messages past the chunk's end, and that summary would be cached under the chunk's shorter
 // prefix, for conversations that share the prefix and not what follows.
 func TestChunksAreNotSentAsTheAgentsRequest(t *testing.T) {
-	s := New(Options{})
-	msgs := irtest.Conversation(20)
-	req := &compactorv1.CompactRequest{Messages: msgs, Policy: &compactorv1.Policy{ContextWindow: 8000, Prune: &compactorv1.PrunePolicy{Disabled: true}},
-		AgentRequest: &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Model: "m"}}
-	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sum := &billedSummarizer{}
-	c, err := s.newCompaction(req, msgs, d, sum, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := c.job(c.start())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.chunks(t.Context(), j); err != nil {
-		t.Fatal(err)
-	}
-	if sum.calls < 2 || sum.agent != 0 {
-		t.Errorf("%d of %d chunk calls given the agent's request; want none, in chunks", sum.agent, sum.calls)
+	chunkedSummary(t, sum, &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Model: "m"})
+	if sum.agent != 0 {
+		t.Errorf("%d of %d chunk calls given the agent's request; want none", sum.agent, sum.calls)
 	}
 }
