@@ -59,7 +59,8 @@ func agentInstruction(p *AgentPrompt, instructions string) string {
 // agentBody returns the body of req's summary request sent as the agent's own (see
 // AgentPrompt), or ok false when the summarizer sends its own prompt: agent_cache is off, the
 // request carries no agent prompt, the agent's provider or model is not the summarizer's,
-// the conversation exceeds the summarizer's input bound, or the lowering fails.
+// the conversation exceeds the summarizer's input bound, the agent's tool_choice forces a
+// tool call (forcesTool), or the lowering fails.
 func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 	p := req.Agent
 	if !l.agentCache || p == nil || len(p.Messages) == 0 || p.Request.GetProvider() != l.agentFormat ||
@@ -92,7 +93,7 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 // them, are kept byte for byte.
 func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(body), &top); err != nil {
+	if err := json.Unmarshal([]byte(body), &top); err != nil || forcesTool(top["tool_choice"]) {
 		return nil, false
 	}
 	model, _ := json.Marshal(l.model)
@@ -126,6 +127,30 @@ func (l *LLM) agentFields(body string, maxTokens int64) ([]byte, bool) {
 	}
 	out, err := json.Marshal(top)
 	return out, err == nil
+}
+
+// forcesTool reports whether a body's tool_choice makes the model call a tool: its answer to
+// the summary request would be a call and no text, every time. Choices that leave it to the
+// model ("auto", "none", allowed tools in mode "auto") do not; any other does.
+func forcesTool(choice json.RawMessage) bool {
+	if len(choice) == 0 || string(choice) == "null" {
+		return false
+	}
+	var s string
+	if json.Unmarshal(choice, &s) == nil {
+		return s != "auto" && s != "none"
+	}
+	var c struct{ Type, Mode string }
+	if json.Unmarshal(choice, &c) != nil {
+		return false
+	}
+	switch c.Type {
+	case "auto", "none":
+		return false
+	case "allowed_tools":
+		return c.Mode == "required"
+	}
+	return true
 }
 
 // agentRequestEnd is the index of the message of msgs where the agent's latest request

@@ -232,3 +232,42 @@ func TestAnthropicAgentRequestLeavesRoomForThinking(t *testing.T) {
 			body["thinking"], body["max_tokens"], 16000+555)
 	}
 }
+
+// TestAgentRequestThatForcesAToolSendsTheOwnPrompt: an agent's body whose tool_choice forces a
+// tool call would have the model answer the summary request with a call and no text, every
+// time; the summarizer sends its own prompt instead, and one that lets the model choose stays
+// the agent's request.
+func TestAgentRequestThatForcesAToolSendsTheOwnPrompt(t *testing.T) {
+	tools := []*compactorv1.Tool{{Name: "bash", Description: "run a command", InputSchemaJson: `{"type":"object","properties":{"cmd":{"type":"string"}}}`}}
+	for _, tc := range []struct {
+		kind   string
+		format compactorv1.Provider
+		choice string
+		agent  bool
+	}{
+		{KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"type":"any"}`, false},
+		{KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"type":"tool","name":"bash"}`, false},
+		{KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, `{"type":"auto"}`, true},
+		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, `"required"`, false},
+		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, `{"type":"function","function":{"name":"bash"}}`, false},
+		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, `"auto"`, true},
+		{KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, `null`, true},
+		{KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `"required"`, false},
+		{KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"bash"}]}`, false},
+		{KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, `{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"bash"}]}`, true},
+	} {
+		t.Run(tc.kind+" "+tc.choice, func(t *testing.T) {
+			fx := newFixture(t, provider{kind: tc.kind}, SummarizerConfig{}, Options{}, reply{status: 200, text: "ok"})
+			msgs := longMessages()
+			ar := &compactorv1.AgentRequest{Provider: tc.format, Model: "test-model", Tools: tools, BaseBody: `{"tool_choice":` + tc.choice + `}`}
+			if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs[:len(msgs)-2]},
+				Agent: &AgentPrompt{Request: ar, Messages: msgs[:len(msgs)-2], Tokens: 3000}}); err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(fx.f.bodies[0])
+			if agent := strings.Contains(string(body), "[Compaction request, not from the user]"); agent != tc.agent {
+				t.Errorf("sent as the agent's request: %v, want %v", agent, tc.agent)
+			}
+		})
+	}
+}
