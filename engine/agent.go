@@ -494,13 +494,14 @@ func quotesInstructionFiles(body string) bool {
 		if k < 0 {
 			return false
 		}
-		rest = rest[k+len(contents):]
-		line, _, _ := strings.Cut(rest, "\n")
+		// The rest of the line is read once: another "Contents of " on it names a suffix of it.
+		line, after, _ := strings.Cut(rest[k+len(contents):], "\n")
 		for _, f := range instructionFiles {
 			if strings.Contains(line, f) {
 				return true
 			}
 		}
+		rest = after
 	}
 }
 

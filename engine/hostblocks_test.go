@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
@@ -148,5 +149,28 @@ func TestKeptRequestsAfterASummaryAreRequests(t *testing.T) {
 	}
 	if KeptAfter(SummaryMessage("x", 9, 0)) != 0 || KeptAfter(irtest.User("the 3 user messages right after this one are the user's own requests")) != 0 {
 		t.Errorf("KeptAfter reads a count that is not a compaction's")
+	}
+}
+
+// TestHostBlockRulesAreLinear: reading a host block's body costs time in its length, not in
+// its length squared: a block of a megabyte repeating "Contents of " on one line (which a
+// caller may send in any user message) is read in well under a second, not in hours.
+func TestHostBlockRulesAreLinear(t *testing.T) {
+	text := "<x>" + strings.Repeat("Contents of ", 1<<20/12) + "</x>"
+	done := make(chan bool, 1)
+	go func() {
+		done <- StandingPart(&compactorv1.Part{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: text}}})
+	}()
+	select {
+	case standing := <-done:
+		if standing {
+			t.Error("a block quoting no instruction file is standing")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a 1 MiB host block still being read after 5 s")
+	}
+	if !StandingPart(&compactorv1.Part{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{
+		Text: "<system-reminder>Contents of a note\nContents of /repo/AGENTS.md (project instructions):\nUse pytest.</system-reminder>"}}}) {
+		t.Error("a block quoting an instruction file on a later line is not standing")
 	}
 }
