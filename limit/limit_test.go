@@ -522,11 +522,11 @@ func TestLeaseWithLostReplyIsTakenBack(t *testing.T) {
 		return n > 0
 	})
 	proxy.DelayReplies(300 * time.Millisecond)
-	release, err := e.acquire(ctx, "acme", e.cfg.For("acme")) // decided locally once Redis is late
+	l, err := e.acquire(ctx, "acme", e.cfg.For("acme")) // decided locally once Redis is late
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	l.release()
 	var gone bool
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(20 * time.Millisecond) {
 		n, err := direct.ZCard(ctx, leases).Result()
@@ -550,11 +550,11 @@ func holdLease(t *testing.T, e *Enforcer, tenant string, d time.Duration) func()
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	release, err := e.acquire(ctx, tenant, e.cfg.For(tenant))
+	l, err := e.acquire(ctx, tenant, e.cfg.For(tenant))
 	if err != nil {
 		t.Fatalf("a lease with a %v deadline: %v", d, err)
 	}
-	return release
+	return l.release
 }
 
 // TestShortDeadlineKeepsOtherLeases (issue 33): a Compact with a short deadline, taking and
@@ -643,4 +643,32 @@ func liveLeases(t *testing.T, rdb *redis.Client, k string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestExtendedLeaseOutlivesItsDeadline: a lease taken with a 100 ms deadline and extended for
+// 3 s (a preparation detached from its call) still counts 1.5 s later, the lease set lasting as
+// long; given back, it frees the slot at once. Extending a lease already given back does not
+// bring it back.
+func TestExtendedLeaseOutlivesItsDeadline(t *testing.T) {
+	a, b, rdb := replicas(t, Config{Default: Quota{ConcurrentCompacts: 1}}, nil)
+	k := key("acme", "compacts")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	l, err := a.acquire(ctx, "acme", a.cfg.For("acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.extend(3 * time.Second)
+	leaseSetOutlivesLeases(t, rdb, k)
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := b.acquire(context.Background(), "acme", b.cfg.For("acme")); err == nil {
+		t.Fatal("1.5 s after its deadline, an extended lease no longer counts")
+	} else {
+		refusedBy(t, err, ConcurrentCompacts)
+	}
+	l.release()
+	l.extend(3 * time.Second)
+	if n := liveLeases(t, rdb, k); n != 0 {
+		t.Errorf("a lease extended after it was given back: %d live leases, want 0", n)
+	}
 }

@@ -99,14 +99,15 @@ func (e *Enforcer) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			return nil, err
 		}
 		if info.FullMethod == servicePrefix+"Compact" && l.ConcurrentCompacts > 0 {
-			release, err := e.acquire(ctx, tenant, l)
+			held, err := e.acquire(ctx, tenant, l)
 			if err != nil {
 				return nil, err
 			}
 			// The lease lasts as long as the call and the summarization it may leave
-			// running when its caller goes (package hold).
-			if !hold.Add(ctx, release) {
-				defer release()
+			// running when its caller goes (package hold), extended for a preparation
+			// that outlives the caller's deadline.
+			if !hold.AddLease(ctx, held.release, held.extend) {
+				defer held.release()
 			}
 		}
 		return h(ctx, req)
@@ -165,8 +166,28 @@ local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], last[2])
 return 1`)
 
-// acquire applies concurrent_compacts: a lease held until release.
-func (e *Enforcer) acquire(ctx context.Context, tenant string, l Quota) (release func(), err error) {
+// lease is a concurrent_compacts slot: release gives it back; extend makes it last at least
+// d from now (a no-op for a slot this replica counts alone, which has no expiry).
+type lease struct {
+	release func()
+	extend  func(d time.Duration)
+}
+
+// extendScript makes lease ARGV[2] of the lease set last at least ARGV[1] ms from now, and the
+// set as long as its latest lease: 0 when the lease is gone (expired or given back).
+var extendScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+if not score then return 0 end
+redis.call('ZADD', KEYS[1], 'GT', now + tonumber(ARGV[1]), ARGV[2])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], last[2])
+return 1`)
+
+// acquire applies concurrent_compacts: a lease held until released, on Redis until the
+// call's deadline (plus a second) at the latest, or leaseTTL, unless extended.
+func (e *Enforcer) acquire(ctx context.Context, tenant string, l Quota) (lease, error) {
 	desc := fmt.Sprintf("%d Compact calls in flight", l.ConcurrentCompacts)
 	if e.rdb != nil {
 		k := key(tenant, "compacts")
@@ -180,15 +201,24 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Quota) (release
 		cancel()
 		switch {
 		case err == nil && got == 1:
-			return sync.OnceFunc(func() {
-				rctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-				defer cancel()
-				if e.rdb.ZRem(rctx, k, member).Err() != nil {
-					e.undoLease(k, member) // try again, detached, rather than wait for the lease's expiry
-				}
-			}), nil
+			return lease{
+				release: sync.OnceFunc(func() {
+					rctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+					defer cancel()
+					if e.rdb.ZRem(rctx, k, member).Err() != nil {
+						e.undoLease(k, member) // try again, detached, rather than wait for the lease's expiry
+					}
+				}),
+				extend: func(d time.Duration) {
+					// A failed extension leaves the lease to its own expiry: the limit
+					// holds for less long, never longer than it should.
+					rctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+					defer cancel()
+					_ = extendScript.Run(rctx, e.rdb, []string{k}, (min(d, leaseTTL) + time.Second).Milliseconds(), member).Err()
+				},
+			}, nil
 		case err == nil:
-			return nil, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
+			return lease{}, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
 		}
 		// Redis may have added the lease after the timeout: take it back, or the tenant
 		// would have one slot fewer until it expires.
@@ -198,16 +228,19 @@ func (e *Enforcer) acquire(ctx context.Context, tenant string, l Quota) (release
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.running[tenant] >= l.ConcurrentCompacts {
-		return nil, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
+		return lease{}, e.refuse(ConcurrentCompacts, tenant, time.Second, desc)
 	}
 	e.running[tenant]++
-	return sync.OnceFunc(func() {
-		e.mu.Lock()
-		if e.running[tenant]--; e.running[tenant] == 0 {
-			delete(e.running, tenant)
-		}
-		e.mu.Unlock()
-	}), nil
+	return lease{
+		release: sync.OnceFunc(func() {
+			e.mu.Lock()
+			if e.running[tenant]--; e.running[tenant] == 0 {
+				delete(e.running, tenant)
+			}
+			e.mu.Unlock()
+		}),
+		extend: func(time.Duration) {},
+	}, nil
 }
 
 // undoLease removes member from the lease set k in the background: a lease whose write or

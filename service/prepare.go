@@ -155,7 +155,8 @@ func (s *Server) planAhead(ctx context.Context, req *compactorv1.PlanRequest, pl
 // startPreparation starts, detached from the call of ctx, the preparation of the summary the
 // compaction d of msgs writes, and returns the reason saying so (or why none was started).
 // The preparation keeps what the call holds (its request's memory, its tenant's
-// concurrent-Compacts lease) until it ends, but gives back its slot among the calls in
+// concurrent-Compacts lease, extended past the call's deadline to the preparation's timeout)
+// until it ends, but gives back its slot among the calls in
 // flight: its bounds are its own (preparations.admit), the summarizer's (the tenant's token
 // budget and the LLM calls in flight, through Options.Admit; the breaker) and its timeout.
 func (s *Server) startPreparation(ctx context.Context, req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer) (string, error) {
@@ -167,7 +168,7 @@ func (s *Server) startPreparation(ctx context.Context, req *compactorv1.CompactR
 	if why != "" {
 		return why, nil
 	}
-	detached := hold.Detach(ctx)
+	detached := hold.DetachFor(ctx, s.prepareTimeout)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.prepareTimeout)
 	stop := context.AfterFunc(s.preps.stop, cancel)
 	go func() {

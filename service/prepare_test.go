@@ -12,11 +12,16 @@ import (
 	"time"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/auth"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
+	"github.com/compactord/compactord/limit"
 	"github.com/compactord/compactord/service"
 	"github.com/compactord/compactord/summarize"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -316,4 +321,43 @@ func compactAsync(t *testing.T, client compactorv1.CompactorServiceClient, req *
 		joined <- compactResult{r, err}
 	}()
 	return joined
+}
+
+// TestPreparationHoldsItsLeasePastTheCallersDeadline: a preparation outlives the Compact that
+// asked for it, and so does that Compact's concurrent-Compacts lease on Redis: a second
+// Compact of the tenant is refused while the preparation still runs, well after the first
+// Compact's deadline (the lease used to expire with it, a second after).
+func TestPreparationHoldsItsLeasePastTheCallersDeadline(t *testing.T) {
+	opt, err := redis.ParseURL(redisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	llm := llmtest.NewOpenAI(t)
+	arrived, release := llm.Hold()
+	defer release()
+	enf := limit.New(limit.Config{Default: limit.Quota{ConcurrentCompacts: 1}}, limit.Options{Redis: rdb})
+	client := startReplica(t, replicaConfig{llm: llm, cache: cache.NewMemory(cache.MemoryOptions{}),
+		unary: []grpc.UnaryServerInterceptor{enf.UnaryServerInterceptor()}})
+	tenant := metadata.AppendToOutgoingContext(t.Context(), auth.TenantKey, fmt.Sprintf("lease-%d", time.Now().UnixNano()))
+
+	deadline := time.Now().Add(3 * time.Second)
+	short, stop := context.WithDeadline(tenant, deadline)
+	req := compactReq(irtest.Conversation(20))
+	req.Prepare = true
+	_, err = client.Compact(short, req)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-arrived // the preparation is with the model, and stays there
+	time.Sleep(time.Until(deadline) + 2500*time.Millisecond)
+	other := compactReq(irtest.Conversation(22))
+	other.Messages[1] = irtest.User("A different task: " + strings.Repeat("port the parser ", 20))
+	ctx, cancel := context.WithTimeout(tenant, time.Second)
+	defer cancel()
+	if _, err := client.Compact(ctx, other); !quotaRefusal(err, limit.ConcurrentCompacts) {
+		t.Errorf("a second Compact 2.5 s after the first one's deadline, its preparation still running: %v, want RESOURCE_EXHAUSTED naming %s", err, limit.ConcurrentCompacts)
+	}
 }

@@ -14,7 +14,9 @@ package hold
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 )
 
 type key struct{}
@@ -25,6 +27,7 @@ type call struct {
 	refs     int    // the handler, plus each detached piece of work
 	slot     func() // nil once given back
 	releases []func()
+	extends  []func(time.Duration)
 }
 
 // Start returns ctx carrying an empty hold for one call, and end, which runs when the call
@@ -48,6 +51,16 @@ func from(ctx context.Context) *call {
 // the caller releases itself then.
 func Add(ctx context.Context, release func()) bool {
 	return with(ctx, func(c *call) { c.releases = append(c.releases, release) })
+}
+
+// AddLease is Add for a lease that expires by itself (a replica that dies does not hold it
+// for ever): extend makes it last at least d from now, and runs when the call detaches work
+// for d (DetachFor), which may outlive the lease's own expiry.
+func AddLease(ctx context.Context, release func(), extend func(d time.Duration)) bool {
+	return with(ctx, func(c *call) {
+		c.releases = append(c.releases, release)
+		c.extends = append(c.extends, extend)
+	})
 }
 
 // AddSlot is Add for the call's slot among the calls in flight, which Yield may also give
@@ -98,6 +111,17 @@ func Detach(ctx context.Context) (done func()) {
 		done = sync.OnceFunc(c.unref)
 	})
 	return done
+}
+
+// DetachFor is Detach for work that may run for up to d: the leases the call holds
+// (AddLease) are extended to last that long.
+func DetachFor(ctx context.Context, d time.Duration) (done func()) {
+	var extends []func(time.Duration)
+	with(ctx, func(c *call) { extends = slices.Clone(c.extends) })
+	for _, extend := range extends {
+		extend(d)
+	}
+	return Detach(ctx)
 }
 
 // unref drops one reference; the last one gives back everything the call holds.
