@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// DefaultSourceMaxBytes bounds an in-memory source store: a share of a replica's memory
+// like the summary cache's, whatever the tenants' budgets add up to.
+const DefaultSourceMaxBytes = 64 << 20
+
 // MemorySourcesOptions configure NewMemorySources. The zero value is usable.
 type MemorySourcesOptions struct {
 	// TTL expires sources this long after they were stored; default DefaultSourceTTL.
@@ -14,7 +18,7 @@ type MemorySourcesOptions struct {
 	// Budget bounds the bytes of one tenant's live sources; default DefaultSourceBudget.
 	Budget int64
 	// MaxBytes bounds the bytes of all tenants' sources: beyond it the oldest are evicted
-	// (and are then NOT_FOUND, as expired ones are). Default 4 × Budget.
+	// (and are then NOT_FOUND, as expired ones are). Default DefaultSourceMaxBytes.
 	MaxBytes int64
 	// Now is the clock (for tests); default time.Now.
 	Now func() time.Time
@@ -52,7 +56,7 @@ func NewMemorySources(opt MemorySourcesOptions) *MemorySources {
 		opt.Budget = DefaultSourceBudget
 	}
 	if opt.MaxBytes <= 0 {
-		opt.MaxBytes = 4 * opt.Budget
+		opt.MaxBytes = DefaultSourceMaxBytes
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

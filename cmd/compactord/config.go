@@ -41,6 +41,7 @@ type config struct {
 	CacheTTL        time.Duration
 	SourceTTL       time.Duration
 	SourceBudget    bytesize.Size
+	SourceMaxBytes  bytesize.Size
 	TokenMemoBytes  bytesize.Size
 	MaxSummaryRatio float64
 	LockTTL         time.Duration
@@ -92,7 +93,7 @@ func envName(flagName string) string {
 // parseConfig reads the configuration from args and the environment. It returns flag.ErrHelp
 // after printing the usage when asked for help.
 func parseConfig(args []string, getenv func(string) string, usage io.Writer) (config, error) {
-	c := config{MaxMessageBytes: service.DefaultMaxMessageBytes, CacheMaxBytes: 64 << 20, TokenMemoBytes: 64 << 20, SourceBudget: cache.DefaultSourceBudget}
+	c := config{MaxMessageBytes: service.DefaultMaxMessageBytes, CacheMaxBytes: 64 << 20, TokenMemoBytes: 64 << 20, SourceBudget: cache.DefaultSourceBudget, SourceMaxBytes: cache.DefaultSourceMaxBytes}
 	fs := flag.NewFlagSet("compactord", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&c.Listen, "listen", loopbackListen, "gRPC listen address; the default is loopback-only while --auth=none, "+allListen+" with authentication (serving every interface without it takes an explicit address, and warns)")
@@ -108,6 +109,7 @@ func parseConfig(args []string, getenv func(string) string, usage io.Writer) (co
 	fs.DurationVar(&c.CacheTTL, "cache-ttl", 7*24*time.Hour, "how long cached summaries live")
 	fs.DurationVar(&c.SourceTTL, "source-ttl", cache.DefaultSourceTTL, "how long a compaction's source (the conversation it received, for Expand) is kept; 0 keeps none")
 	fs.Var(&c.SourceBudget, "source-budget", "bytes of sources one tenant may hold at once (in Redis with --redis-url, else in memory); a compaction past it is RESOURCE_EXHAUSTED")
+	fs.Var(&c.SourceMaxBytes, "source-max-bytes", "size bound of the in-memory source store (without --redis-url), all tenants together: past it the oldest sources are evicted")
 	fs.Var(&c.TokenMemoBytes, "token-memo-bytes", "size bound of the token-count memo")
 	fs.Float64Var(&c.MaxSummaryRatio, "max-summary-ratio", 0.5, "a summary may have at most this share of the tokens it replaces (summaries are asked for and cut to that budget; a range too short for any summary answers compacted=false)")
 	fs.DurationVar(&c.LockTTL, "lock-ttl", 5*time.Minute, "how long one replica may hold a summary's lock before others take over (above the summarizers' timeout × attempts)")
@@ -279,6 +281,8 @@ func (c config) check() error {
 		return errors.New("--cache-ttl: must be positive")
 	case c.SourceTTL < 0:
 		return errors.New("--source-ttl: must not be negative (0 keeps no sources)")
+	case c.SourceMaxBytes <= 0:
+		return errors.New("--source-max-bytes: must be positive")
 	case c.SourceBudget <= 0:
 		return errors.New("--source-budget: must be positive")
 	case c.LockTTL <= 0:

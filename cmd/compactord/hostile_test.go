@@ -122,9 +122,10 @@ func TestShippedMemoryAgrees(t *testing.T) {
 	}
 	budget := memoryBudgetFor(int64(c.MemoryBudget), int64(goMemLimit))
 	const process = 100 << 20
-	if need := budget + int64(c.CacheMaxBytes) + int64(c.TokenMemoBytes) + process; need > int64(goMemLimit) {
-		t.Errorf("memory budget %d MiB + stores %d + %d MiB + %d MiB for the process = %d MiB, over GOMEMLIMIT %d MiB",
-			budget>>20, c.CacheMaxBytes>>20, c.TokenMemoBytes>>20, process>>20, need>>20, goMemLimit>>20)
+	stores := int64(c.CacheMaxBytes) + int64(c.TokenMemoBytes) + int64(c.SourceMaxBytes)
+	if need := budget + stores + process; need > int64(goMemLimit) {
+		t.Errorf("memory budget %d MiB + stores %d MiB (summaries %d, token memo %d, sources %d) + %d MiB for the process = %d MiB, over GOMEMLIMIT %d MiB",
+			budget>>20, stores>>20, c.CacheMaxBytes>>20, c.TokenMemoBytes>>20, c.SourceMaxBytes>>20, process>>20, need>>20, goMemLimit>>20)
 	}
 	if budget < int64(c.MaxMessageBytes) {
 		t.Errorf("memory budget %d MiB cannot take one request of --max-message-bytes (%d MiB)", budget>>20, c.MaxMessageBytes>>20)

@@ -246,7 +246,7 @@ func (sc summaryCache) sources(cfg config) cache.Sources {
 	if sc.shared != nil {
 		return cache.NewRedisSources(sc.shared, cfg.SourceTTL, int64(cfg.SourceBudget))
 	}
-	return cache.NewMemorySources(cache.MemorySourcesOptions{TTL: cfg.SourceTTL, Budget: int64(cfg.SourceBudget)})
+	return cache.NewMemorySources(cache.MemorySourcesOptions{TTL: cfg.SourceTTL, Budget: int64(cfg.SourceBudget), MaxBytes: int64(cfg.SourceMaxBytes)})
 }
 
 // breakerLog logs the state changes of the breaker around Redis.
