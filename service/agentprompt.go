@@ -6,26 +6,26 @@ import (
 	"github.com/compactord/compactord/summarize"
 )
 
-// agentPrompt is the conversation as the agent sent it to its model up to the cut, for a
-// summarizer that sends the summary request as the agent's own (summarize.AgentPrompt); nil
-// when the request carries no agent_request. The messages are the request's own (with their
-// standing instructions: the agent sent them so), those a model is sent (engine.Sent).
+// agentPrompt is the conversation as the agent sends it to its model, for a summarizer that
+// sends the summary request as the agent's own (summarize.AgentPrompt); nil when the request
+// carries no agent_request. The messages are the request's own (with their standing
+// instructions: the agent sent them so), those a model is sent (engine.Sent), the ones after
+// the cut included.
 func (c *compaction) agentPrompt(kept []*compactorv1.Message) *summarize.AgentPrompt {
 	ar := c.req.GetAgentRequest()
 	if ar == nil {
 		return nil
 	}
 	p := &summarize.AgentPrompt{Request: ar, Kept: kept}
-	sent := engine.Sent(c.msgs)
 	tokens := c.plan.GetMessageTokens()
-	for i := 0; i < c.cut && i < len(sent); i++ {
-		if !sent[i] {
+	for i, sent := range engine.Sent(c.msgs) {
+		if !sent {
 			continue
 		}
-		p.Messages = append(p.Messages, c.msgs[i])
-		if i < len(tokens) {
-			p.Tokens += tokens[i]
+		if i < c.cut {
+			p.Cut++
 		}
+		p.Messages, p.Tokens = append(p.Messages, c.msgs[i]), append(p.Tokens, tokens[i])
 	}
 	return p
 }

@@ -13,31 +13,41 @@ import (
 	"github.com/compactord/compactord/engine/format"
 )
 
-// AgentPrompt is the conversation as the agent sends it to its model, up to the cut: what a
-// summarizer of the agent's provider and model sends as the agent's own request, the summary
-// instruction after it, so that the provider reads the conversation from the prompt cache
-// the agent's requests wrote (CompactRequest.agent_request).
+// AgentPrompt is the conversation as the agent sends it to its model: what a summarizer of
+// the agent's provider and model sends as the agent's own request, the summary instruction
+// after it, so that the provider reads the conversation from the prompt cache the agent's
+// requests wrote (CompactRequest.agent_request).
 type AgentPrompt struct {
 	// Request is the agent's request fields beyond the conversation.
 	Request *compactorv1.AgentRequest
-	// Messages are the messages the agent's model was sent (engine.Sent) before the cut, in
-	// order: the head, the latest summary, the summarized and kept messages.
+	// Messages are the messages the agent's model is sent (engine.Sent), in order: the whole
+	// conversation the host holds, the messages after the cut included (an Anthropic summary
+	// request ends where the agent's latest request ended, which may be past the cut).
 	Messages []*compactorv1.Message
-	// Tokens are Messages' tokens, as the plan counted them.
-	Tokens int64
-	// Kept are the requests among Messages that stay verbatim after the summary (which must
-	// not repeat them).
+	// Tokens are the tokens of each of Messages, as the plan counted them.
+	Tokens []int64
+	// Cut is how many of Messages come before the cut: the summary replaces Messages[:Cut]
+	// (but for Kept), the messages from Cut on stay verbatim after it.
+	Cut int
+	// Kept are the requests among Messages[:Cut] that stay verbatim after the summary (which
+	// must not repeat them).
 	Kept []*compactorv1.Message
 }
 
-// agentInstruction is the final user message of a summary request sent as the agent's own:
-// the summarizer's system prompt cannot replace the agent's (the cached prefix starts with
-// it), so its rules come first here.
-func agentInstruction(p *AgentPrompt, instructions string) string {
+// agentInstruction is the final user message of a summary request sent as the agent's own,
+// whose last after messages come after the cut: the summarizer's system prompt cannot
+// replace the agent's (the cached prefix starts with it), so its rules come first here.
+func agentInstruction(p *AgentPrompt, after int, instructions string) string {
 	var b strings.Builder
 	b.WriteString("[Compaction request, not from the user] Stop working on the task. ")
 	b.WriteString(engine.SummarySystemPrompt())
-	b.WriteString("\n\nSummarize the whole conversation above (a summary of earlier messages, if there is one, included), ")
+	if after == 0 {
+		b.WriteString("\n\nSummarize the whole conversation above (a summary of earlier messages, if there is one, included). ")
+	} else {
+		fmt.Fprintf(&b, "\n\nSummarize the conversation above (a summary of earlier messages, if there is one, included) up to, "+
+			"not including, its last %d messages, the first of which begins %q: they stay verbatim after the summary; "+
+			"do not summarize or repeat them. ", after, opening(p.Messages[p.Cut]))
+	}
 	b.WriteString("Do not call any tool.")
 	if len(p.Kept) > 0 {
 		b.WriteString(" These user requests stay verbatim after the summary: do not repeat them.\n<kept>\n")
@@ -56,25 +66,59 @@ func agentInstruction(p *AgentPrompt, instructions string) string {
 	return b.String()
 }
 
+// openingRunes bounds the opening of a message an instruction quotes to name it.
+const openingRunes = 60
+
+// opening is the start of m as a transcript shows it (its role, then its text, tool calls
+// or results), on one line, for an instruction to point at m.
+func opening(m *compactorv1.Message) string {
+	t := strings.Join(strings.Fields(engine.Transcript([]*compactorv1.Message{m}, engine.TranscriptOptions{})), " ")
+	if r := []rune(t); len(r) > openingRunes {
+		t = string(r[:openingRunes])
+	}
+	return t
+}
+
 // agentBody returns the body of req's summary request sent as the agent's own (see
 // AgentPrompt), or ok false when the summarizer sends its own prompt: agent_cache is off, the
 // request carries no agent prompt, the agent's provider or model is not the summarizer's,
-// the conversation exceeds the summarizer's input bound, the agent's tool_choice forces a
-// tool call (forcesTool), or the lowering fails.
+// what the request would send exceeds the summarizer's input bound, the agent's tool_choice
+// forces a tool call (forcesTool), or the lowering fails.
+//
+// An OpenAI request sends the messages up to the cut: OpenAI reads the longest prefix any
+// earlier request of the key held. An Anthropic request reads only a prefix an earlier
+// request's cache_control breakpoint wrote (or one within 20 blocks before its own
+// breakpoint): it sends the messages up to the end of the agent's latest request, or to the
+// cut when that is later, with its breakpoint where that request had its own
+// (agentRequestEnd), so that the whole of that request is read, never written; one placed at
+// the cut reads nothing when no request of the agent ended shortly before it (the cut of a
+// compaction soon after another falls in the messages the first request after it sent at
+// once), and writes the whole prefix at 1.25× the input price for no later reader.
 func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 	p := req.Agent
-	if !l.agentCache || p == nil || len(p.Messages) == 0 || p.Request.GetProvider() != l.agentFormat ||
-		p.Request.GetModel() != l.model || l.maxInput > 0 && p.Tokens > int64(l.maxInput) {
+	if !l.agentCache || p == nil || p.Cut <= 0 || p.Cut > len(p.Messages) || len(p.Tokens) != len(p.Messages) ||
+		p.Request.GetProvider() != l.agentFormat || p.Request.GetModel() != l.model {
 		return nil, false
 	}
-	msgs := make([]*compactorv1.Message, len(p.Messages), len(p.Messages)+1)
-	copy(msgs, p.Messages)
+	n, end := p.Cut, -1
 	if l.agentFormat == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
-		i := agentRequestEnd(msgs)
-		msgs[i] = WithCacheBreakpoint(msgs[i])
+		end = agentRequestEnd(p.Messages)
+		n = max(n, end+1)
+	}
+	var tokens int64
+	for _, t := range p.Tokens[:n] {
+		tokens += t
+	}
+	if l.maxInput > 0 && tokens > int64(l.maxInput) {
+		return nil, false
+	}
+	msgs := make([]*compactorv1.Message, n, n+1)
+	copy(msgs, p.Messages[:n])
+	if end >= 0 {
+		msgs[end] = WithCacheBreakpoint(msgs[end])
 	}
 	msgs = append(msgs, &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
-		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: agentInstruction(p, req.Instructions)}}}}})
+		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: agentInstruction(p, n-p.Cut, req.Instructions)}}}}})
 	base := p.Request.GetBaseBody()
 	if strings.TrimSpace(base) == "" {
 		base = "{}"
@@ -154,17 +198,21 @@ func forcesTool(choice json.RawMessage) bool {
 }
 
 // agentRequestEnd is the index of the message of msgs where the agent's latest request
-// before the cut ended, and so its cache breakpoint: the last that is not the assistant's
-// (an agent asks its model after a user or tool message); the last message when all are.
-// A breakpoint there reads what that request cached, where one on a later assistant message
-// would also write that message to the cache (1.25× the input price) for no later reader.
+// ended, and so its cache breakpoint: the last message before the conversation's last
+// assistant message (and the assistant messages right before that one) that is not the
+// assistant's. An agent asks its model after a user or tool message, and the host compacts
+// before it asks again, so the messages after that assistant message were never sent. It is
+// -1 when no assistant message follows another message: the agent has sent nothing the
+// cache could hold, and a breakpoint would only write what no later request reads.
 func agentRequestEnd(msgs []*compactorv1.Message) int {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].GetRole() != compactorv1.Role_ROLE_ASSISTANT {
-			return i
-		}
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].GetRole() != compactorv1.Role_ROLE_ASSISTANT {
+		i--
 	}
-	return len(msgs) - 1
+	for i >= 0 && msgs[i].GetRole() == compactorv1.Role_ROLE_ASSISTANT {
+		i--
+	}
+	return i
 }
 
 // WithCacheBreakpoint returns a copy of m with an Anthropic ephemeral cache_control on its last

@@ -3,6 +3,7 @@ package summarize
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -136,6 +137,16 @@ func agentSends(t *testing.T, p *llmtest.Provider, f compactorv1.Provider, msgs 
 	return calls[len(calls)-1]
 }
 
+// testAgentPrompt is the agent prompt of msgs cut before msgs[cut], each message counted at
+// 4 bytes of its text a token.
+func testAgentPrompt(ar *compactorv1.AgentRequest, msgs []*compactorv1.Message, cut int) *AgentPrompt {
+	p := &AgentPrompt{Request: ar, Messages: msgs, Cut: cut}
+	for _, m := range msgs {
+		p.Tokens = append(p.Tokens, int64(len(engine.Transcript([]*compactorv1.Message{m}, engine.TranscriptOptions{})))/4)
+	}
+	return p
+}
+
 func TestAgentPrefixReadsTheAgentsCache(t *testing.T) {
 	tools := []*compactorv1.Tool{{Name: "bash", Description: "run a command", InputSchemaJson: `{"type":"object","properties":{"cmd":{"type":"string"}}}`}}
 	for _, tc := range []struct {
@@ -160,7 +171,7 @@ func TestAgentPrefixReadsTheAgentsCache(t *testing.T) {
 				ar := &compactorv1.AgentRequest{Provider: tc.format, Model: "test-model", Tools: tools, BaseBody: `{"max_tokens":100,"stream":true}`}
 				res, err := s.Summarize(context.Background(), Request{
 					SummaryInput: engine.SummaryInput{Messages: msgs[1:cut]},
-					Agent:        &AgentPrompt{Request: ar, Messages: msgs[:cut], Tokens: 3000},
+					Agent:        testAgentPrompt(ar, msgs, cut),
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -193,7 +204,7 @@ func TestResponsesAgentRequestKeepsPromptCacheKey(t *testing.T) {
 	ar := &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, Model: "test-model",
 		BaseBody: `{"prompt_cache_key":"agent-7","stream":true,"max_output_tokens":100,"store":true}`}
 	if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs[:len(msgs)-2]},
-		Agent: &AgentPrompt{Request: ar, Messages: msgs[:len(msgs)-2], Tokens: 3000}}); err != nil {
+		Agent: testAgentPrompt(ar, msgs[:len(msgs)-2], len(msgs)-2)}); err != nil {
 		t.Fatal(err)
 	}
 	body := fx.f.bodies[0]
@@ -222,7 +233,7 @@ func TestAnthropicAgentRequestLeavesRoomForThinking(t *testing.T) {
 	ar := &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Model: "test-model",
 		BaseBody: `{"max_tokens":32000,"thinking":{"type":"enabled","budget_tokens":16000}}`}
 	if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs[:len(msgs)-2]},
-		Agent: &AgentPrompt{Request: ar, Messages: msgs[:len(msgs)-2], Tokens: 3000}}); err != nil {
+		Agent: testAgentPrompt(ar, msgs[:len(msgs)-2], len(msgs)-2)}); err != nil {
 		t.Fatal(err)
 	}
 	body := fx.f.bodies[0]
@@ -261,12 +272,79 @@ func TestAgentRequestThatForcesAToolSendsTheOwnPrompt(t *testing.T) {
 			msgs := longMessages()
 			ar := &compactorv1.AgentRequest{Provider: tc.format, Model: "test-model", Tools: tools, BaseBody: `{"tool_choice":` + tc.choice + `}`}
 			if _, err := fx.s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: msgs[:len(msgs)-2]},
-				Agent: &AgentPrompt{Request: ar, Messages: msgs[:len(msgs)-2], Tokens: 3000}}); err != nil {
+				Agent: testAgentPrompt(ar, msgs[:len(msgs)-2], len(msgs)-2)}); err != nil {
 				t.Fatal(err)
 			}
 			body, _ := json.Marshal(fx.f.bodies[0])
 			if agent := strings.Contains(string(body), "[Compaction request, not from the user]"); agent != tc.agent {
 				t.Errorf("sent as the agent's request: %v, want %v", agent, tc.agent)
+			}
+		})
+	}
+}
+
+// TestAgentRequestReadsTheAgentsLatestRequest: an Anthropic summary request sent as the
+// agent's own ends where the agent's latest request ended, its breakpoint where that
+// request's was, so that request is read whole and nothing is written, even when no request
+// of the agent ended near the cut (the first request after a compaction sends the messages
+// the compaction kept, and the next cut falls among them); the messages after the cut it
+// sends are named in the instruction as staying verbatim. Before any request of the agent
+// (no assistant message), it writes nothing either. An OpenAI request ends at the cut.
+func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
+	msgs := longMessages()[3:] // u a u a … a: the agent's last request ended before the last a
+	last := len(msgs) - 1      // the assistant's answer to it, which no request sent
+	for _, tc := range []struct {
+		name   string
+		kind   string
+		format compactorv1.Provider
+		msgs   []*compactorv1.Message
+		sent   int // the agent's one request: msgs[:sent] (0: none)
+		cut    int
+		// what the summary request sends of msgs, before its instruction
+		want int
+	}{
+		{"anthropic cut far before the agent's request end", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs, last, 9, last},
+		{"anthropic cut after the agent's request end", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs, last, len(msgs), len(msgs)},
+		{"anthropic before any request", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs[:1], 0, 1, 1},
+		{"openai chat", KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, msgs, last, 9, 9},
+		{"openai responses", KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, msgs, last, 9, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, p, _ := usageFixture(t, tc.kind, SummarizerConfig{})
+			var agent llmtest.Call
+			if tc.sent > 0 {
+				agent = agentSends(t, p, tc.format, tc.msgs[:tc.sent], nil)
+			}
+			ap := testAgentPrompt(&compactorv1.AgentRequest{Provider: tc.format, Model: "test-model"}, tc.msgs, tc.cut)
+			body, ok := s.agentBody(Request{Agent: ap}, 100)
+			if !ok {
+				t.Fatal("not sent as the agent's request")
+			}
+			low, err := format.Lift(&compactorv1.LiftRequest{Body: string(body), Provider: tc.format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := low.GetMessages(), tc.want+1
+			if tc.format == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES && tc.msgs[tc.want-1].GetRole() == compactorv1.Role_ROLE_USER {
+				want-- // Anthropic: the instruction is a block of the same user message
+			}
+			if len(got) != want {
+				t.Fatalf("the request sends %d messages, want %d with the instruction", len(got), want)
+			}
+			instruction := engine.Transcript(got[len(got)-1:], engine.TranscriptOptions{})
+			if after := tc.want - tc.cut; after > 0 != strings.Contains(instruction, fmt.Sprintf("its last %d messages", after)) {
+				t.Errorf("%d messages after the cut sent; the instruction says: %s", after, instruction)
+			}
+			if _, err := s.Summarize(context.Background(), Request{SummaryInput: engine.SummaryInput{Messages: tc.msgs[:tc.cut]}, Agent: ap}); err != nil {
+				t.Fatal(err)
+			}
+			calls := p.Calls()
+			bill := calls[len(calls)-1]
+			if bill.CacheWrite != 0 {
+				t.Errorf("the summary request wrote %d tokens to the cache (read %d)", bill.CacheWrite, bill.CacheRead)
+			}
+			if whole := agent.Input + agent.CacheRead + agent.CacheWrite; tc.format == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES && tc.sent > 0 && bill.CacheRead != whole {
+				t.Errorf("the summary request read %d tokens of the agent's request's %d", bill.CacheRead, whole)
 			}
 		})
 	}
