@@ -22,7 +22,13 @@
 //
 // Usage:
 //
-//	session [-corpus DIR] [-windows 0.35,0.6] [-summarizer extractive|oneline|anthropic|anthropic-agent] [-warm] [-o FILE]
+//	session [-corpus DIR] [-windows 0.35,0.6] [-summarizer NAME] [-warm] [-o FILE]
+//
+// NAME is extractive, oneline, or one of anthropic, openai-chat and openai-responses (a
+// summarizer of that API against a fake provider that bills a prompt cache by prefix, to
+// which the replayed agent sends each of its requests), with "-agent" for the summary request
+// sent as the agent's own (CompactRequest.agent_request); with the fake provider, the summary
+// input billed is reported too.
 //
 // The corpus defaults to the project's own: the fixtures written for compactord and the real
 // conversations copied into the repository (internal/corpus/testdata and its real/).
@@ -87,10 +93,10 @@ func run(ctx context.Context, o options, out string) error {
 		fmt.Fprintf(os.Stderr, "session at %.0f%% (%s): %d of %d sessions compacted, %d compactions; requests %.3f, CLAUDE.md %.3f, identifiers %.3f, consecutive %d (allowed %d), size after max %.2f, cache cost %.2f×, errors %d\n",
 			100*ratio, name, m.compacted, m.sessions, m.compactions, m.requests.mean(), m.claudeMD.mean(), m.ident.mean(), m.consecutive, m.allowed, m.size.max, m.cost.mean(), m.failures)
 	}
-	if o.summarizer == "anthropic" || o.summarizer == "anthropic-agent" {
+	if rep.fake {
 		for i, ratio := range o.windows {
 			billed, calls, sessions, in := summaryBilled(rep.cold[i])
-			fmt.Fprintf(os.Stderr, "session at %.0f%%: summary input billed at Anthropic's cache prices: %.0f tokens per compacted session (%d sessions, %d summary calls, %.0f per call; per call %d uncached, %d cache read, %d cache written)\n",
+			fmt.Fprintf(os.Stderr, "session at %.0f%%: summary input billed at the cache prices (read 0.1×, written 1.25×): %.0f tokens per compacted session (%d sessions, %d summary calls, %.0f per call; per call %d uncached, %d cache read, %d cache written)\n",
 				100*ratio, billed/float64(max(sessions, 1)), sessions, calls, billed/float64(max(calls, 1)),
 				in[0]/int64(max(calls, 1)), in[1]/int64(max(calls, 1)), in[2]/int64(max(calls, 1)))
 		}

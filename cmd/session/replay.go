@@ -50,8 +50,8 @@ type compaction struct {
 	// needed are the identifiers the agent wrote from this turn on that the conversation held
 	// before the compaction; kept how many of them it held right after.
 	needed, kept int
-	// billed is what the summary call this compaction made cost in input tokens at
-	// Anthropic's cache prices (measure.Billed; 0 when the summary was cached or local).
+	// billed is what the summary call this compaction made cost in input tokens at the
+	// cache prices (measure.Billed; 0 when the summary was cached or local).
 	billed float64
 	// uncached, read and written are that call's input tokens billed at the input price, read
 	// from the cache and written to it.

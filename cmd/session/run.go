@@ -40,6 +40,8 @@ type report struct {
 	opt      options
 	env      env
 	sessions []session
+	// fake says whether the summarizer runs against the fake provider, which bills usage.
+	fake bool
 	// cold[w][s] is session s replayed at window opt.windows[w] on a fresh server; warm[w][s]
 	// the same after the fill (nil without -warm).
 	cold, warm [][]result
@@ -71,6 +73,7 @@ func replayAll(ctx context.Context, o options, files []corpus.File) (report, err
 		return rep, err
 	}
 	defer sum.Close()
+	rep.fake = sum.Agent != nil
 	claudeMD, err := measure.ClaudeMD()
 	if err != nil {
 		return rep, err

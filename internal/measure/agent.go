@@ -12,37 +12,66 @@ import (
 	"github.com/compactord/compactord/summarize"
 )
 
-// AgentModel is the model the replayed agent and the fake Anthropic summarizer both name: a
+// AgentModel is the model the replayed agent and the fake provider's summarizer both name: a
 // provider's prompt cache is the model's.
-const AgentModel = "claude-fake"
+const AgentModel = "fake-model"
 
 // Agent is the agent side of a replay against the fake provider (llmtest.Provider): it sends
-// each of the agent's model requests there, as Anthropic Messages with a cache_control
-// breakpoint on the last message (as Claude Code does), so that the provider's cache holds
-// what a real agent's requests would have written.
+// each of the agent's model requests there in its format (Anthropic Messages with a
+// cache_control breakpoint on the last message, as Claude Code does; OpenAI Chat or
+// Responses, cached by prefix), so that the provider's cache holds what a real agent's
+// requests would have written.
 type Agent struct {
 	provider *llmtest.Provider
+	format   compactorv1.Provider
 	// Request is what a CompactRequest carries for the summary request to be sent as the
 	// agent's own (CompactRequest.agent_request); nil when the summarizer sends its own.
 	Request *compactorv1.AgentRequest
 }
 
-// agentBase is the agent's request body besides its conversation.
-const agentBase = `{"model":"` + AgentModel + `","max_tokens":4096}`
+// providerAPI is one wire format of the fake provider: the summarizer kind that speaks it,
+// where an agent posts its requests, and its request body besides the conversation.
+type providerAPI struct {
+	kind   string
+	format compactorv1.Provider
+	path   string
+	base   string
+}
 
-// newAnthropic is the "anthropic" and "anthropic-agent" summarizer: an Anthropic summarizer
-// (official SDK) against a fresh llmtest.Provider, with agent_cache as asked.
-func newAnthropic(s *Summarizer, agentCache bool) *summarize.Config {
+// providerAPIs are the summarizers measured against the fake provider, by name; each also
+// runs as "<name>-agent", its summary request sent as the agent's own.
+var providerAPIs = map[string]providerAPI{
+	"anthropic": {summarize.KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, "/v1/messages",
+		`{"model":"` + AgentModel + `","max_tokens":4096}`},
+	"openai-chat": {summarize.KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, "/v1/chat/completions",
+		`{"model":"` + AgentModel + `","max_completion_tokens":4096}`},
+	"openai-responses": {summarize.KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, "/v1/responses",
+		`{"model":"` + AgentModel + `","max_output_tokens":4096}`},
+}
+
+// providerSummarizer returns the summarizer name, with ok false when it is not one of
+// providerAPIs (with or without "-agent"): of that API against a fresh llmtest.Provider, with
+// agent_cache as the name asks.
+func providerSummarizer(s *Summarizer, name string) (*summarize.Config, bool) {
+	api, ok := providerAPIs[strings.TrimSuffix(name, "-agent")]
+	if !ok {
+		return nil, false
+	}
+	agentCache := strings.HasSuffix(name, "-agent")
 	p := llmtest.StartProvider()
 	s.close = p.Close
-	s.Agent = &Agent{provider: p}
+	s.Agent = &Agent{provider: p, format: api.format}
 	if agentCache {
-		s.Agent.Request = &compactorv1.AgentRequest{Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, Model: AgentModel, BaseBody: agentBase}
+		s.Agent.Request = &compactorv1.AgentRequest{Provider: api.format, Model: AgentModel, BaseBody: api.base}
 	}
-	s.Name = "anthropic"
+	s.Name = "llm"
+	url := p.URL
+	if api.kind != summarize.KindAnthropic {
+		url += "/v1"
+	}
 	return &summarize.Config{Summarizers: []summarize.SummarizerConfig{{
-		Name: "anthropic", Kind: summarize.KindAnthropic, BaseURL: p.URL, Model: AgentModel, Timeout: oneLineTimeout, AgentCache: &agentCache,
-	}}}
+		Name: s.Name, Kind: api.kind, BaseURL: url, Model: AgentModel, Timeout: oneLineTimeout, AgentCache: &agentCache,
+	}}}, true
 }
 
 // Send sends the agent's model request of sent (the messages a model is sent) to the
@@ -51,13 +80,20 @@ func (a *Agent) Send(ctx context.Context, sent []*compactorv1.Message) error {
 	if len(sent) == 0 {
 		return nil
 	}
-	msgs := append(sent[:len(sent)-1:len(sent)-1], summarize.WithCacheBreakpoint(sent[len(sent)-1]))
-	low, err := format.Lower(&compactorv1.LowerRequest{Messages: msgs, Provider: compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES,
-		Model: AgentModel, BaseBody: agentBase})
+	api := providerAPIs["anthropic"]
+	for _, v := range providerAPIs {
+		if v.format == a.format {
+			api = v
+		}
+	}
+	if a.format == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+		sent = append(sent[:len(sent)-1:len(sent)-1], summarize.WithCacheBreakpoint(sent[len(sent)-1]))
+	}
+	low, err := format.Lower(&compactorv1.LowerRequest{Messages: sent, Provider: a.format, Model: AgentModel, BaseBody: api.base})
 	if err != nil {
 		return fmt.Errorf("agent request: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.provider.URL+"/v1/messages", strings.NewReader(low.GetBody()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.provider.URL+api.path, strings.NewReader(low.GetBody()))
 	if err != nil {
 		return err
 	}
@@ -73,8 +109,9 @@ func (a *Agent) Send(ctx context.Context, sent []*compactorv1.Message) error {
 	return nil
 }
 
-// Billed is what a summary's input cost in input-token equivalents at Anthropic's cache
-// prices: uncached input, plus 0.1 × cache reads, plus 1.25 × cache writes.
+// Billed is what a summary's input cost in input-token equivalents at the providers' cache
+// prices: uncached input, plus 0.1 × cache reads (Anthropic; OpenAI's gpt-5 models), plus
+// 1.25 × cache writes (Anthropic's 5-minute cache; OpenAI bills none).
 func Billed(s *compactorv1.Summary) float64 {
 	read, write := s.GetCacheReadInputTokens(), s.GetCacheCreationInputTokens()
 	return float64(s.GetInputTokens()-read-write) + 0.1*float64(read) + 1.25*float64(write)

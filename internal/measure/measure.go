@@ -57,15 +57,15 @@ const oneLineTimeout = 30 * time.Second
 
 // SummarizerNames lists the summarizers a measure can put under test, for flag help and
 // errors.
-const SummarizerNames = "extractive, oneline, anthropic, anthropic-agent"
+const SummarizerNames = "extractive, oneline, anthropic, anthropic-agent, openai-chat, openai-chat-agent, openai-responses, openai-responses-agent"
 
 // Summarizer is the summarizer under test: a registry that holds it and the name a
 // CompactRequest gives to use it ("" for the server's default, the extractive one).
 type Summarizer struct {
 	Registry *summarize.Registry
 	Name     string
-	// Agent is the agent's side of the fake provider ("anthropic", "anthropic-agent"); nil
-	// for the others.
+	// Agent is the agent's side of the fake provider ("anthropic", "openai-chat",
+	// "openai-responses", each with or without "-agent"); nil for the others.
 	Agent *Agent
 	close func()
 }
@@ -73,17 +73,15 @@ type Summarizer struct {
 // NewSummarizer returns the summarizer called name: "extractive", the built-in one, or
 // "oneline", an OpenAI summarizer (official SDK) whose model, a loopback httptest server,
 // answers one line whatever it is asked (llmtest.OneLineSummary): the poor summary the
-// summary check has to repair; "anthropic", an Anthropic summarizer (official SDK) against a
-// fresh llmtest.Provider, which bills usage with a prompt cache by prefix, sending its own
-// prompt; "anthropic-agent", the same sending the summary request as the agent's own
-// (agent_cache). Close releases it.
+// summary check has to repair; "anthropic", "openai-chat" and "openai-responses", a
+// summarizer of that API (official SDK) against a fresh llmtest.Provider, which bills usage
+// with a prompt cache by prefix, sending its own prompt; the same names with "-agent", the
+// same sending the summary request as the agent's own (agent_cache). Close releases it.
 func NewSummarizer(name string) (*Summarizer, error) {
 	s := &Summarizer{close: func() {}}
 	var cfg *summarize.Config
 	switch name {
 	case "extractive":
-	case "anthropic", "anthropic-agent":
-		cfg = newAnthropic(s, name == "anthropic-agent")
 	case "oneline":
 		llm := llmtest.StartOneLine()
 		s.close = llm.Close
@@ -92,7 +90,10 @@ func NewSummarizer(name string) (*Summarizer, error) {
 		}}}
 		s.Name = "oneline"
 	default:
-		return nil, fmt.Errorf("unknown summarizer %q (%s)", name, SummarizerNames)
+		var ok bool
+		if cfg, ok = providerSummarizer(s, name); !ok {
+			return nil, fmt.Errorf("unknown summarizer %q (%s)", name, SummarizerNames)
+		}
 	}
 	reg, err := summarize.NewRegistry(cfg, "", summarize.Options{})
 	if err != nil {
