@@ -82,8 +82,10 @@ func opening(m *compactorv1.Message) string {
 // agentBody returns the body of req's summary request sent as the agent's own (see
 // AgentPrompt), or ok false when the summarizer sends its own prompt: agent_cache is off, the
 // request carries no agent prompt, the agent's provider or model is not the summarizer's,
-// what the request would send exceeds the summarizer's input bound, the agent's tool_choice
-// forces a tool call (forcesTool), or the lowering fails.
+// the agent has sent no request yet (no assistant message: no cache to read, and the own
+// prompt, a transcript that shortens tool outputs, is the shorter), what the request would
+// send exceeds the summarizer's input bound, the agent's tool_choice forces a tool call
+// (forcesTool), or the lowering fails.
 //
 // An OpenAI request sends the messages up to the cut: OpenAI reads the longest prefix any
 // earlier request of the key held. An Anthropic request reads only a prefix an earlier
@@ -100,10 +102,15 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 		p.Request.GetProvider() != l.agentFormat || p.Request.GetModel() != l.model {
 		return nil, false
 	}
-	n, end := p.Cut, -1
+	end := agentRequestEnd(p.Messages)
+	if end < 0 {
+		return nil, false // nothing of the conversation is in the cache: the own prompt is shorter
+	}
+	n := p.Cut
 	if l.agentFormat == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
-		end = agentRequestEnd(p.Messages)
 		n = max(n, end+1)
+	} else {
+		end = -1 // OpenAI caches with no marker
 	}
 	var tokens int64
 	for _, t := range p.Tokens[:n] {
@@ -203,7 +210,7 @@ func forcesTool(choice json.RawMessage) bool {
 // assistant's. An agent asks its model after a user or tool message, and the host compacts
 // before it asks again, so the messages after that assistant message were never sent. It is
 // -1 when no assistant message follows another message: the agent has sent nothing the
-// cache could hold, and a breakpoint would only write what no later request reads.
+// cache could hold.
 func agentRequestEnd(msgs []*compactorv1.Message) int {
 	i := len(msgs) - 1
 	for i >= 0 && msgs[i].GetRole() != compactorv1.Role_ROLE_ASSISTANT {

@@ -289,7 +289,8 @@ func TestAgentRequestThatForcesAToolSendsTheOwnPrompt(t *testing.T) {
 // of the agent ended near the cut (the first request after a compaction sends the messages
 // the compaction kept, and the next cut falls among them); the messages after the cut it
 // sends are named in the instruction as staying verbatim. Before any request of the agent
-// (no assistant message), it writes nothing either. An OpenAI request ends at the cut.
+// (no assistant message) there is nothing to read: the summarizer sends its own prompt. An
+// OpenAI request ends at the cut.
 func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
 	msgs := longMessages()[3:] // u a u a … a: the agent's last request ended before the last a
 	last := len(msgs) - 1      // the assistant's answer to it, which no request sent
@@ -300,12 +301,13 @@ func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
 		msgs   []*compactorv1.Message
 		sent   int // the agent's one request: msgs[:sent] (0: none)
 		cut    int
-		// what the summary request sends of msgs, before its instruction
+		// what the summary request sends of msgs, before its instruction (-1: its own prompt)
 		want int
 	}{
 		{"anthropic cut far before the agent's request end", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs, last, 9, last},
 		{"anthropic cut after the agent's request end", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs, last, len(msgs), len(msgs)},
-		{"anthropic before any request", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs[:1], 0, 1, 1},
+		{"anthropic before any request", KindAnthropic, compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES, msgs[:1], 0, 1, -1},
+		{"openai before any request", KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, msgs[:1], 0, 1, -1},
 		{"openai chat", KindOpenAI, compactorv1.Provider_PROVIDER_OPENAI_CHAT, msgs, last, 9, 9},
 		{"openai responses", KindOpenAIResponses, compactorv1.Provider_PROVIDER_OPENAI_RESPONSES, msgs, last, 9, 9},
 	} {
@@ -317,8 +319,11 @@ func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
 			}
 			ap := testAgentPrompt(&compactorv1.AgentRequest{Provider: tc.format, Model: "test-model"}, tc.msgs, tc.cut)
 			body, ok := s.agentBody(Request{Agent: ap}, 100)
-			if !ok {
-				t.Fatal("not sent as the agent's request")
+			if !ok || tc.want < 0 {
+				if ok != (tc.want >= 0) {
+					t.Fatalf("sent as the agent's request: %v, want %v", ok, tc.want >= 0)
+				}
+				return
 			}
 			low, err := format.Lift(&compactorv1.LiftRequest{Body: string(body), Provider: tc.format})
 			if err != nil {
