@@ -119,22 +119,47 @@ func keptBefore(s *session, t int, msgs []*compactorv1.Message) (requests, claud
 	return requestShare(hay, reqs), claudeMD
 }
 
-// summaryBilled sums, over results, the summary input billed (compaction.billed), and
-// counts the summary calls that billed any and the sessions that compacted; in are those
-// calls' uncached, cache-read and cache-written input tokens.
-func summaryBilled(results []result) (billed float64, calls, sessions int, in [3]int64) {
+// billing is the summary input billed over the summary calls of a replay's sessions: the
+// calls that billed any (the others were cache hits or local), and the sessions that
+// compacted.
+type billing struct {
+	billed         float64 // compaction.billed, summed
+	calls          int
+	sessions       int
+	uncached, read int64 // the calls' input billed at the input price, and read from the cache
+	written        int64 // written to the cache
+	// agentCalls are the calls sent as the agent's own request, instruction their summary
+	// instructions' tokens; the other calls sent the summarizer's own prompt, billed ownBilled.
+	agentCalls  int
+	instruction int64
+	ownBilled   float64
+}
+
+// summaryBilled sums the summary input billed over results.
+func summaryBilled(results []result) billing {
+	var b billing
 	for _, r := range results {
 		if !r.compacted() {
 			continue
 		}
-		sessions++
+		b.sessions++
 		for _, c := range r.tr.compactions {
-			if c.billed > 0 {
-				billed += c.billed
-				in[0], in[1], in[2] = in[0]+c.uncached, in[1]+c.read, in[2]+c.written
-				calls++
+			if c.billed <= 0 {
+				continue
+			}
+			b.calls++
+			b.billed += c.billed
+			b.uncached, b.read, b.written = b.uncached+c.uncached, b.read+c.read, b.written+c.written
+			if c.asAgent {
+				b.agentCalls++
+				b.instruction += c.instruction
+			} else {
+				b.ownBilled += c.billed
 			}
 		}
 	}
-	return billed, calls, sessions, in
+	return b
 }
+
+// perCall is n over the calls, 0 with none.
+func perCall[T int64 | float64](n T, calls int) T { return n / T(max(calls, 1)) }

@@ -95,10 +95,14 @@ func run(ctx context.Context, o options, out string) error {
 	}
 	if rep.fake {
 		for i, ratio := range o.windows {
-			billed, calls, sessions, in := summaryBilled(rep.cold[i])
+			b := summaryBilled(rep.cold[i])
 			fmt.Fprintf(os.Stderr, "session at %.0f%%: summary input billed at the cache prices (read 0.1×, written 1.25×): %.0f tokens per compacted session (%d sessions, %d summary calls, %.0f per call; per call %d uncached, %d cache read, %d cache written)\n",
-				100*ratio, billed/float64(max(sessions, 1)), sessions, calls, billed/float64(max(calls, 1)),
-				in[0]/int64(max(calls, 1)), in[1]/int64(max(calls, 1)), in[2]/int64(max(calls, 1)))
+				100*ratio, b.billed/float64(max(b.sessions, 1)), b.sessions, b.calls, perCall(b.billed, b.calls),
+				perCall(b.uncached, b.calls), perCall(b.read, b.calls), perCall(b.written, b.calls))
+			if b.agentCalls > 0 {
+				fmt.Fprintf(os.Stderr, "session at %.0f%%: of which %d calls as the agent's request, per call %d instruction tokens; %d calls on the own prompt (no request of the agent to read), %.0f billed in all\n",
+					100*ratio, b.agentCalls, perCall(b.instruction, b.agentCalls), b.calls-b.agentCalls, b.ownBilled)
+			}
 		}
 	}
 	fmt.Fprintf(os.Stderr, "session: %s\n", rep.env.elapsed.Round(time.Second))

@@ -56,6 +56,11 @@ type compaction struct {
 	// uncached, read and written are that call's input tokens billed at the input price, read
 	// from the cache and written to it.
 	uncached, read, written int64
+	// asAgent says whether that call was sent as the agent's own request (it read the
+	// agent's cache), and instruction are then the tokens of its last message, the summary
+	// instruction, as the fake provider counts them.
+	asAgent     bool
+	instruction int64
 	// requests and claudeMD are what the conversation held right after the compaction of the
 	// requests before this turn and of the CLAUDE.md block (-1: none), as measureEnd counts.
 	requests, claudeMD float64
@@ -186,6 +191,9 @@ func (r *replayer) compact(ctx context.Context, t int, held []*compactorv1.Messa
 		c.billed = measure.Billed(s)
 		c.read, c.written = s.GetCacheReadInputTokens(), s.GetCacheCreationInputTokens()
 		c.uncached = s.GetInputTokens() - c.read - c.written
+		if c.asAgent = c.read > 0 && r.agent.Request != nil; c.asAgent {
+			c.instruction = r.agent.LastCall().Final
+		}
 	}
 	if n := len(r.tr.requests); n > 0 {
 		c.added = c.before - r.tr.requests[n-1].tokens

@@ -41,6 +41,9 @@ type Call struct {
 	// Input are the input tokens neither read from nor written to the cache; CacheRead and
 	// CacheWrite those read and written; Output the completion's.
 	Input, CacheRead, CacheWrite, Output int64
+	// Final are the input tokens of the request's last message (Anthropic: its last content
+	// block): of a summary request sent as the agent's own, the summary instruction.
+	Final int64
 }
 
 // NewProvider starts a Provider closed when the test ends.
@@ -106,6 +109,12 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(p.calls) + 1
 	text := fmt.Sprintf("SUMMARY-%d: the user asked for the tasks quoted above; next step: continue.", n)
 	c := Call{API: api, Model: req.Model, Input: u.input, CacheRead: u.cacheRead, CacheWrite: u.cacheWrite, Output: int64(len(text)+3) / 4}
+	if k := len(es); k > 0 {
+		c.Final = es[k-1].tokens
+		if k > 1 {
+			c.Final -= es[k-2].tokens
+		}
+	}
 	p.calls = append(p.calls, c)
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")

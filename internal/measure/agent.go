@@ -109,6 +109,15 @@ func (a *Agent) Send(ctx context.Context, sent []*compactorv1.Message) error {
 	return nil
 }
 
+// LastCall is what the provider billed its latest request.
+func (a *Agent) LastCall() llmtest.Call {
+	calls := a.provider.Calls()
+	if len(calls) == 0 {
+		return llmtest.Call{}
+	}
+	return calls[len(calls)-1]
+}
+
 // Billed is what a summary's input cost in input-token equivalents at the providers' cache
 // prices: uncached input, plus 0.1 × cache reads (Anthropic; OpenAI's gpt-5 models), plus
 // 1.25 × cache writes (Anthropic's 5-minute cache; OpenAI bills none).
