@@ -1168,13 +1168,15 @@ type CompactRequest struct {
 	Prepare bool `protobuf:"varint,8,opt,name=prepare,proto3" json:"prepare,omitempty"`
 	// What the agent sends its model besides the conversation. With it, an LLM summarizer of
 	// the agent's provider and model (its `agent_cache`, on by default) sends the summary
-	// request as the agent's own request: the agent's system, tools and messages up to the cut,
-	// lowered as Lower does (Anthropic: a cache_control breakpoint on the last of them), then
-	// the summary instruction as a final user message, so that the provider reads the
-	// conversation from the prompt cache the agent's requests wrote (0.1× of the input price)
-	// instead of billing a transcript of it at full price. Otherwise, or when the conversation
-	// up to the cut exceeds the summarizer's max_input_tokens, the summarizer sends its own
-	// prompt as without it.
+	// request as the agent's own request: the agent's system, tools and messages, lowered as
+	// Lower does, up to the cut (OpenAI) or up to where the agent's latest request ended when
+	// that is later (Anthropic, a cache_control breakpoint there: Anthropic reads only where an
+	// earlier breakpoint wrote), then the summary instruction as a final user message, so that
+	// the provider reads the conversation from the prompt cache the agent's requests wrote
+	// (0.1× of the input price) instead of billing a transcript of it at full price. Otherwise,
+	// before the agent's first request (no assistant message), or when what it would send
+	// exceeds the summarizer's max_input_tokens, the summarizer sends its own prompt as
+	// without it.
 	AgentRequest  *AgentRequest `protobuf:"bytes,40,opt,name=agent_request,json=agentRequest,proto3" json:"agent_request,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
