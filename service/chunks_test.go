@@ -254,9 +254,10 @@ func millionTokens(turns int) []*compactorv1.Message {
 }
 
 // TestCompactMillionTokenRange: a range of a million tokens, summarized with a summarizer of
-// max_input_tokens 100,000 (OpenAI protocol, a fake that answers at once): no call over the
-// bound, and every request of the range in the summary (through the summary check) or kept
-// verbatim after it. The figures go to docs/PERFORMANCE.md (go test -v prints them).
+// max_input_tokens 100,000 (OpenAI protocol, a fake that answers at once): the LLM writes it
+// (no fallback), in as many calls as the range needs, none over the bound (the fake fails the
+// test otherwise), and every request of the range is in the summary (through the summary
+// check) or kept verbatim after it. The figures go to docs/PERFORMANCE.md (go test -v prints them).
 func TestCompactMillionTokenRange(t *testing.T) {
 	const bound = 100_000
 	llm := llmtest.NewOpenAI(t)
@@ -294,6 +295,10 @@ func TestCompactMillionTokenRange(t *testing.T) {
 		if text := msgs[i].GetParts()[0].GetText().GetText(); msgs[i].GetRole() == compactorv1.Role_ROLE_USER && !kept[text] && !strings.Contains(s.GetText(), text) {
 			missing++
 		}
+	}
+	if calls := llm.Calls(); s.GetSummarizer() != "llm" || s.GetFallbackFrom() != "" || calls < int64(summarized/bound)+1 {
+		t.Errorf("summary by %q (fallback from %q) in %d calls; want the LLM's, in at least %d calls of at most %d tokens",
+			s.GetSummarizer(), s.GetFallbackFrom(), calls, summarized/bound+1, bound)
 	}
 	if missing > 0 || s.GetRequestsRetained()+s.GetRequestsAppended() != s.GetRequestsTotal() {
 		t.Errorf("%d requests of the range are neither in the summary nor kept after it (check: %d of %d retained, %d appended)",
