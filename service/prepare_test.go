@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -59,9 +60,20 @@ func (l *lockedBuffer) String() string {
 // and the server's log.
 func prepServer(t *testing.T, llm *llmtest.Server, admit service.SummaryAdmitter) (*service.Server, compactorv1.CompactorServiceClient, *lockedBuffer) {
 	t.Helper()
+	return breakerPrepServer(t, llm, admit, summarize.BreakerPolicy{})
+}
+
+// breakerPrepServer is prepServer with the summarizer's circuit breaker set to breaker (zero:
+// the default) and its calls tried once when it is set.
+func breakerPrepServer(t *testing.T, llm *llmtest.Server, admit service.SummaryAdmitter, breaker summarize.BreakerPolicy) (*service.Server, compactorv1.CompactorServiceClient, *lockedBuffer) {
+	t.Helper()
+	retry := summarize.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+	if breaker != (summarize.BreakerPolicy{}) {
+		retry.MaxAttempts = 1
+	}
 	reg, err := summarize.NewRegistry(&summarize.Config{Summarizers: []summarize.SummarizerConfig{{
 		Name: "llm", Kind: "openai", BaseURL: llm.URL + "/v1", Model: "gpt-test", Timeout: 10 * time.Second,
-	}}}, "", summarize.Options{Retry: summarize.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+	}}}, "", summarize.Options{Retry: retry, Breaker: breaker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +239,32 @@ func TestPreparedSummaryServesOnlyItsRange(t *testing.T) {
 		if strings.HasPrefix(resp.GetSummary().GetText(), "SUMMARY-1:") || resp.GetCacheStatus() == compactorv1.CacheStatus_CACHE_STATUS_HIT || llm.Calls() != calls+1 {
 			t.Errorf("%s: cache %v, summary %.40q: the prepared summary served a range it does not cover", name, resp.GetCacheStatus(), resp.GetSummary().GetText())
 		}
+	}
+}
+
+// TestPreparationUnderTheBreaker: a preparation is a call of the summarizer like the
+// Compacts': with its circuit breaker open, Compact with prepare still answers at once, and
+// the preparation fails at the breaker (logged) without calling the model.
+func TestPreparationUnderTheBreaker(t *testing.T) {
+	llm := llmtest.NewOpenAI(t)
+	llm.Script(func(int64) (int, string) { return http.StatusBadGateway, "" }, 0)
+	_, client, log := breakerPrepServer(t, llm, nil, summarize.BreakerPolicy{Failures: 2, Cooldown: time.Hour})
+	for i := range 2 {
+		req := &compactorv1.CompactRequest{Messages: irtest.Conversation(24 + i), Policy: prepPolicy(), Summarizer: "llm", Force: true}
+		if _, err := client.Compact(t.Context(), req); err == nil {
+			t.Fatalf("call %d: the failing model served a summary", i)
+		}
+	}
+	before := llm.Calls()
+	resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: irtest.Conversation(30), Policy: prepPolicy(), Summarizer: "llm", Prepare: true})
+	if err != nil || !strings.HasPrefix(resp.GetReason(), "preparing the summary") {
+		t.Fatalf("prepare with the breaker open: %v, reason %q; want the preparation started", err, resp.GetReason())
+	}
+	if !eventually(func() bool { return strings.Contains(log.String(), "preparing a summary failed") }) {
+		t.Fatalf("the preparation did not fail; log:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "circuit breaker open") || llm.Calls() != before {
+		t.Errorf("the preparation made %d calls with the breaker open; log:\n%s", llm.Calls()-before, log.String())
 	}
 }
 
