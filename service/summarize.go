@@ -106,17 +106,21 @@ func (c *compaction) job(b base) (summaryJob, error) {
 // summary), and charged what it spent.
 func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, error) {
 	name := c.sum.Fingerprint().Name
+	var agent *summarize.AgentPrompt
+	if !j.chunk { // the agent's request holds the whole range, more than a chunk
+		agent = c.agentPrompt(j.kept)
+	}
 	spent := func(int64) {}
 	if c.s.admit != nil && summarize.CallsModel(c.sum) {
-		estimate := j.read + c.s.textMessageTokens(c.req.GetInstructions(), c.tokenizer()) + j.budget
+		read := j.read
+		if agent != nil { // a request as the agent's own may read past the cut
+			read = max(read, agent.MaxInputTokens())
+		}
+		estimate := read + c.s.textMessageTokens(c.req.GetInstructions(), c.tokenizer()) + j.budget
 		var err error
 		if spent, err = c.s.admit.AdmitSummary(ctx, tenant(ctx), estimate); err != nil {
 			return summarize.Result{}, err
 		}
-	}
-	var agent *summarize.AgentPrompt
-	if !j.chunk { // the agent's request holds the whole range, more than a chunk
-		agent = c.agentPrompt(j.kept)
 	}
 	start := time.Now()
 	res, err := c.sum.Summarize(ctx, summarize.Request{

@@ -102,21 +102,11 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 		p.Request.GetProvider() != l.agentFormat || p.Request.GetModel() != l.model {
 		return nil, false
 	}
-	end := agentRequestEnd(p.Messages)
-	if end < 0 {
+	n, end := p.span(l.agentFormat)
+	if n < 0 {
 		return nil, false // nothing of the conversation is in the cache: the own prompt is shorter
 	}
-	n := p.Cut
-	if l.agentFormat == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
-		n = max(n, end+1)
-	} else {
-		end = -1 // OpenAI caches with no marker
-	}
-	var tokens int64
-	for _, t := range p.Tokens[:n] {
-		tokens += t
-	}
-	if l.maxInput > 0 && tokens > int64(l.maxInput) {
+	if l.maxInput > 0 && p.tokens(n) > int64(l.maxInput) {
 		return nil, false
 	}
 	msgs := make([]*compactorv1.Message, n, n+1)
@@ -136,6 +126,38 @@ func (l *LLM) agentBody(req Request, maxTokens int64) (body []byte, ok bool) {
 		return nil, false
 	}
 	return l.agentFields(low.GetBody(), maxTokens)
+}
+
+// span returns how many of p.Messages a summary request of format f sent as the agent's own
+// sends (see agentBody), and the index of its cache breakpoint (-1: none); n is -1 when the
+// agent has sent no request yet.
+func (p *AgentPrompt) span(f compactorv1.Provider) (n, breakpoint int) {
+	end := agentRequestEnd(p.Messages)
+	switch {
+	case end < 0:
+		return -1, -1
+	case f == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
+		return max(p.Cut, end+1), end
+	default: // OpenAI caches with no marker
+		return p.Cut, -1
+	}
+}
+
+// tokens are the tokens of p.Messages[:n].
+func (p *AgentPrompt) tokens(n int) int64 {
+	var sum int64
+	for _, t := range p.Tokens[:min(n, len(p.Tokens))] {
+		sum += t
+	}
+	return sum
+}
+
+// MaxInputTokens are the most tokens of the conversation a summary request sent as the
+// agent's own sends (Anthropic's, which may end past the cut; the instruction aside): what a
+// caller reserves under a token budget for it beyond the range.
+func (p *AgentPrompt) MaxInputTokens() int64 {
+	n, _ := p.span(compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES)
+	return p.tokens(n)
 }
 
 // agentFields sets, in a lowered body, what a summary request sends differently from the

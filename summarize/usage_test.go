@@ -336,6 +336,9 @@ func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
 			if len(got) != want {
 				t.Fatalf("the request sends %d messages, want %d with the instruction", len(got), want)
 			}
+			if reserve := ap.MaxInputTokens(); reserve < ap.tokens(tc.want) {
+				t.Errorf("MaxInputTokens %d, less than the %d tokens the request sends", reserve, ap.tokens(tc.want))
+			}
 			instruction := engine.Transcript(got[len(got)-1:], engine.TranscriptOptions{})
 			if after := tc.want - tc.cut; after > 0 != strings.Contains(instruction, fmt.Sprintf("its last %d messages", after)) {
 				t.Errorf("%d messages after the cut sent; the instruction says: %s", after, instruction)
