@@ -125,3 +125,25 @@ func CutCitations(line string) (string, []Citation) {
 	}
 	return rest, out
 }
+
+// QualifyCitations returns text with each citation of its own source qualified by hash (see
+// Citation.Qualified): the text of a summary about to be built on, whose citations then keep
+// naming the messages they named.
+func QualifyCitations(text, hash string) string {
+	if len(hash) < SourcePrefixLen || !strings.Contains(text, "[m") {
+		return text
+	}
+	return citationRE.ReplaceAllStringFunc(text, func(s string) string {
+		c, ok := citationOf(citationRE.FindStringSubmatch(s))
+		if !ok {
+			return s
+		}
+		return c.Qualified(hash).String()
+	})
+}
+
+// WithoutCitations returns text with its citations taken out.
+func WithoutCitations(text string) string { return citationRE.ReplaceAllString(text, "") }
+
+// citeAsk is what the summary prompt asks of citations.
+const citeAsk = "\nEnd every line of the summary with the messages it came from, as the transcript numbers them: [m12] for one message, [m12–18] for a range. Lines carried from the previous summary keep their citations as they are. State once, as the summary's first line: " + CitationLegend + "\n"

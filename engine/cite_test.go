@@ -85,3 +85,18 @@ func TestCutCitations(t *testing.T) {
 		}
 	}
 }
+
+func TestQualifyCitations(t *testing.T) {
+	hash := "deadbeef" + strings.Repeat("0", 56)
+	text := "- edited a.go [m3]\n- ran it [m4–6] [s01234567 m2]\n- a list [1, 2]"
+	want := "- edited a.go [sdeadbeef m3]\n- ran it [sdeadbeef m4–6] [s01234567 m2]\n- a list [1, 2]"
+	if got := QualifyCitations(text, hash); got != want {
+		t.Errorf("QualifyCitations = %q, want %q", got, want)
+	}
+	if got := QualifyCitations(text, ""); got != text {
+		t.Errorf("without a hash: %q", got)
+	}
+	if got := WithoutCitations(want); got != "- edited a.go \n- ran it  \n- a list [1, 2]" {
+		t.Errorf("WithoutCitations = %q", got)
+	}
+}
