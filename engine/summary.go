@@ -94,12 +94,12 @@ var SummarySections = []struct{ Heading, Ask string }{
 // there is one), the transcript of in.Messages, the sections to write and the caller's
 // instructions. opt bounds how much of each tool call and tool output the transcript shows.
 func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
-	return summaryPromptWith(in, numberedTranscript(in, opt))
+	return summaryPromptWith(in, NumberedTranscript(in, opt))
 }
 
 // numberedTranscript is the transcript of in's messages, each headed by the position a
 // summary cites it by, and the messages in in.Kept headed as kept verbatim after the summary.
-func numberedTranscript(in SummaryInput, opt TranscriptOptions) string {
+func NumberedTranscript(in SummaryInput, opt TranscriptOptions) string {
 	msgs, pos := in.Numbered()
 	isKept := make(map[*compactorv1.Message]bool, len(in.Kept))
 	for _, m := range in.Kept {
@@ -175,7 +175,7 @@ func FitSummaryPrompt(in SummaryInput, maxBytes int) string {
 		}
 	}
 	last := steps[len(steps)-1]
-	t := numberedTranscript(in, last.withDefaults())
+	t := NumberedTranscript(in, last.withDefaults())
 	over := len(p) - maxBytes
 	if keep := len(t) - over - 64; keep > 0 {
 		t = Truncate(t, keep)

@@ -32,6 +32,7 @@ const (
 const (
 	worthRequest    = 3   // the user's own words: what the work is for
 	worthEdit       = 4   // a file the agent changed: the state the next turn builds on
+	worthEditShown  = 1   // … with what its last edit wrote and how the run after it went: the state of the work
 	worthRead       = 1.5 // a file it read or searched: where it looked, so it need not look again
 	worthNamedFile  = 0.2 // a file only named: a pointer, seldom needed
 	worthOpenError  = 2   // an error not fixed yet: the next turn must deal with it
@@ -267,7 +268,7 @@ func (x *extractor) buildFiles() {
 			continue
 		}
 		long := short
-		long.prio = prioChosen
+		long.prio, long.base = prioChosen, base+worthEditShown
 		long.text = f.line(x.editStatement(c, f.path, editLinesBytes))
 		long.to = max(long.to, c.outSeq)
 		if run := x.runAfter(c); run != nil {
@@ -275,14 +276,14 @@ func (x *extractor) buildFiles() {
 			long.to = max(long.to, run.outSeq)
 		}
 		mid := short
-		mid.prio = prioChosen
+		mid.prio, mid.base = prioChosen, base+worthEditShown/2
 		mid.text = f.line(x.editStatement(c, f.path, editLineBytes))
 		x.alternatives(short, mid, long)
 	}
 }
 
-// editStatement says what the edit c wrote into path: its first changed lines, within limit
-// bytes.
+// editStatement says what the edit c wrote into path, within limit bytes: the definitions
+// it wrote (their signature lines), else its first lines.
 func (x *extractor) editStatement(c *call, path string, limit int) string {
 	var text string
 	for _, e := range c.edits {
@@ -290,22 +291,48 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 			text = e.text
 		}
 	}
-	var lines []string
-	n := 0
+	var defs, lines []string
 	for _, l := range strings.Split(text, "\n") {
 		if l = oneLine(l); l == "" {
 			continue
 		}
-		if n > 0 && n+len(l) > limit {
+		lines = append(lines, l)
+		if definition(l) {
+			defs = append(defs, strings.TrimRight(l, " {:"))
+		}
+	}
+	what := "last edit wrote "
+	if len(defs) > 0 {
+		what, lines = "it defines ", defs
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 && b.Len()+len(l) > limit {
 			break
 		}
-		lines = append(lines, l)
-		n += len(l) + 3
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("`" + clip.Prefix(l, editLineBytes) + "`")
 	}
-	if len(lines) == 0 {
+	if b.Len() == 0 {
 		return ""
 	}
-	return "last edit wrote `" + clip.Prefix(strings.Join(lines, " / "), limit) + "`"
+	return what + b.String()
+}
+
+// definitionStarts begin the lines that define something in the languages agents edit.
+var definitionStarts = []string{"def ", "async def ", "class ", "fn ", "pub fn ", "pub(crate) fn ", "struct ", "pub struct ", "enum ", "pub enum ",
+	"impl ", "trait ", "pub trait ", "func ", "type ", "interface ", "function ", "export function ", "export class ", "export const ", "const ", "module "}
+
+// definition reports whether a line of code defines a function, type or constant.
+func definition(l string) bool {
+	for _, p := range definitionStarts {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // runAfter is the first call after c that ran or tested something (not a read) and has an
