@@ -321,3 +321,72 @@ func TestCompactRedisStalledKeepsNoSource(t *testing.T) {
 		t.Fatalf("Redis stalled: %v, source %q, warnings %q; want compacted without a source", err, resp.GetSourceHash(), resp.GetWarnings())
 	}
 }
+
+// TestExpandResolvesSummaryCitations: every citation of a summary expands (with the summary
+// message) to the original messages it names, byte for byte; after a second compaction that
+// builds on the first summary, the citations it carried name the first source by its hash
+// prefix ("[s1a2b3c4 m12–18]") and still expand to the first conversation's messages.
+func TestExpandResolvesSummaryCitations(t *testing.T) {
+	client := startSourced(t, service.Options{})
+	policy := &compactorv1.Policy{ContextWindow: 200000, KeepRecentTurns: 1, KeepRecentTokens: 1}
+	summaryOf := func(t *testing.T, msgs []*compactorv1.Message) (*compactorv1.CompactResponse, *compactorv1.Message) {
+		t.Helper()
+		resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Force: true, Policy: policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range resp.GetMessages() {
+			if m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+				return resp, m
+			}
+		}
+		return resp, nil
+	}
+	carried := 0
+	for _, f := range corpus.Files(t)[:6] {
+		t.Run(f.Name, func(t *testing.T) {
+			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := lifted.GetMessages()
+			resp, sm := summaryOf(t, msgs)
+			if sm == nil {
+				t.Skipf("not compacted: %s", resp.GetReason())
+			}
+			cites := engine.ParseCitations(engine.SummaryText(sm))
+			if len(cites) == 0 {
+				t.Fatalf("the summary cites nothing:\n%s", engine.SummaryText(sm))
+			}
+			for _, c := range cites {
+				got, _ := expandAll(t, t.Context(), client, &compactorv1.ExpandRequest{Message: sm, Range: c.String()})
+				sameBytes(t, c.String(), got, msgs[c.Range.First:c.Range.Last+1])
+			}
+
+			// A second compaction builds on the first summary.
+			next := append(resp.GetMessages(), irtest.Assistant("Continuing with the task."), irtest.User("Please go on."),
+				irtest.Assistant("Going on."), irtest.User("Thanks, carry on."))
+			resp2, sm2 := summaryOf(t, next)
+			if sm2 == nil {
+				t.Skipf("not compacted again: %s", resp2.GetReason())
+			}
+			prefix := resp.GetSourceHash()[:engine.SourcePrefixLen]
+			for _, c := range engine.ParseCitations(engine.SummaryText(sm2)) {
+				switch c.Source {
+				case "":
+					got, _ := expandAll(t, t.Context(), client, &compactorv1.ExpandRequest{Message: sm2, Range: c.String()})
+					sameBytes(t, "second "+c.String(), got, next[c.Range.First:c.Range.Last+1])
+				case prefix:
+					got, _ := expandAll(t, t.Context(), client, &compactorv1.ExpandRequest{Message: sm2, Range: c.String()})
+					sameBytes(t, "carried "+c.String(), got, msgs[c.Range.First:c.Range.Last+1])
+					carried++
+				default:
+					t.Errorf("%s names a source that is neither summary's (%s)", c, prefix)
+				}
+			}
+		})
+	}
+	if carried == 0 {
+		t.Error("no second summary carried a citation of the first")
+	}
+}
