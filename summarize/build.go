@@ -32,19 +32,20 @@ const (
 const (
 	worthRequest    = 3   // the user's own words: what the work is for
 	worthEdit       = 4   // a file the agent changed: the state the next turn builds on
-	worthEditShown  = 1   // … with what its last edit wrote and how the run after it went: the state of the work
+	worthEditShown  = 1.0 // … with what its last edit wrote and how the run after it went: the state of the work
 	worthRead       = 1.5 // a file it read or searched: where it looked, so it need not look again
 	worthNamedFile  = 0.2 // a file only named: a pointer, seldom needed
 	worthOpenError  = 2   // an error not fixed yet: the next turn must deal with it
 	worthFixedError = 0.8 // an error and what fixed it: the fix is a decision worth knowing
 	worthCall       = 0.5 // a command and its result: evidence, superseded as the work moves on
 	worthUsedResult = 1.5 // … whose output the agent went on to use: a value it relies on
+	worthStaleRead  = 0.1 // a read of files the agent changed afterwards: what they held before, superseded
 	worthNote       = 0.3 // a remark of the agent
 	worthFinding    = 1.5 // … stating a finding or a decision: what it learned, what it chose
 	// worthCarried is added for each value an item shows that the agent wrote again later
 	// (usage.go) and no chosen item shows yet, for at most carriedCap of them: beyond a few
 	// values a line is a list, not a statement.
-	worthCarried = 0.4
+	worthCarried = 1
 	carriedCap   = 6
 	// recencyFloor scales the worth of the range's oldest item; the newest counts whole: the
 	// latest state matters most, older work is still context.
@@ -282,9 +283,14 @@ func (x *extractor) buildFiles() {
 	}
 }
 
-// editStatement says what the edit c wrote into path, within limit bytes: the definitions
-// it wrote (their signature lines), else its first lines.
+// editStatement says what the edit c wrote into path, within limit bytes: for a file it
+// wrote whole, the definitions it holds (their signature lines); else the first lines it
+// wrote.
 func (x *extractor) editStatement(c *call, path string, limit int) string {
+	whole := false
+	for _, a := range c.acts {
+		whole = whole || a.path == path && (a.action == actWrite || a.action == actCreate)
+	}
 	var text string
 	for _, e := range c.edits {
 		if e.path == path {
@@ -302,7 +308,7 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 		}
 	}
 	what := "last edit wrote "
-	if len(defs) > 0 {
+	if whole && len(defs) > 0 {
 		what, lines = "it defines ", defs
 	}
 	var b strings.Builder
@@ -350,8 +356,8 @@ func (x *extractor) runAfter(c *call) *call {
 // output said.
 func (x *extractor) buildCalls() {
 	for _, c := range x.calls {
-		if c.shown || c.status == callPending || c.status == callUnanswered {
-			continue
+		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered {
+			continue // a plan's call: the plan section holds it
 		}
 		var alts []item
 		for _, line := range x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull) {
@@ -366,10 +372,34 @@ func (x *extractor) buildCalls() {
 
 // callWorth is the worth of a call's line: more when the agent went on to use its output.
 func (x *extractor) callWorth(c *call) float64 {
+	if x.stale(c) {
+		return worthStaleRead
+	}
 	if c.status == callOK && len(x.use.carriedWords(c.output, c.outSeq)) > 0 {
 		return worthCall + worthUsedResult
 	}
 	return worthCall
+}
+
+// stale reports whether c read files (and only files) that a later call changed.
+func (x *extractor) stale(c *call) bool {
+	if !c.reads || len(c.acts) == 0 {
+		return false
+	}
+	for _, a := range c.acts {
+		changed := false
+		for _, e := range x.calls {
+			if e.seq > c.seq && e.status == callOK {
+				for _, b := range e.acts {
+					changed = changed || b.path == a.path && (b.action == actEdit || b.action == actWrite || b.action == actCreate)
+				}
+			}
+		}
+		if !changed {
+			return false
+		}
+	}
+	return true
 }
 
 // callLines renders a call with its outcome once for each excerpt limit, in the order of
@@ -422,11 +452,27 @@ func (x *extractor) rank(output string, seq int) ranked {
 	}
 	var lines []string
 	for _, l := range strings.Split(output, "\n") {
-		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) {
+		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
 			lines = append(lines, l)
 		}
 	}
 	return x.rankParts(lines, " / ", seq)
+}
+
+// bareLineNumber reports whether an output line is a line number with nothing at it (an
+// empty line of a numbered listing: "7:", "12→"): a line number says something only with
+// what is at it.
+func bareLineNumber(l string) bool {
+	l = strings.TrimRight(l, ":→|\t ")
+	if l == "" {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if l[i] < '0' || l[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // agentPrompt reports whether an output line is an agent harness's prompt state rather than

@@ -47,6 +47,8 @@ type call struct {
 	edits []fileText
 	// shown is set once the call is written as the last action.
 	shown bool
+	// plan is set on a call that wrote the agent's plan or todo list (the plan section).
+	plan bool
 }
 
 // fileText is text a call wrote to a file.
@@ -148,7 +150,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		args = append(args, "…")
 	}
 	if todos := todoItems(obj); todos != nil {
-		x.todo, x.todoSeq = todos, c.seq
+		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
 	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
