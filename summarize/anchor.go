@@ -36,13 +36,13 @@ func (x *extractor) anchor(a string) {
 	}
 	parsed := parseExtractive(a)
 	if parsed == nil {
-		x.use.note(a, 0, true)
+		x.use.note(a, 0, fromOutput)
 		x.prior = append(x.prior, item{section: secEarlier, text: a, prio: prioEarlier})
 		return
 	}
 	for _, h := range parsed.order {
 		for _, it := range parsed.items[h] {
-			x.use.note(it, 0, true)
+			x.use.note(it, 0, fromOutput)
 			switch sec := anchorSection[h]; sec {
 			case "": // a list of names: nothing said of them
 			case secRequests:

@@ -91,7 +91,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	if err := json.Unmarshal([]byte(in), &obj); err != nil {
 		c.label = c.tool + "(" + oneLine(engine.Truncate(in, callArgBytes)) + ")"
 		c.key, c.short = c.tool+"("+in+")", c.tool+"(…)"
-		x.use.note(in, c.seq, true)
+		x.use.note(in, c.seq, fromAgentCall)
 		return c
 	}
 	keys := make([]string, 0, len(obj))
@@ -117,7 +117,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		if err := json.Unmarshal(obj[k], &s); err != nil {
 			s = string(obj[k])
 		}
-		x.use.note(s, c.seq, true)
+		x.use.note(s, c.seq, fromAgentCall)
 		r, ranked := keyArgRank[k]
 		if ranked && r <= keyArgRank["cmd"] {
 			keyParts = append(keyParts, k+"="+s)
@@ -180,7 +180,7 @@ func (x *extractor) shellCall(cmd string) *call {
 	c.acts = x.fileActions("shell", "", cmd)
 	c.reads = shellReads(cmd)
 	c.edits = shellEdits(cmd)
-	x.use.note(cmd, c.seq, true)
+	x.use.note(cmd, c.seq, fromAgentCall)
 	return c
 }
 
@@ -189,7 +189,7 @@ func (x *extractor) shellCall(cmd string) *call {
 func (x *extractor) settle(c *call, output string, failed, known bool, detail string) {
 	c.output = output
 	c.outSeq = x.next()
-	x.use.note(output, c.outSeq, false)
+	x.use.note(output, c.outSeq, fromOutput)
 	switch {
 	case known && failed && c.reads && strings.TrimSpace(withoutReturnCode(output)) == "":
 		// grep and find exit 1 when nothing matches: an answer, not a failure.

@@ -174,7 +174,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, compacted bool)
 			case engine.UserRequest:
 				text = engine.UserWords(m) // host blocks: kept in the head or transient
 				seq := x.next()
-				x.use.note(text, seq, false)
+				x.use.note(text, seq, fromUser)
 				if !x.kept[m] {
 					x.requests = append(x.requests, textAt{text, seq})
 					x.mentions(text)
@@ -182,14 +182,14 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, compacted bool)
 			case engine.UserObservation:
 				x.observation(text)
 			case engine.UserOther:
-				x.use.note(text, x.next(), false)
+				x.use.note(text, x.next(), fromUser)
 			case engine.UserDemonstration:
 				x.demos++
 			}
 		case compactorv1.Role_ROLE_ASSISTANT:
 			if text != "" {
 				seq := x.next()
-				x.use.note(withoutFences(text), seq, true)
+				x.use.note(withoutFences(text), seq, fromAgentText)
 				x.statements = append(x.statements, textAt{text, seq})
 				x.mentions(text)
 				observed := i+1 < len(msgs) && kinds[i+1] == engine.UserObservation

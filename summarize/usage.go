@@ -2,11 +2,13 @@ package summarize
 
 import "strings"
 
-// What the agent carried on: a value an output showed or a request gave is worth keeping
-// when the agent itself wrote it again later (in its text or its calls' arguments), because
-// it went on working with it. Words are taken as they are written (runs of letters, digits
-// and the bytes paths and code names hold), whatever their shape; a word most of the range
-// repeats ("file", "the") tells nothing and is not counted.
+// What the agent carried on: a value is worth keeping when the agent went on working with it.
+// A word counts as carried after an event when, later, the agent wrote it having seen it in
+// an output (a tool's or an earlier summary's: a value it took from a result), or passed it
+// to a call having seen it in the user's words (a value the user gave). Words are taken as
+// they are written (runs of letters, digits and the bytes paths and code names hold),
+// whatever their shape; the agent's own prose repeating itself is not carrying a value, and
+// a word most of the range repeats is its vocabulary.
 
 // Bounds on a word, in bytes.
 const (
@@ -56,18 +58,30 @@ func wordByte(c byte) bool {
 		c == '_' || c == '.' || c == '/' || c == '-' || c == '~' || c == '@'
 }
 
-// usage records, for each word of a range, the events that held it and when the agent wrote
-// it.
+// Where a word was seen.
+type wordSource uint8
+
+const (
+	fromOutput    wordSource = iota // a tool output, an observation, an earlier summary
+	fromUser                        // the user's words
+	fromAgentText                   // the agent's text
+	fromAgentCall                   // the arguments of the agent's calls and its commands
+)
+
+// usage records, for each word of a range, where it was first seen and when the agent
+// carried it on.
 type usage struct {
-	events int
-	df     map[string]int   // word → events that held it
-	agent  map[string][]int // word → the seqs the agent wrote it at, ascending
+	events  int
+	df      map[string]int   // word → events that held it
+	output  map[string]int   // word → the first output event that held it
+	user    map[string]int   // word → the first user event that held it
+	carries map[string][]int // word → the agent's events that carried it on (see above), ascending
 }
 
-// note records the words of text, an event at seq; agent says the agent wrote it.
-func (u *usage) note(text string, seq int, agent bool) {
+// note records the words of text, an event at seq from src.
+func (u *usage) note(text string, seq int, src wordSource) {
 	if u.df == nil {
-		u.df, u.agent = map[string]int{}, map[string][]int{}
+		u.df, u.output, u.user, u.carries = map[string]int{}, map[string]int{}, map[string]int{}, map[string][]int{}
 	}
 	u.events++
 	seen := map[string]bool{}
@@ -77,20 +91,33 @@ func (u *usage) note(text string, seq int, agent bool) {
 		}
 		seen[w] = true
 		u.df[w]++
-		if agent {
-			u.agent[w] = append(u.agent[w], seq)
+		_, out := u.output[w]
+		_, usr := u.user[w]
+		switch src {
+		case fromOutput:
+			if !out {
+				u.output[w] = seq
+			}
+		case fromUser:
+			if !usr {
+				u.user[w] = seq
+			}
+		case fromAgentText, fromAgentCall:
+			if out || usr && src == fromAgentCall {
+				u.carries[w] = append(u.carries[w], seq)
+			}
 		}
 	})
 }
 
-// carried reports whether the agent wrote w after seq and w is not the range's common
+// carried reports whether the agent carried w on after seq and w is not the range's common
 // vocabulary.
 func (u *usage) carried(w string, seq int) bool {
-	s := u.agent[w]
-	if len(s) == 0 || s[len(s)-1] <= seq {
+	s := u.carries[w]
+	if len(s) == 0 || s[len(s)-1] <= seq || proseWords[strings.ToLower(w)] {
 		return false
 	}
-	return !proseWords[strings.ToLower(w)] && u.df[w] <= max(commonMin, int(commonShare*float64(u.events)))
+	return u.df[w] <= max(commonMin, int(commonShare*float64(u.events)))
 }
 
 // carriedWords returns the distinct words of text the agent carried on after seq, in order.
