@@ -12,7 +12,6 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
-	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/service"
@@ -76,11 +75,7 @@ func TestExpandUndoesACompaction(t *testing.T) {
 	client := startSourced(t, service.Options{})
 	for _, f := range corpus.Files(t)[:6] {
 		t.Run(f.Name, func(t *testing.T) {
-			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs := lifted.GetMessages()
+			msgs := liftCorpus(t, client, f.Name)
 			resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Force: true,
 				Policy: &compactorv1.Policy{ContextWindow: 200000, KeepRecentTurns: 1, KeepRecentTokens: 1}})
 			if err != nil {
@@ -154,6 +149,12 @@ func TestExpandErrors(t *testing.T) {
 	}
 	if _, err := client.Expand(asTenant(t.Context(), "a"), &compactorv1.ExpandRequest{SourceHash: hash, Range: "m2-m4"}); err != nil {
 		t.Errorf("tenant a, its own source: %v", err)
+	}
+	// A citation of an earlier source that no summary in this one names is NOT_FOUND naming
+	// its prefix.
+	_, err = client.Expand(asTenant(t.Context(), "a"), &compactorv1.ExpandRequest{SourceHash: hash, Range: "[s0badcafe m1–2]"})
+	if st := status.Convert(err); st.Code() != codes.NotFound || !strings.Contains(st.Message(), "s0badcafe") {
+		t.Errorf("an unknown earlier source: %v; want NOT_FOUND naming s0badcafe", err)
 	}
 }
 
@@ -345,11 +346,7 @@ func TestExpandResolvesSummaryCitations(t *testing.T) {
 	carried := 0
 	for _, f := range corpus.Files(t)[:6] {
 		t.Run(f.Name, func(t *testing.T) {
-			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs := lifted.GetMessages()
+			msgs := liftCorpus(t, client, f.Name)
 			resp, sm := summaryOf(t, msgs)
 			if sm == nil {
 				t.Skipf("not compacted: %s", resp.GetReason())

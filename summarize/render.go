@@ -78,12 +78,19 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		if !opened[x.items[i].section] {
 			h = headerCost[x.items[i].section]
 		}
-		for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
-			text := engine.Truncate(x.items[i].text, room*2) // ~2 bytes per token is a safe bound for most text
-			if c := opt.Count(text+x.items[i].cite+"\n") + h; used+c <= budget {
-				x.items[i].text = text
-				take(i, c)
+		// Cut with its citation, else, in a room too small for both, without it: the words
+		// matter more than where they came from.
+		for _, cite := range []string{x.items[i].cite, ""} {
+			if chosen[i] {
 				break
+			}
+			for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
+				text := engine.Truncate(x.items[i].text, room*2) // ~2 bytes per token is a safe bound for most text
+				if c := opt.Count(text+cite+"\n") + h; used+c <= budget {
+					x.items[i].text, x.items[i].cite = text, cite
+					take(i, c)
+					break
+				}
 			}
 		}
 	}
