@@ -45,8 +45,8 @@ type SummaryInput struct {
 	Positions []int
 }
 
-// Numbered returns in.Messages without head messages (Summarizable) and the position each
-// is cited by (see Positions).
+// Numbered returns in.Messages without head messages (InHead), which are never summarized:
+// what a summarizer is given; and the position each is cited by (see Positions).
 func (in SummaryInput) Numbered() ([]*compactorv1.Message, []int) {
 	msgs := make([]*compactorv1.Message, 0, len(in.Messages))
 	pos := make([]int, 0, len(in.Messages))
@@ -133,27 +133,6 @@ func summaryPromptWith(in SummaryInput, transcript string) string {
 		b.WriteString("\n</instructions>\n")
 	}
 	return b.String()
-}
-
-// Summarizable returns msgs without head messages (InHead), which are never summarized: what
-// a summarizer is given. It returns msgs itself when none is a head message.
-func Summarizable(msgs []*compactorv1.Message) []*compactorv1.Message {
-	n := 0
-	for _, m := range msgs {
-		if !InHead(m) {
-			n++
-		}
-	}
-	if n == len(msgs) {
-		return msgs
-	}
-	out := make([]*compactorv1.Message, 0, n)
-	for _, m := range msgs {
-		if !InHead(m) {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // FitSummaryPrompt returns SummaryPrompt(in, …) within maxBytes (0: no bound) for a

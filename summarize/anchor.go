@@ -51,7 +51,7 @@ func (x *extractor) anchor(a string) {
 				path, acts, _ := strings.Cut(strings.TrimPrefix(it, "- "), ": ")
 				x.file(path, actMention)
 				if f := x.files.files[path]; f != nil && acts != "" {
-					f.prior = acts
+					f.prior, f.priorCites = engine.CutCitations(acts)
 				}
 			case secPlan:
 				x.priorPlan = append(x.priorPlan, it)

@@ -115,7 +115,7 @@ func (x *extractor) build() {
 func (x *extractor) add(it item) {
 	if it.from > 0 {
 		first, last := x.posAt[it.from], x.posAt[max(it.from, it.to)]
-		it.cite = " " + engine.Cite(first, last)
+		it.cite += " " + engine.Cite(first, last)
 	}
 	it.carried = x.use.carriedWords(it.text, max(it.seq, it.from))
 	x.items = append(x.items, it)
@@ -263,6 +263,9 @@ func (x *extractor) buildFiles() {
 			base = worthEdit
 		}
 		short := item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: f.line(""), base: base, prio: prioFiles}
+		for _, c := range f.priorCites {
+			short.cite += " " + c.String()
+		}
 		c := lastEdit[f.path]
 		if c == nil {
 			x.add(short)

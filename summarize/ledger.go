@@ -40,6 +40,8 @@ type ledgerFile struct {
 	seq   int            // the last time
 	acts  map[string]int // action → times
 	prior string         // actions an earlier summary listed, kept verbatim
+	// priorCites are the citations of the earlier summary's line, kept at the end of its own.
+	priorCites []engine.Citation
 }
 
 // note records action (actMention for a bare mention) on path at seq.
