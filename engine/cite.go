@@ -18,7 +18,7 @@ import (
 const SourcePrefixLen = 8
 
 // CitationLegend is the line a summary with citations states once, saying what they mean.
-const CitationLegend = "Sources: [mN] is message N (0-based) of the conversation this summary replaced; [sXXXXXXXX mN] is message N of the earlier one whose source hash starts XXXXXXXX. Expand returns them."
+const CitationLegend = "Sources: [mN] is message N (0-based) of the conversation this summary replaced, [sXXXXXXXX mN] of an earlier one by its source hash prefix; Expand returns them."
 
 // Citation names messages of a source: Source is the hash prefix of an earlier source ("" for
 // the source of the summary that holds it), Range the messages.

@@ -329,7 +329,7 @@ func ExampleExtractiveSummary() {
 	// This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (4 messages); the messages after this one continue it verbatim.
 	//
 	// <summary>
-	// Sources: [mN] is message N (0-based) of the conversation this summary replaced; [sXXXXXXXX mN] is message N of the earlier one whose source hash starts XXXXXXXX. Expand returns them.
+	// Sources: [mN] is message N (0-based) of the conversation this summary replaced, [sXXXXXXXX mN] of an earlier one by its source hash prefix; Expand returns them.
 	//
 	// ## User requests (verbatim)
 	// - Make the tests in `parse_test.go` pass. [m0]
