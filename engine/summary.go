@@ -20,7 +20,9 @@ import (
 // v3: requests kept verbatim beside the summary are not repeated in it; the summary is built
 // for the next turn (outcomes from structure, a ledger with what was done to each file and
 // the names involved, the latest plan, values the agent carried from outputs).
-const PromptVersion = "v3"
+// v4: every line cites the messages it came from (cite.go); the transcript numbers them; the
+// extractive summary states what was done with names rather than listing them.
+const PromptVersion = "v4"
 
 // SummaryInput is what one summarization covers.
 type SummaryInput struct {
@@ -38,6 +40,27 @@ type SummaryInput struct {
 	// summary (the user requests a compaction keeps, DISPOSITION_KEEP_REQUEST): context the
 	// summary must not repeat.
 	Kept []*compactorv1.Message
+	// Positions, when it has one per message, is each message's index in the conversation
+	// Compact received (the source its summary cites, see Cite); nil numbers Messages from 0.
+	Positions []int
+}
+
+// Numbered returns in.Messages without head messages (InHead), which are never summarized:
+// what a summarizer is given; and the position each is cited by (see Positions).
+func (in SummaryInput) Numbered() ([]*compactorv1.Message, []int) {
+	msgs := make([]*compactorv1.Message, 0, len(in.Messages))
+	pos := make([]int, 0, len(in.Messages))
+	for i, m := range in.Messages {
+		if InHead(m) {
+			continue
+		}
+		p := i
+		if len(in.Positions) == len(in.Messages) {
+			p = in.Positions[i]
+		}
+		msgs, pos = append(msgs, m), append(pos, p)
+	}
+	return msgs, pos
 }
 
 // summarySystemPrompt is the text SummarySystemPrompt returns; a change to its wording bumps
@@ -71,20 +94,18 @@ var SummarySections = []struct{ Heading, Ask string }{
 // there is one), the transcript of in.Messages, the sections to write and the caller's
 // instructions. opt bounds how much of each tool call and tool output the transcript shows.
 func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
-	return summaryPromptWith(in, transcriptKept(Summarizable(in.Messages), in.Kept, opt))
+	return summaryPromptWith(in, NumberedTranscript(in, opt))
 }
 
-// transcriptKept is Transcript with the messages in kept headed as kept verbatim after the
-// summary.
-func transcriptKept(msgs, kept []*compactorv1.Message, opt TranscriptOptions) string {
-	if len(kept) == 0 {
-		return Transcript(msgs, opt)
-	}
-	isKept := make(map[*compactorv1.Message]bool, len(kept))
-	for _, m := range kept {
+// numberedTranscript is the transcript of in's messages, each headed by the position a
+// summary cites it by, and the messages in in.Kept headed as kept verbatim after the summary.
+func NumberedTranscript(in SummaryInput, opt TranscriptOptions) string {
+	msgs, pos := in.Numbered()
+	isKept := make(map[*compactorv1.Message]bool, len(in.Kept))
+	for _, m := range in.Kept {
 		isKept[m] = true
 	}
-	return transcript(msgs, opt, isKept)
+	return transcript(msgs, pos, opt, isKept)
 }
 
 func summaryPromptWith(in SummaryInput, transcript string) string {
@@ -105,33 +126,13 @@ func summaryPromptWith(in SummaryInput, transcript string) string {
 	for i, s := range SummarySections {
 		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, s.Heading, s.Ask)
 	}
+	b.WriteString(citeAsk)
 	if ins := strings.TrimSpace(in.Instructions); ins != "" {
 		b.WriteString("\nAdditional instructions for this summary:\n<instructions>\n")
 		b.WriteString(ins)
 		b.WriteString("\n</instructions>\n")
 	}
 	return b.String()
-}
-
-// Summarizable returns msgs without head messages (InHead), which are never summarized: what
-// a summarizer is given. It returns msgs itself when none is a head message.
-func Summarizable(msgs []*compactorv1.Message) []*compactorv1.Message {
-	n := 0
-	for _, m := range msgs {
-		if !InHead(m) {
-			n++
-		}
-	}
-	if n == len(msgs) {
-		return msgs
-	}
-	out := make([]*compactorv1.Message, 0, n)
-	for _, m := range msgs {
-		if !InHead(m) {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // FitSummaryPrompt returns SummaryPrompt(in, …) within maxBytes (0: no bound) for a
@@ -153,7 +154,7 @@ func FitSummaryPrompt(in SummaryInput, maxBytes int) string {
 		}
 	}
 	last := steps[len(steps)-1]
-	t := transcriptKept(Summarizable(in.Messages), in.Kept, last.withDefaults())
+	t := NumberedTranscript(in, last.withDefaults())
 	over := len(p) - maxBytes
 	if keep := len(t) - over - 64; keep > 0 {
 		t = Truncate(t, keep)
@@ -333,18 +334,25 @@ func (o TranscriptOptions) withDefaults() TranscriptOptions {
 // encrypted, and the visible text states its conclusions), as are COMPACT_PROMPT and
 // COMPACT_SUMMARY messages.
 func Transcript(msgs []*compactorv1.Message, opt TranscriptOptions) string {
-	return transcript(msgs, opt, nil)
+	return transcript(msgs, nil, opt, nil)
 }
 
-func transcript(msgs []*compactorv1.Message, opt TranscriptOptions, kept map[*compactorv1.Message]bool) string {
+// transcript is Transcript with each message headed by its citation index pos[i] ("[m12
+// user]") when pos is not nil, and the messages in kept marked.
+func transcript(msgs []*compactorv1.Message, pos []int, opt TranscriptOptions, kept map[*compactorv1.Message]bool) string {
 	opt = opt.withDefaults()
 	var b strings.Builder
-	for _, m := range msgs {
+	for i, m := range msgs {
 		switch m.GetKind() {
 		case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
 			continue
 		}
 		b.WriteString("[")
+		if pos != nil {
+			b.WriteString("m")
+			b.WriteString(strconv.Itoa(pos[i]))
+			b.WriteString(" ")
+		}
 		b.WriteString(roleName(m.GetRole()))
 		if kept[m] {
 			b.WriteString(", kept verbatim after the summary: do not repeat")

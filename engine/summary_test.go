@@ -62,7 +62,7 @@ func TestSummaryPrompt(t *testing.T) {
 		{
 			name:     "plain",
 			in:       SummaryInput{Messages: msgs},
-			contains: []string{"<transcript>\n[user]\nRename `Foo` to `Bar` in pkg/a.go\n", "Summarize the transcript"},
+			contains: []string{"<transcript>\n[m2 user]\nRename `Foo` to `Bar` in pkg/a.go\n", "Summarize the transcript", "End every line of the summary with the messages it came from"},
 			absent:   []string{"<previous-summary>", "<instructions>", "SYSTEM PROMPT", "PINNED PROJECT RULES"},
 		},
 		{
@@ -75,7 +75,13 @@ func TestSummaryPrompt(t *testing.T) {
 			// does not repeat it; the sections say to leave it out.
 			name:     "kept request",
 			in:       SummaryInput{Messages: msgs, Kept: msgs[2:]},
-			contains: []string{"[user, kept verbatim after the summary: do not repeat]\nRename `Foo`", "except the messages marked as kept verbatim"},
+			contains: []string{"[m2 user, kept verbatim after the summary: do not repeat]\nRename `Foo`", "except the messages marked as kept verbatim"},
+		},
+		{
+			// Messages are numbered by their positions in the conversation Compact received.
+			name:     "positions",
+			in:       SummaryInput{Messages: msgs, Positions: []int{0, 1, 40}},
+			contains: []string{"<transcript>\n[m40 user]\nRename `Foo`"},
 		},
 	}
 	for _, tt := range tests {

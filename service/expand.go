@@ -33,13 +33,15 @@ var hexHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // Expand implements CompactorService.Expand: the messages of the caller's tenant's source
 // the request names, one page at a time within the server's message-size limit.
 func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*compactorv1.ExpandResponse, error) {
-	hash, r, whole, err := expandTarget(req)
+	hash, cite, whole, err := expandTarget(req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	from, tr, err := pageStart(req.GetPageToken(), hash)
-	if err != nil {
-		return nil, toStatus(err)
+	from, tr := -1, engine.SourceRange{}
+	if cite.Source == "" { // else the token names the earlier source, known once found
+		if from, tr, err = pageStart(req.GetPageToken(), hash); err != nil {
+			return nil, toStatus(err)
+		}
 	}
 	if req.GetPageSize() < 0 {
 		return nil, toStatus(invalid("page_size", "must not be negative"))
@@ -47,22 +49,19 @@ func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*c
 	if s.sources == nil {
 		return nil, status.Errorf(codes.NotFound, "source %s not found: this server keeps no sources (--source-ttl 0)", hash)
 	}
-	var h [32]byte
-	_, _ = hex.Decode(h[:], []byte(hash)) // hexHash matched
-	b, err := s.sources.GetSource(ctx, cache.NewSourceRef(tenant(ctx), h))
-	switch {
-	case errors.Is(err, cache.ErrNotFound):
-		return nil, status.Errorf(codes.NotFound, "source %s not found: unknown, expired, or not this tenant's", hash)
-	case errors.Is(err, cache.ErrUnavailable):
-		return nil, grpcerr.WithDetails(status.New(codes.Unavailable, "source store unavailable: "+err.Error()),
-			grpcerr.ErrorInfo("SOURCE_STORE_UNAVAILABLE", nil), grpcerr.RetryInfo(sourceRetry))
-	case err != nil:
-		return nil, toStatus(err)
-	}
-	entries, err := sourceEntries(b)
+	entries, err := s.loadSource(ctx, hash)
 	if err != nil {
-		return nil, status.Errorf(codes.DataLoss, "source %s: %v", hash, err)
+		return nil, err
 	}
+	if cite.Source != "" {
+		if hash, entries, err = s.earlierSource(ctx, hash, entries, cite.Source); err != nil {
+			return nil, err
+		}
+		if from, tr, err = pageStart(req.GetPageToken(), hash); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	r := cite.Range
 	if whole {
 		r = engine.SourceRange{First: 0, Last: len(entries) - 1}
 	}
@@ -77,6 +76,68 @@ func (s *Server) Expand(ctx context.Context, req *compactorv1.ExpandRequest) (*c
 		return nil, toStatus(errBadToken)
 	}
 	return s.expandPage(entries, hash, r, max(from, r.First), int(req.GetPageSize()))
+}
+
+// loadSource returns the messages (encoded) of the caller's tenant's source hash, or the
+// status Expand fails with.
+func (s *Server) loadSource(ctx context.Context, hash string) ([][]byte, error) {
+	var h [32]byte
+	_, _ = hex.Decode(h[:], []byte(hash)) // a hexHash
+	b, err := s.sources.GetSource(ctx, cache.NewSourceRef(tenant(ctx), h))
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return nil, status.Errorf(codes.NotFound, "source %s not found: unknown, expired, or not this tenant's", hash)
+	case errors.Is(err, cache.ErrUnavailable):
+		return nil, grpcerr.WithDetails(status.New(codes.Unavailable, "source store unavailable: "+err.Error()),
+			grpcerr.ErrorInfo("SOURCE_STORE_UNAVAILABLE", nil), grpcerr.RetryInfo(sourceRetry))
+	case err != nil:
+		return nil, toStatus(err)
+	}
+	entries, err := sourceEntries(b)
+	if err != nil {
+		return nil, status.Errorf(codes.DataLoss, "source %s: %v", hash, err)
+	}
+	return entries, nil
+}
+
+// maxSourceHops bounds how many summaries back earlierSource follows source markers.
+const maxSourceHops = 8
+
+// earlierSource finds the earlier source a qualified citation names by its hash prefix: the
+// source of a summary message in the source hash (entries), or, a summary building on
+// summaries, in theirs, up to maxSourceHops back. It returns that source's hash and
+// messages.
+func (s *Server) earlierSource(ctx context.Context, hash string, entries [][]byte, prefix string) (string, [][]byte, error) {
+	seen := map[string]bool{hash: true}
+	for range maxSourceHops {
+		var next []string
+		for i, e := range entries {
+			m, err := decodeMessage(e)
+			if err != nil {
+				return "", nil, status.Errorf(codes.DataLoss, "source %s: m%d: %v", hash, i, err)
+			}
+			if m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+				continue
+			}
+			if h, _, ok := engine.ParseSourceMarker(messageText(m)); ok && !seen[h] {
+				if strings.HasPrefix(h, prefix) {
+					found, err := s.loadSource(ctx, h)
+					return h, found, err
+				}
+				seen[h] = true
+				next = append(next, h)
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		hash = next[len(next)-1] // the newest summary's source holds the older ones
+		var err error
+		if entries, err = s.loadSource(ctx, hash); err != nil {
+			return "", nil, err
+		}
+	}
+	return "", nil, status.Errorf(codes.NotFound, "source s%s not found: no summary of this source names it", prefix)
 }
 
 // expandPage is the page of entries (the source hash's) from index from within r: as many
@@ -105,33 +166,36 @@ func (s *Server) expandPage(entries [][]byte, hash string, r engine.SourceRange,
 }
 
 // expandTarget reads which source and which of its messages req asks for: the hash, the
-// range, and whether the range is the whole source (no range, and a hash rather than a
-// summary message, whose marker names its range).
-func expandTarget(req *compactorv1.ExpandRequest) (hash string, r engine.SourceRange, whole bool, err error) {
+// citation (its range, and the prefix of an earlier source's hash when it is qualified), and
+// whether the range is the whole source (no range, and a hash rather than a summary message,
+// whose marker names its range).
+func expandTarget(req *compactorv1.ExpandRequest) (hash string, c engine.Citation, whole bool, err error) {
+	var r engine.SourceRange
 	switch {
 	case req.GetMessage() != nil && req.GetSourceHash() != "":
-		return "", r, false, invalid("source_hash", "give message or source_hash, not both")
+		return "", c, false, invalid("source_hash", "give message or source_hash, not both")
 	case req.GetMessage() != nil:
 		var ok bool
 		if hash, r, ok = engine.ParseSourceMarker(messageText(req.GetMessage())); !ok {
-			return "", r, false, invalid("message", "names no source: it carries no source marker line")
+			return "", c, false, invalid("message", "names no source: it carries no source marker line")
 		}
 	case req.GetSourceHash() != "":
 		hash = strings.ToLower(req.GetSourceHash())
 		if !hexHash.MatchString(hash) {
-			return "", r, false, invalid("source_hash", "must be 64 hex digits (CompactResponse.source_hash)")
+			return "", c, false, invalid("source_hash", "must be 64 hex digits (CompactResponse.source_hash)")
 		}
 		whole = true
 	default:
-		return "", r, false, invalid("source_hash", "give message or source_hash")
+		return "", c, false, invalid("source_hash", "give message or source_hash")
 	}
+	c.Range = r
 	if req.GetRange() != "" {
-		if r, err = engine.ParseRange(req.GetRange()); err != nil {
-			return "", r, false, invalid("range", fmt.Sprintf("%q: %v (want a citation such as m12–m18, or 12-18)", clip.String(req.GetRange(), 64), err))
+		if c, err = engine.ParseCitation(req.GetRange()); err != nil {
+			return "", c, false, invalid("range", fmt.Sprintf("%q: %v (want a citation such as [m12–18], [s1a2b3c4 m12–18], m12–m18, or 12-18)", clip.String(req.GetRange(), 64), err))
 		}
 		whole = false
 	}
-	return hash, r, whole, nil
+	return hash, c, whole, nil
 }
 
 // messageText is the text parts of m, joined.

@@ -13,7 +13,6 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
-	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/service"
@@ -77,11 +76,7 @@ func TestExpandUndoesACompaction(t *testing.T) {
 	client := startSourced(t, service.Options{})
 	for _, f := range corpus.Files(t)[:6] {
 		t.Run(f.Name, func(t *testing.T) {
-			lifted, err := format.Lift(&compactorv1.LiftRequest{Body: string(corpus.Read(t, f))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs := lifted.GetMessages()
+			msgs := liftCorpus(t, client, f.Name)
 			resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Force: true,
 				Policy: &compactorv1.Policy{ContextWindow: 200000, KeepRecentTurns: 1, KeepRecentTokens: 1}})
 			if err != nil {
@@ -165,6 +160,12 @@ func TestExpandErrors(t *testing.T) {
 	}
 	if _, err := client.Expand(asTenant(t.Context(), "a"), &compactorv1.ExpandRequest{SourceHash: hash, Range: "m2-m4"}); err != nil {
 		t.Errorf("tenant a, its own source: %v", err)
+	}
+	// A citation of an earlier source that no summary in this one names is NOT_FOUND naming
+	// its prefix.
+	_, err = client.Expand(asTenant(t.Context(), "a"), &compactorv1.ExpandRequest{SourceHash: hash, Range: "[s0badcafe m1–2]"})
+	if st := status.Convert(err); st.Code() != codes.NotFound || !strings.Contains(st.Message(), "s0badcafe") {
+		t.Errorf("an unknown earlier source: %v; want NOT_FOUND naming s0badcafe", err)
 	}
 }
 
@@ -330,5 +331,70 @@ func TestCompactRedisStalledKeepsNoSource(t *testing.T) {
 	if err != nil || !resp.GetCompacted() || resp.GetSourceHash() != "" ||
 		!strings.Contains(strings.Join(resp.GetWarnings(), "\n"), "source could not be kept") {
 		t.Fatalf("Redis stalled: %v, source %q, warnings %q; want compacted without a source", err, resp.GetSourceHash(), resp.GetWarnings())
+	}
+}
+
+// TestExpandResolvesSummaryCitations: every citation of a summary expands (with the summary
+// message) to the original messages it names, byte for byte; after a second compaction that
+// builds on the first summary, the citations it carried name the first source by its hash
+// prefix ("[s1a2b3c4 m12–18]") and still expand to the first conversation's messages.
+func TestExpandResolvesSummaryCitations(t *testing.T) {
+	client := startSourced(t, service.Options{})
+	policy := &compactorv1.Policy{ContextWindow: 200000, KeepRecentTurns: 1, KeepRecentTokens: 1}
+	summaryOf := func(t *testing.T, msgs []*compactorv1.Message) (*compactorv1.CompactResponse, *compactorv1.Message) {
+		t.Helper()
+		resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs, Force: true, Policy: policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range resp.GetMessages() {
+			if m.GetKind() == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+				return resp, m
+			}
+		}
+		return resp, nil
+	}
+	carried := 0
+	for _, f := range corpus.Files(t)[:6] {
+		t.Run(f.Name, func(t *testing.T) {
+			msgs := liftCorpus(t, client, f.Name)
+			resp, sm := summaryOf(t, msgs)
+			if sm == nil {
+				t.Skipf("not compacted: %s", resp.GetReason())
+			}
+			cites := engine.ParseCitations(engine.SummaryText(sm))
+			if len(cites) == 0 {
+				t.Fatalf("the summary cites nothing:\n%s", engine.SummaryText(sm))
+			}
+			for _, c := range cites {
+				got, _ := expandAll(t, t.Context(), client, &compactorv1.ExpandRequest{Message: sm, Range: c.String()})
+				sameBytes(t, c.String(), got, msgs[c.Range.First:c.Range.Last+1])
+			}
+
+			// A second compaction builds on the first summary.
+			next := append(resp.GetMessages(), irtest.Assistant("Continuing with the task."), irtest.User("Please go on."),
+				irtest.Assistant("Going on."), irtest.User("Thanks, carry on."))
+			resp2, sm2 := summaryOf(t, next)
+			if sm2 == nil {
+				t.Skipf("not compacted again: %s", resp2.GetReason())
+			}
+			prefix := resp.GetSourceHash()[:engine.SourcePrefixLen]
+			for _, c := range engine.ParseCitations(engine.SummaryText(sm2)) {
+				switch c.Source {
+				case "":
+					got, _ := expandAll(t, t.Context(), client, &compactorv1.ExpandRequest{Message: sm2, Range: c.String()})
+					sameBytes(t, "second "+c.String(), got, next[c.Range.First:c.Range.Last+1])
+				case prefix:
+					got, _ := expandAll(t, t.Context(), client, &compactorv1.ExpandRequest{Message: sm2, Range: c.String()})
+					sameBytes(t, "carried "+c.String(), got, msgs[c.Range.First:c.Range.Last+1])
+					carried++
+				default:
+					t.Errorf("%s names a source that is neither summary's (%s)", c, prefix)
+				}
+			}
+		})
+	}
+	if carried == 0 {
+		t.Error("no second summary carried a citation of the first")
 	}
 }

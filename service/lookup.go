@@ -130,10 +130,15 @@ func (c *compaction) find(ctx context.Context) (f found, err error) {
 func (c *compaction) flightKey(key cache.Key) string { return key.String() + "/" + c.servesKey() }
 
 // start is where a summary with no cached prefix starts: after the conversation's latest
-// summary, on top of its text.
+// summary, on top of its text, whose citations of its own source are qualified by that
+// source's hash (its marker's) so that they keep naming the messages they named.
 func (c *compaction) start() base {
 	if si := c.plan.GetSummaryIndex(); si >= 0 {
-		return base{from: int(si) + 1, anchor: engine.SummaryText(c.msgs[si])}
+		anchor := engine.SummaryText(c.msgs[si])
+		if hash, _, ok := engine.ParseSourceMarker(messageText(c.msgs[si])); ok {
+			anchor = engine.QualifyCitations(anchor, hash)
+		}
+		return base{from: int(si) + 1, anchor: anchor}
 	}
 	return base{}
 }

@@ -126,7 +126,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 	res, err := c.sum.Summarize(ctx, summarize.Request{
 		Attributes: append([]attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
 			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())}, j.attrs...),
-		SummaryInput:    engine.SummaryInput{Messages: j.in, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions()},
+		SummaryInput:    engine.SummaryInput{Messages: j.in, Positions: j.pos, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions()},
 		MaxOutputTokens: j.budget,
 		Count:           c.count,
 		Agent:           agent,

@@ -1,6 +1,10 @@
 package summarize
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/compactord/compactord/engine"
+)
 
 // Folding in a previous summary (the anchor): an extractive one is merged section by
 // section, the sections of earlier versions of its format included; any other text is kept
@@ -32,27 +36,22 @@ func (x *extractor) anchor(a string) {
 	}
 	parsed := parseExtractive(a)
 	if parsed == nil {
-		x.names.note(a, fromAgent, 0)
+		x.use.note(a, 0, fromOutput)
 		x.prior = append(x.prior, item{section: secEarlier, text: a, prio: prioEarlier})
 		return
 	}
-	var named []string
 	for _, h := range parsed.order {
 		for _, it := range parsed.items[h] {
-			x.names.note(it, fromAgent, 0)
+			x.use.note(it, 0, fromOutput)
 			switch sec := anchorSection[h]; sec {
-			case "":
-				name := strings.TrimSpace(strings.TrimPrefix(it, "- "))
-				if isName(name) {
-					named = append(named, name)
-				}
+			case "": // a list of names: nothing said of them
 			case secRequests:
 				x.requests = append(x.requests, textAt{text: strings.ReplaceAll(strings.TrimPrefix(it, "- "), "\n  ", "\n")})
 			case secFiles:
 				path, acts, _ := strings.Cut(strings.TrimPrefix(it, "- "), ": ")
 				x.file(path, actMention)
 				if f := x.files.files[path]; f != nil && acts != "" {
-					f.prior = acts
+					f.prior, f.priorCites = engine.CutCitations(acts)
 				}
 			case secPlan:
 				x.priorPlan = append(x.priorPlan, it)
@@ -71,9 +70,6 @@ func (x *extractor) anchor(a string) {
 			}
 		}
 	}
-	if len(named) > 0 {
-		x.prior = append(x.prior, item{section: secNotes, text: "- named in the earlier summary: " + strings.Join(named, ", "), base: 0.2})
-	}
 }
 
 // parsedSummary is an extractive summary split into its sections' items.
@@ -85,6 +81,7 @@ type parsedSummary struct {
 // parseExtractive splits an extractive summary into its sections' items, or returns nil when
 // a is not one.
 func parseExtractive(a string) *parsedSummary {
+	a = strings.TrimSpace(strings.TrimPrefix(a, engine.CitationLegend))
 	if !strings.HasPrefix(a, "## ") {
 		return nil
 	}

@@ -28,15 +28,60 @@ const (
 	prioChosen      = 0
 )
 
+// Worth of an item beyond the values it shows, by what it tells an engineer taking over.
+const (
+	worthRequest    = 3   // the user's own words: what the work is for
+	worthEdit       = 4   // a file the agent changed: the state the next turn builds on
+	worthEditShown  = 1.0 // … with what its last edit wrote and how the run after it went: the state of the work
+	worthRead       = 1.5 // a file it read or searched: where it looked, so it need not look again
+	worthNamedFile  = 0.2 // a file only named: a pointer, seldom needed
+	worthOpenError  = 2   // an error not fixed yet: the next turn must deal with it
+	worthFixedError = 0.8 // an error and what fixed it: the fix is a decision worth knowing
+	worthCall       = 0.5 // a command and its result: evidence, superseded as the work moves on
+	worthUsedResult = 1.5 // … whose output the agent went on to use: a value it relies on
+	worthStaleRead  = 0.1 // a read of files the agent changed afterwards: what they held before, superseded
+	worthNote       = 0.3 // a remark of the agent
+	worthFinding    = 1.5 // … stating a finding or a decision: what it learned, what it chose
+	// worthCarried is added for each value an item shows that the agent wrote again later
+	// (usage.go) and no chosen item shows yet, for at most carriedCap of them: beyond a few
+	// values a line is a list, not a statement.
+	worthCarried = 1
+	carriedCap   = 6
+	// recencyFloor scales the worth of the range's oldest item; the newest counts whole: the
+	// latest state matters most, older work is still context.
+	recencyFloor = 0.5
+)
+
+// findingPhrases mark an agent's statement of what it found or decided.
+var findingPhrases = []string{"the issue", "the problem", "the bug", "the error", "root cause", "because", "caused by",
+	"this means", "turns out", "it seems", "confirms", "found", "the fix", "fixed", "instead", "decided", "i will", "i'll",
+	"we need", "should be", "must be", "works", "passes", "now returns"}
+
+// finding reports whether an agent's statement says what it found or decided.
+func finding(text string) bool {
+	l := strings.ToLower(text)
+	for _, p := range findingPhrases {
+		if strings.Contains(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // item is one line (or quoted block) of the summary.
 type item struct {
 	section string
 	seq     int
 	prio    int
 	text    string
-	// base is what the item is worth beyond its names; names are those it states.
-	base  float64
-	names []string
+	// from and to are the events the item came from (to 0: from alone), which its citation
+	// names; 0 for an item carried from an earlier summary, whose text holds its citations.
+	from, to int
+	cite     string // " [m12–18]", set by add
+	// base is what the item is worth beyond the values it shows; carried are the values it
+	// shows that the agent wrote again later.
+	base    float64
+	carried []string
 	// group, when not 0, makes the items that share it alternatives, shortest first: at
 	// most one of them is written, and a longer one replaces a shorter one chosen before.
 	group int
@@ -44,8 +89,9 @@ type item struct {
 
 // build turns what the walk gathered into items.
 func (x *extractor) build() {
-	x.focus()
-	x.items = append(x.items, x.prior...)
+	for _, p := range x.prior {
+		x.add(p)
+	}
 	x.buildRequests()
 	x.buildStopped()
 	x.buildPlan()
@@ -63,38 +109,16 @@ func (x *extractor) build() {
 			x.add(item{section: secNotes, prio: prioIntent, text: "- the summarized part held only the requests kept verbatim after this summary"})
 		}
 	}
-	for i := range x.items {
-		x.items[i].names = namesOf(x.items[i].text)
-	}
 }
 
-func (x *extractor) add(it item) { x.items = append(x.items, it) }
-
-// focus marks the names of the code the agent works on: those of the latest read of each
-// file it changed before the end of the range.
-func (x *extractor) focus() {
-	latest := map[string]*call{} // path → its latest successful read
-	for _, c := range x.calls {
-		if !c.reads || c.status != callOK {
-			continue
-		}
-		for _, a := range c.acts {
-			if a.action == actRead {
-				latest[a.path] = c
-			}
-		}
+// add adds it with its citation and the values it shows that the agent carried on.
+func (x *extractor) add(it item) {
+	if it.from > 0 {
+		first, last := x.posAt[it.from], x.posAt[max(it.from, it.to)]
+		it.cite += " " + engine.Cite(first, last)
 	}
-	for path, c := range latest {
-		if f := x.files.files[path]; f == nil || !f.changed() {
-			continue
-		}
-		if x.names.focus == nil {
-			x.names.focus = map[string]bool{}
-		}
-		for _, n := range namesOf(c.output) {
-			x.names.focus[n] = true
-		}
-	}
+	it.carried = x.use.carriedWords(it.text, max(it.seq, it.from))
+	x.items = append(x.items, it)
 }
 
 // alternatives adds items that say the same thing at growing length, as one group.
@@ -110,7 +134,7 @@ func (x *extractor) alternatives(its ...item) {
 // first, then the others by value.
 func (x *extractor) buildRequests() {
 	for k, r := range x.requests {
-		it := item{section: secRequests, seq: r.seq, text: quote(engine.Truncate(r.text, requestBytes)), base: 3}
+		it := item{section: secRequests, seq: r.seq, from: r.seq, text: quote(engine.Truncate(r.text, requestBytes)), base: worthRequest}
 		if k == 0 || k == len(x.requests)-1 {
 			it.prio = prioRequestEnds
 		}
@@ -124,7 +148,7 @@ func (x *extractor) buildStopped() {
 	if n := len(x.statements); n > 0 {
 		last := x.statements[n-1]
 		p := lastParagraph(last.text, intentBytes)
-		x.add(item{section: secStopped, seq: last.seq, prio: prioIntent, text: "- last intent: " + oneLine(p)})
+		x.add(item{section: secStopped, seq: last.seq, from: last.seq, prio: prioIntent, text: "- last intent: " + oneLine(p)})
 	}
 	var last *call
 	for _, c := range x.calls {
@@ -134,15 +158,15 @@ func (x *extractor) buildStopped() {
 	}
 	for _, c := range x.calls {
 		if c.status == callPending {
-			x.add(item{section: secStopped, seq: c.seq, prio: prioPending, text: "- waiting for the result of: " + clip.Prefix(c.label, callCommandBytes)})
+			x.add(item{section: secStopped, seq: c.seq, from: c.seq, prio: prioPending, text: "- waiting for the result of: " + clip.Prefix(c.label, callCommandBytes)})
 		}
 	}
 	if last != nil {
 		lines := x.callLines(last, excerptBytes, excerptBytesLong)
 		short, long := lines[0], lines[1]
-		x.add(item{section: secStopped, seq: last.seq, prio: prioLastAction, text: "- last action: " + short})
+		x.add(item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- last action: " + short})
 		if long != short {
-			x.add(item{section: secCalls, seq: last.seq, text: "- " + long, base: 0.5})
+			x.add(item{section: secCalls, seq: last.seq, from: last.seq, to: last.outSeq, text: "- " + long, base: x.callWorth(last)})
 		}
 		last.shown = true
 	}
@@ -155,7 +179,7 @@ func (x *extractor) buildPlan() {
 		steps = x.priorPlan
 	}
 	for i, s := range steps {
-		x.add(item{section: secPlan, seq: i, prio: prioPlan, text: s})
+		x.add(item{section: secPlan, seq: i, from: x.todoSeq, prio: prioPlan, text: s})
 	}
 }
 
@@ -168,13 +192,13 @@ func (x *extractor) buildErrors() {
 			continue // the last action says its failure
 		}
 		text := "- " + c.short + ": " + cmp.Or(c.detail, "failed")
-		it := item{section: secErrors, seq: c.seq, text: text, base: 2}
-		if c.resolved {
-			it.text += " (resolved: the same call succeeded later)"
-			it.base = 0.3
+		it := item{section: secErrors, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: worthOpenError}
+		if f := c.fixedBy; f != nil {
+			it.text += " → fixed: the same call succeeded later" + x.editedBetween(c, f)
+			it.base, it.to = worthFixedError, f.outSeq
 		}
 		x.add(it)
-		if !c.resolved {
+		if f := c.fixedBy; f == nil {
 			latest = &x.items[len(x.items)-1]
 		}
 	}
@@ -183,31 +207,44 @@ func (x *extractor) buildErrors() {
 	}
 }
 
-// Ledger names: at most this many per action of a file, or, in the long form of its line,
-// ledgerNamesLong.
+// editedBetween says which file the agent changed last between the failure of c and the
+// success f of the same call: what fixed it ("" when it changed none).
+func (x *extractor) editedBetween(c, f *call) string {
+	path := ""
+	for _, e := range x.calls {
+		if e.seq > c.seq && e.seq < f.seq && e.status == callOK {
+			for _, a := range e.acts {
+				switch a.action {
+				case actEdit, actWrite, actCreate:
+					path = a.path
+				}
+			}
+		}
+	}
+	if path == "" {
+		return ""
+	}
+	return ", after the agent changed " + path
+}
+
+// Caps on what a ledger line quotes of the last edit, in bytes.
 const (
-	ledgerNames     = 6
-	ledgerNamesLong = 24
+	editLineBytes  = 80
+	editLinesBytes = 240
 )
 
-// buildFiles writes the ledger: each file with what was done to it and the names the agent
-// wrote into it (edits) or used from it (reads), and one line for the files only named.
+// buildFiles writes the ledger: each file with what was done to it, and, at more cost, what
+// its last edit wrote and how the run after it went; files only named get a line each, chosen
+// by worth.
 func (x *extractor) buildFiles() {
-	wrote := map[string][]string{} // path → names the agent wrote into it
-	saw := map[string][]string{}   // path → names of what it read that the agent used
+	lastEdit := map[string]*call{} // path → the last successful call that wrote into it
 	for _, c := range x.calls {
-		for _, e := range c.edits {
-			wrote[e.path] = append(wrote[e.path], namesOf(e.text)...)
+		if c.status == callFailed {
+			continue
 		}
-		if c.reads && c.status == callOK {
-			for _, a := range c.acts {
-				if a.action == actRead {
-					for _, n := range namesOf(c.output) {
-						if st := x.names.stats[n]; st != nil && st.agent > 0 {
-							saw[a.path] = append(saw[a.path], n)
-						}
-					}
-				}
+		for _, e := range c.edits {
+			if strings.TrimSpace(e.text) != "" {
+				lastEdit[e.path] = c
 			}
 		}
 	}
@@ -216,65 +253,156 @@ func (x *extractor) buildFiles() {
 		files = append(files, f)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].seq < files[j].seq })
-	var named []string
 	for _, f := range files {
 		if len(f.acts) == 0 && f.prior == "" {
-			named = append(named, f.path)
+			x.add(item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: "- " + f.path + ": named, not opened", base: worthNamedFile})
 			continue
 		}
-		base := 1.5
+		base := worthRead
 		if f.changed() {
-			base = 4
+			base = worthEdit
 		}
-		short := f.line(x.topNames(wrote[f.path], f.path, ledgerNames), x.topNames(saw[f.path], f.path, ledgerNames))
-		long := f.line(x.topNames(wrote[f.path], f.path, ledgerNamesLong), x.topNames(saw[f.path], f.path, ledgerNamesLong))
-		if long == short {
-			x.add(item{section: secFiles, seq: f.seq, text: short, base: base, prio: prioFiles})
-		} else {
-			x.alternatives(item{section: secFiles, seq: f.seq, text: short, base: base, prio: prioFiles},
-				item{section: secFiles, seq: f.seq, text: long, base: base})
+		short := item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: f.line(""), base: base, prio: prioFiles}
+		for _, c := range f.priorCites {
+			short.cite += " " + c.String()
 		}
-	}
-	if len(named) > 0 {
-		x.add(item{section: secFiles, seq: x.seq, text: "- named, not opened: " + strings.Join(named, ", "), base: 0.3, prio: prioFiles})
+		c := lastEdit[f.path]
+		if c == nil {
+			x.add(short)
+			continue
+		}
+		long := short
+		long.prio, long.base = prioChosen, base+worthEditShown
+		long.text = f.line(x.editStatement(c, f.path, editLinesBytes))
+		long.to = max(long.to, c.outSeq)
+		if run := x.runAfter(c); run != nil {
+			long.text += "; then " + x.callLines(run, excerptBytes)[0]
+			long.to = max(long.to, run.outSeq)
+		}
+		mid := short
+		mid.prio, mid.base = prioChosen, base+worthEditShown/2
+		mid.text = f.line(x.editStatement(c, f.path, editLineBytes))
+		x.alternatives(short, mid, long)
 	}
 }
 
-// topNames returns up to n distinct names of names, the highest weighted first, without the
-// file's own path and its parts.
-func (x *extractor) topNames(names []string, path string, n int) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, name := range names {
-		if seen[name] || strings.Contains(path, name) {
+// editStatement says what the edit c wrote into path, within limit bytes: for a file it
+// wrote whole, the definitions it holds (their signature lines); else the first lines it
+// wrote.
+func (x *extractor) editStatement(c *call, path string, limit int) string {
+	whole := false
+	for _, a := range c.acts {
+		whole = whole || a.path == path && (a.action == actWrite || a.action == actCreate)
+	}
+	var text string
+	for _, e := range c.edits {
+		if e.path == path {
+			text = e.text
+		}
+	}
+	var defs, lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = oneLine(l); l == "" {
 			continue
 		}
-		seen[name] = true
-		out = append(out, name)
+		lines = append(lines, l)
+		if definition(l) {
+			defs = append(defs, strings.TrimRight(l, " {:"))
+		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return x.names.weight(out[i]) > x.names.weight(out[j]) })
-	if len(out) > n {
-		out = out[:n]
+	what := "last edit wrote "
+	if whole && len(defs) > 0 {
+		what, lines = "it defines ", defs
 	}
-	return out
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 && b.Len()+len(l) > limit {
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("`" + clip.Prefix(l, editLineBytes) + "`")
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return what + b.String()
+}
+
+// definitionStarts begin the lines that define something in the languages agents edit.
+var definitionStarts = []string{"def ", "async def ", "class ", "fn ", "pub fn ", "pub(crate) fn ", "struct ", "pub struct ", "enum ", "pub enum ",
+	"impl ", "trait ", "pub trait ", "func ", "type ", "interface ", "function ", "export function ", "export class ", "export const ", "const ", "module "}
+
+// definition reports whether a line of code defines a function, type or constant.
+func definition(l string) bool {
+	for _, p := range definitionStarts {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// runAfter is the first call after c that ran or tested something (not a read) and has an
+// outcome: how the edit c went.
+func (x *extractor) runAfter(c *call) *call {
+	for _, r := range x.calls {
+		if r.seq > c.seq && !r.reads && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed) {
+			return r
+		}
+	}
+	return nil
 }
 
 // buildCalls writes each call not shown as the last action with its outcome and what its
 // output said.
 func (x *extractor) buildCalls() {
 	for _, c := range x.calls {
-		if c.shown || c.status == callPending || c.status == callUnanswered {
-			continue
+		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered {
+			continue // a plan's call: the plan section holds it
 		}
 		var alts []item
 		for _, line := range x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull) {
 			text := "- " + line
 			if len(alts) == 0 || alts[len(alts)-1].text != text {
-				alts = append(alts, item{section: secCalls, seq: c.seq, text: text, base: 0.5})
+				alts = append(alts, item{section: secCalls, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: x.callWorth(c)})
 			}
 		}
 		x.alternatives(alts...)
 	}
+}
+
+// callWorth is the worth of a call's line: more when the agent went on to use its output.
+func (x *extractor) callWorth(c *call) float64 {
+	if x.stale(c) {
+		return worthStaleRead
+	}
+	if c.status == callOK && len(x.use.carriedWords(c.output, c.outSeq)) > 0 {
+		return worthCall + worthUsedResult
+	}
+	return worthCall
+}
+
+// stale reports whether c read files (and only files) that a later call changed.
+func (x *extractor) stale(c *call) bool {
+	if !c.reads || len(c.acts) == 0 {
+		return false
+	}
+	for _, a := range c.acts {
+		changed := false
+		for _, e := range x.calls {
+			if e.seq > c.seq && e.status == callOK {
+				for _, b := range e.acts {
+					changed = changed || b.path == a.path && (b.action == actEdit || b.action == actWrite || b.action == actCreate)
+				}
+			}
+		}
+		if !changed {
+			return false
+		}
+	}
+	return true
 }
 
 // callLines renders a call with its outcome once for each excerpt limit, in the order of
@@ -293,7 +421,7 @@ func (x *extractor) callLines(c *call, limits ...int) []string {
 			lines[i] = c.label
 		}
 	default:
-		r := x.rank(c.output)
+		r := x.rank(c.output, c.outSeq)
 		for i, limit := range limits {
 			if ex := r.fill(limit); ex != "" {
 				lines[i] = c.label + " → " + ex
@@ -315,25 +443,39 @@ type ranked struct {
 	sep   string   // what joins the parts of an excerpt
 }
 
-// rank splits output into parts and orders them by worth: the weights of the names they
-// hold, 10 for each of the instructions' terms they hold, and a little for coming first
-// (the first lines say what the output is); ties keep the output's order. Nothing of it
-// depends on an excerpt's length. An empty output has no parts.
-func (x *extractor) rank(output string) ranked {
+// rank splits output, an event at seq, into parts and orders them by worth (rankParts).
+// Nothing of it depends on an excerpt's length. An empty output has no parts.
+func (x *extractor) rank(output string, seq int) ranked {
 	output = strings.TrimSpace(output)
 	if output == "" {
 		return ranked{}
 	}
 	if fields := jsonFields(output); fields != nil {
-		return x.rankParts(fields, ", ")
+		return x.rankParts(fields, ", ", seq)
 	}
 	var lines []string
 	for _, l := range strings.Split(output, "\n") {
-		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) {
+		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
 			lines = append(lines, l)
 		}
 	}
-	return x.rankParts(lines, " / ")
+	return x.rankParts(lines, " / ", seq)
+}
+
+// bareLineNumber reports whether an output line is a line number with nothing at it (an
+// empty line of a numbered listing: "7:", "12→"): a line number says something only with
+// what is at it.
+func bareLineNumber(l string) bool {
+	l = strings.TrimRight(l, ":→|\t ")
+	if l == "" {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if l[i] < '0' || l[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // agentPrompt reports whether an output line is an agent harness's prompt state rather than
@@ -342,23 +484,32 @@ func agentPrompt(l string) bool {
 	return strings.HasPrefix(l, "(Open file:") || strings.HasPrefix(l, "(Current directory:") || l == "bash-$"
 }
 
-// rankParts scores parts (see rank), orders them most worth first and cuts each to
-// excerptLineBytes; sep is what will join them.
-func (x *extractor) rankParts(parts []string, sep string) ranked {
+// Worth of a part of an output.
+const (
+	partCarried = 1   // for each value the agent wrote again later (up to carriedCap): what it used
+	partFailure = 3   // a line saying a run failed: the error an engineer reads first
+	partTerm    = 10  // each of the caller's instruction terms: what the caller asked to keep
+	partFirst   = 0.1 // divided by its line number: the first lines say what the output is
+)
+
+// rankParts scores parts of an output at seq, orders them most worth first (ties keep the
+// output's order) and cuts each to excerptLineBytes; sep is what will join them.
+func (x *extractor) rankParts(parts []string, sep string, seq int) ranked {
 	type scored struct {
 		i     int
 		score float64
 	}
 	ss := make([]scored, len(parts))
 	for i, p := range parts {
-		s := 0.1 / float64(i+1) // the first lines say what the output is
-		for _, n := range namesOf(p) {
-			s += x.names.weight(n)
+		s := partFirst / float64(i+1)
+		s += partCarried * float64(min(len(x.use.carriedWords(p, seq)), carriedCap))
+		if failureEnd.MatchString(strings.TrimSpace(p)) {
+			s += partFailure
 		}
 		lp := strings.ToLower(p)
 		for _, t := range x.terms {
 			if strings.Contains(lp, t) {
-				s += 10
+				s += partTerm
 			}
 		}
 		ss[i] = scored{i, s}
@@ -457,8 +608,12 @@ func (x *extractor) buildNotes() {
 		if short == "" {
 			continue
 		}
-		x.alternatives(item{section: secNotes, seq: s.seq, text: "- " + oneLine(short), base: 0.3},
-			item{section: secNotes, seq: s.seq, text: "- " + long, base: 0.3})
+		base := worthNote
+		if finding(short) {
+			base = worthFinding
+		}
+		x.alternatives(item{section: secNotes, seq: s.seq, from: s.seq, text: "- " + oneLine(short), base: base},
+			item{section: secNotes, seq: s.seq, from: s.seq, text: "- " + long, base: base})
 	}
 }
 

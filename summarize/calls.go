@@ -28,24 +28,27 @@ const (
 )
 
 type call struct {
-	seq   int
-	tool  string // the tool's name; "shell" for a text-protocol command
-	label string // how the summary writes it: `command` or tool(key=value, …)
-	key   string // identifies a retry of the same call: the tool and its path and command
-	short string // the tool and its path or command, cut: what an error line names
-	acts  []fileAct
+	seq    int
+	outSeq int    // the event of its output; 0 while it has none
+	tool   string // the tool's name; "shell" for a text-protocol command
+	label  string // how the summary writes it: `command` or tool(key=value, …)
+	key    string // identifies a retry of the same call: the tool and its path and command
+	short  string // the tool and its path or command, cut: what an error line names
+	acts   []fileAct
 	// reads is set for calls whose output is content (reading, searching, listing): its
 	// words never make the call a failure.
 	reads  bool
 	output string
 	status callStatus
 	detail string // the failure: an error line or "exit N"
-	// resolved is set on a failure when the same call later succeeded.
-	resolved bool
+	// fixedBy is, on a failure, the later success of the same call.
+	fixedBy *call
 	// edits are what an edit wrote, per file (new text), for the names it defined.
 	edits []fileText
 	// shown is set once the call is written as the last action.
 	shown bool
+	// plan is set on a call that wrote the agent's plan or todo list (the plan section).
+	plan bool
 }
 
 // fileText is text a call wrote to a file.
@@ -73,7 +76,7 @@ var keyArgRank = func() map[string]int {
 }()
 
 // editTextArgs are the arguments whose text an edit writes into its file.
-var editTextArgs = map[string]bool{"new_str": true, "file_text": true, "content": true, "new_string": true, "insert_text": true, "text": true}
+var editTextArgs = map[string]bool{"new_str": true, "file_text": true, "content": true, "new_string": true, "insert_text": true, "text": true, "replace": true}
 
 // toolCall reads a structured tool call.
 func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
@@ -88,7 +91,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	if err := json.Unmarshal([]byte(in), &obj); err != nil {
 		c.label = c.tool + "(" + oneLine(engine.Truncate(in, callArgBytes)) + ")"
 		c.key, c.short = c.tool+"("+in+")", c.tool+"(…)"
-		x.names.note(in, fromAgent, c.seq)
+		x.use.note(in, c.seq, fromAgentCall)
 		return c
 	}
 	keys := make([]string, 0, len(obj))
@@ -108,12 +111,13 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	})
 	var args, keyParts []string
 	var path, command, first string
+	var pathless []string // text written without a path argument: into the file the call acts on
 	for _, k := range keys {
 		var s string
 		if err := json.Unmarshal(obj[k], &s); err != nil {
 			s = string(obj[k])
 		}
-		x.names.note(s, fromAgent, c.seq)
+		x.use.note(s, c.seq, fromAgentCall)
 		r, ranked := keyArgRank[k]
 		if ranked && r <= keyArgRank["cmd"] {
 			keyParts = append(keyParts, k+"="+s)
@@ -128,8 +132,12 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 			patchActions(s, func(p, action string) { c.acts = append(c.acts, fileAct{p, action}) })
 			c.edits = append(c.edits, patchTexts(s)...)
 		}
-		if editTextArgs[k] && path != "" {
-			c.edits = append(c.edits, fileText{path, s})
+		if editTextArgs[k] {
+			if path != "" {
+				c.edits = append(c.edits, fileText{path, s})
+			} else {
+				pathless = append(pathless, s)
+			}
 		}
 		if len(args) < 3 && !(editTextArgs[k] && len(s) > callArgBytes) {
 			args = append(args, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
@@ -142,7 +150,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		args = append(args, "…")
 	}
 	if todos := todoItems(obj); todos != nil {
-		x.todo = todos
+		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
 	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
@@ -150,6 +158,11 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	action := toolAction(c.tool, command)
 	c.reads = action == actRead || action == actSearch
 	c.acts = append(c.acts, x.fileActions(c.tool, path, command)...)
+	if len(pathless) > 0 && len(c.acts) == 1 {
+		for _, s := range pathless {
+			c.edits = append(c.edits, fileText{c.acts[0].path, s})
+		}
+	}
 	if command != "" && strings.ContainsAny(command, " \t\n") {
 		c.reads = c.reads || shellReads(command)
 		c.edits = append(c.edits, shellEdits(command)...)
@@ -167,7 +180,7 @@ func (x *extractor) shellCall(cmd string) *call {
 	c.acts = x.fileActions("shell", "", cmd)
 	c.reads = shellReads(cmd)
 	c.edits = shellEdits(cmd)
-	x.names.note(cmd, fromAgent, c.seq)
+	x.use.note(cmd, c.seq, fromAgentCall)
 	return c
 }
 
@@ -175,7 +188,8 @@ func (x *extractor) shellCall(cmd string) *call {
 // result, a non-zero return code) when known.
 func (x *extractor) settle(c *call, output string, failed, known bool, detail string) {
 	c.output = output
-	x.names.note(output, fromOutput, x.next())
+	c.outSeq = x.next()
+	x.use.note(output, c.outSeq, fromOutput)
 	switch {
 	case known && failed && c.reads && strings.TrimSpace(withoutReturnCode(output)) == "":
 		// grep and find exit 1 when nothing matches: an answer, not a failure.
@@ -201,7 +215,7 @@ func (x *extractor) settle(c *call, output string, failed, known bool, detail st
 	if c.status == callOK {
 		// An earlier failure of the same call is resolved.
 		for _, e := range x.failures[c.key] {
-			e.resolved = true
+			e.fixedBy = c
 		}
 		delete(x.failures, c.key)
 	} else {

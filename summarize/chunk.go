@@ -57,7 +57,12 @@ func (l *LLM) Fit(req Request) int {
 	size, fit := 0, 0
 	for i, m := range msgs {
 		if !engine.InHead(m) {
-			if t := engine.Transcript([]*compactorv1.Message{m}, engine.TranscriptOptions{}); t != "" {
+			p := i
+			if len(req.Positions) == len(msgs) {
+				p = req.Positions[i]
+			}
+			one := engine.SummaryInput{Messages: []*compactorv1.Message{m}, Positions: []int{p}}
+			if t := engine.NumberedTranscript(one, engine.TranscriptOptions{}); t != "" {
 				size += count(t) + joinTokens
 			}
 			if kept[m] {

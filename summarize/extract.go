@@ -84,7 +84,8 @@ func ExtractiveSummary(in engine.SummaryInput, opt ExtractiveOptions) string {
 	ins := strings.TrimSpace(in.Instructions)
 	x := newExtractor(in.Kept, instructionTerms(ins))
 	x.anchor(in.Anchor)
-	x.walk(engine.Summarizable(in.Messages), in.Anchor != "")
+	msgs, pos := in.Numbered()
+	x.walk(msgs, pos, in.Anchor != "")
 	x.build()
 	if ins == "" {
 		return x.render(opt)
@@ -112,7 +113,9 @@ type extractor struct {
 	kept  map[*compactorv1.Message]bool // requests that stay beside the summary
 	terms []string                      // the words of the caller's instructions
 	seq   int                           // the position of the latest event
-	names nameIndex
+	pos   int                           // the citation index of the message being read
+	posAt []int                         // posAt[seq] is the citation index of event seq's message
+	use   usage
 	files ledger
 
 	requests   []textAt
@@ -123,16 +126,18 @@ type extractor struct {
 	openFile   string             // the file an "open" tool opened last
 	failures   map[string][]*call // failed calls not yet followed by a success of the same call
 	todo       []string           // the latest plan or todo list, one line per step
+	todoSeq    int                // the call that wrote it
 	priorPlan  []string           // the plan of an anchor
 	demos      int                // few-shot demonstrations left out
 
+	legend bool   // render writes the legend of citations
 	prior  []item // items of an anchor
 	items  []item
 	groups int // the last group of alternatives
 }
 
 func newExtractor(kept []*compactorv1.Message, terms []string) *extractor {
-	x := &extractor{terms: terms, open: map[string]*call{}, failures: map[string][]*call{}}
+	x := &extractor{terms: terms, open: map[string]*call{}, failures: map[string][]*call{}, posAt: []int{0}}
 	if len(kept) > 0 {
 		x.kept = make(map[*compactorv1.Message]bool, len(kept))
 		for _, m := range kept {
@@ -145,16 +150,19 @@ func newExtractor(kept []*compactorv1.Message, terms []string) *extractor {
 // next advances the position and returns it.
 func (x *extractor) next() int {
 	x.seq++
+	x.posAt = append(x.posAt, x.pos)
 	return x.seq
 }
 
-// walk reads the messages in order; compacted says the range follows an earlier summary.
-func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
+// walk reads the messages in order, pos[i] the index msgs[i] is cited by; compacted says
+// the range follows an earlier summary.
+func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, compacted bool) {
 	kinds := engine.ClassifyUsers(msgs, compacted)
 	for i, m := range msgs {
 		if engine.InHead(m) {
 			continue // kept beside the summary, never in it
 		}
+		x.pos = pos[i]
 		switch m.GetKind() {
 		case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
 			continue
@@ -166,7 +174,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 			case engine.UserRequest:
 				text = engine.UserWords(m) // host blocks: kept in the head or transient
 				seq := x.next()
-				x.names.note(text, fromUser, seq)
+				x.use.note(text, seq, fromUser)
 				if !x.kept[m] {
 					x.requests = append(x.requests, textAt{text, seq})
 					x.mentions(text)
@@ -174,14 +182,14 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 			case engine.UserObservation:
 				x.observation(text)
 			case engine.UserOther:
-				x.names.note(text, fromUser, x.next())
+				x.use.note(text, x.next(), fromUser)
 			case engine.UserDemonstration:
 				x.demos++
 			}
 		case compactorv1.Role_ROLE_ASSISTANT:
 			if text != "" {
 				seq := x.next()
-				x.names.note(withoutFences(text), fromAgent, seq)
+				x.use.note(withoutFences(text), seq, fromAgentText)
 				x.statements = append(x.statements, textAt{text, seq})
 				x.mentions(text)
 				observed := i+1 < len(msgs) && kinds[i+1] == engine.UserObservation
@@ -216,7 +224,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 
 // mentions records the paths and file names a text names in the ledger.
 func (x *extractor) mentions(text string) {
-	eachName(text, func(w string) {
+	eachWord(text, func(w string) {
 		if engine.IsPathLike(w) {
 			x.file(w, actMention)
 		}

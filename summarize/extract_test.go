@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/compactord/compactord/internal/golden"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,7 +97,7 @@ func keepsWhatMattersCases() []keepsCase {
 					"- last intent: Fixed the `tokens` binding in src/lib.rs; next I will add the empty-input test.\n",
 				"## Errors\n- bash(cargo build): error[E0425]: cannot find value `tokens` in this scope\n",
 				// Every ledger line says what was done; a file only named says that too.
-				"## Files (what was done to each)\n- src/parse.py: read\n- src/missing.rs: read (failed)\n- named, not opened: src/lib.rs\n",
+				"## Files (what was done to each)\n- src/parse.py: read\n- src/missing.rs: read (failed)\n- src/lib.rs: named, not opened\n",
 				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, …) → def parse(s): / return s\n",
 				"- bash(command=cargo build) → failed: error[E0425]: cannot find value `tokens` in this scope\n",
 				"## Agent notes\n- I'll read the file first.\n",
@@ -142,7 +143,7 @@ func keepsWhatMattersCases() []keepsCase {
 				"## User requests (verbatim)\n- Fix DateFormat.Y() zero padding.\n\n",
 				"## Errors\n- `python repro.py`: FAIL: Year is not zero-padded\n",
 				"- last action: `sed -i 's/%d/%04d/' django/utils/dateformat.py` → ok\n",
-				"## Files (what was done to each)\n- repro.py: ran (failed)\n- django/utils/dateformat.py: edited\n",
+				"## Files (what was done to each)\n- repro.py: ran (failed)\n- django/utils/dateformat.py: edited; last edit wrote `%04d`\n",
 				"- last intent: THOUGHT: fix it.\n",
 			},
 			absent: []string{"<returncode>"},
@@ -167,12 +168,12 @@ func keepsWhatMattersCases() []keepsCase {
 				irtest.Result("e4", "str_replace_editor", irtest.OutError("No replacement was performed: old_str zz did not appear")),
 			}},
 			contains: []string{"## Files (what was done to each)\n" +
-				"- /repo/notes.md: written\n" +
-				"- /repo/tests/test_year.py: created, tested\n" +
+				"- /repo/notes.md: written; last edit wrote `x`; then Bash(command=cd /repo && python -m pytest tests/test_year.py -q; rm scratch/tmp.txt) → 1 passed\n" +
+				"- /repo/tests/test_year.py: created, tested; last edit wrote `...`; then Bash(command=cd /repo && python -m pytest tests/test_year.py -q; rm scratch/tmp.txt) → 1 passed\n" +
 				"- /repo/scratch/tmp.txt: deleted\n" +
 				"- src/cli.go: edited\n" +
 				"- src/old.go: deleted\n" +
-				"- /repo/src/dates.py: read, edited, edited (failed)\n"},
+				"- /repo/src/dates.py: read, edited, edited (failed); last edit wrote `b`; then Bash(command=cd /repo && python -m pytest tests/test_year.py -q; rm scratch/tmp.txt) → 1 passed\n"},
 		},
 		{
 			name: "errors: resolved when the same call later succeeds, open otherwise",
@@ -187,7 +188,7 @@ func keepsWhatMattersCases() []keepsCase {
 				irtest.Assistant("Tests pass now; vet still complains.", irtest.Call("t3", "bash", `{"command":"go vet ./lex"}`)),
 			}},
 			contains: []string{
-				"## Errors\n- bash(go test ./parse): --- FAIL: TestEmpty (0.00s) (resolved: the same call succeeded later)\n- bash(go vet ./...): error: vet failed\n\n",
+				"## Errors\n- bash(go test ./parse): --- FAIL: TestEmpty (0.00s) → fixed: the same call succeeded later\n- bash(go vet ./...): error: vet failed\n\n",
 				"- last intent: Tests pass now; vet still complains.\n- waiting for the result of: bash(command=go vet ./lex)\n",
 			},
 			absent: []string{"## Agent notes"},
@@ -252,6 +253,7 @@ func TestExtractiveSummaryOnCorpus(t *testing.T) {
 				if strings.TrimSpace(got) == "" {
 					t.Errorf("budget %d: empty summary", budget)
 				}
+				checkCited(t, got, len(msgs))
 				if budget >= 512 {
 					for _, want := range []string{sumPrefix(first, 40), sumPrefix(last, 40)} {
 						if !strings.Contains(got, want) {
@@ -327,15 +329,18 @@ func ExampleExtractiveSummary() {
 	// This session continues from an earlier conversation that was compacted to fit the context window. The summary below covers the earlier part of the conversation (4 messages); the messages after this one continue it verbatim.
 	//
 	// <summary>
+	// Sources: [mN] is message N (0-based) of the conversation this summary replaced, [sXXXXXXXX mN] of an earlier one by its source hash prefix; Expand returns them.
+	//
 	// ## User requests (verbatim)
-	// - Make the tests in `parse_test.go` pass.
+	// - Make the tests in `parse_test.go` pass. [m0]
 	//
 	// ## Where it stopped
-	// - last action: bash(command=go test ./...) → failed: --- FAIL: TestParse (0.00s)
-	// - last intent: TestParse fails on empty input; fixing parse.go next.
+	// - last action: bash(command=go test ./...) → failed: --- FAIL: TestParse (0.00s) [m1–2]
+	// - last intent: TestParse fails on empty input; fixing parse.go next. [m3]
 	//
 	// ## Files (what was done to each)
-	// - named, not opened: parse_test.go, parse.go
+	// - parse_test.go: named, not opened [m0]
+	// - parse.go: named, not opened [m3]
 	// </summary>
 	//
 	// Continue from where the conversation left off, without asking the user to repeat anything above.
@@ -460,7 +465,7 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 				irtest.Assistant("", irtest.Call("r1", "bash", `{"command":"python reproduce.py"}`)),
 				irtest.Result("r1", "bash", irtest.OutText("None")),
 			}},
-			contains: []string{"- src/marshmallow/fields.py: read, edited (wrote EMPTY_VALUE)", "→ None"},
+			contains: []string{"- src/marshmallow/fields.py: read, edited; last edit wrote `if value == \"\":`, `return EMPTY_VALUE`; then bash(command=python reproduce.py) → None", "→ None"},
 			absent:   []string{"(failed)", "## Errors"},
 		},
 		{
@@ -472,7 +477,7 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 				irtest.Assistant("THOUGHT: run it.\n\n```bash\npython reproduce_issue.py\n```"),
 				irtest.User("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nValueError: empty\n</output>"),
 			}},
-			contains: []string{"- reproduce_issue.py: written (wrote", "fields.String", "ran (failed)", "ValueError: empty"},
+			contains: []string{"- reproduce_issue.py: written, ran (failed); last edit wrote `from marshmallow import fields`", "fields.String", "ran (failed)", "ValueError: empty"},
 		},
 		{
 			name: "values an output gave that the agent passed to a later call are kept",
@@ -521,8 +526,14 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 }
 
 // checkHasLacks fails t for each string of has the summary lacks and each of lacks it holds.
+// citeSuffix matches the citation ending a line, with the space before it.
+var citeSuffix = regexp.MustCompile(`(?: \[(?:s[0-9a-f]{8,64} )?m\d+(?:–\d+)?\])+\n`)
+
+// checkHasLacks checks that got has each of has and none of lacks, its lines' citations
+// left out (checkCited checks those).
 func checkHasLacks(t *testing.T, got string, has, lacks []string) {
 	t.Helper()
+	got = citeSuffix.ReplaceAllString(got+"\n", "\n")
 	for _, s := range has {
 		if !strings.Contains(got, s) {
 			t.Errorf("summary lacks %q:\n%s", s, got)
@@ -532,5 +543,34 @@ func checkHasLacks(t *testing.T, got string, has, lacks []string) {
 		if strings.Contains(got, s) {
 			t.Errorf("summary has %q:\n%s", s, got)
 		}
+	}
+}
+
+// checkCited checks that every item of a summary of n messages ends with a citation of
+// messages in range, and that the summary states once what citations mean.
+func checkCited(t *testing.T, got string, n int) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	cited := 0
+	for i, l := range lines {
+		last := i+1 == len(lines) || lines[i+1] == "" || strings.HasPrefix(lines[i+1], "- ") || strings.HasPrefix(lines[i+1], "## ")
+		inItem := strings.HasPrefix(l, "- ") || strings.HasPrefix(l, "  ")
+		if !inItem || !last {
+			continue
+		}
+		rest, cs := engine.CutCitations(l)
+		if len(cs) == 0 || rest == l {
+			t.Errorf("item line %q ends with no citation", l)
+			continue
+		}
+		cited++
+		for _, c := range cs {
+			if c.Source == "" && (c.Range.First < 0 || c.Range.Last >= n) {
+				t.Errorf("%q cites %v, outside the %d messages", l, c, n)
+			}
+		}
+	}
+	if k := strings.Count(got, engine.CitationLegend); k > 1 || cited > 0 && len(got) > 4*len(engine.CitationLegend)*legendShare && k != 1 {
+		t.Errorf("the summary states the legend of citations %d times", strings.Count(got, engine.CitationLegend))
 	}
 }

@@ -36,9 +36,12 @@ type ledger struct {
 
 type ledgerFile struct {
 	path  string
-	seq   int            // the last time it was named or acted on
+	first int            // the first time it was named or acted on
+	seq   int            // the last time
 	acts  map[string]int // action → times
 	prior string         // actions an earlier summary listed, kept verbatim
+	// priorCites are the citations of the earlier summary's line, kept at the end of its own.
+	priorCites []engine.Citation
 }
 
 // note records action (actMention for a bare mention) on path at seq.
@@ -48,7 +51,7 @@ func (l *ledger) note(path, action string, seq int) {
 	}
 	f := l.files[path]
 	if f == nil {
-		f = &ledgerFile{path: path, acts: map[string]int{}}
+		f = &ledgerFile{path: path, acts: map[string]int{}, first: seq}
 		l.files[path] = f
 	}
 	f.seq = seq
@@ -57,10 +60,9 @@ func (l *ledger) note(path, action string, seq int) {
 	}
 }
 
-// line renders f as "- path: read ×2 (saw a, b), edited (wrote c)": each action with its
-// count, the names the agent used from what it read after the first read, and the names it
-// wrote after the first change.
-func (f *ledgerFile) line(wrote, saw []string) string {
+// line renders f as "- path: read ×2, edited; detail": each action with its count, then
+// detail (what was done, when not "").
+func (f *ledgerFile) line(detail string) string {
 	acts := make([]string, 0, len(f.acts))
 	for a := range f.acts {
 		acts = append(acts, a)
@@ -81,24 +83,16 @@ func (f *ledgerFile) line(wrote, saw []string) string {
 		if n := f.acts[a]; n > 1 {
 			w = fmt.Sprintf("%s ×%d", a, n)
 		}
-		switch a {
-		case actRead, actSearch:
-			if len(saw) > 0 {
-				w += " (saw " + strings.Join(saw, ", ") + ")"
-				saw = nil
-			}
-		case actCreate, actWrite, actEdit:
-			if len(wrote) > 0 {
-				w += " (wrote " + strings.Join(wrote, ", ") + ")"
-				wrote = nil
-			}
-		}
 		words = append(words, w)
 	}
+	line := "- " + f.path + ": " + strings.Join(words, ", ")
 	if len(words) == 0 {
-		return "- " + f.path + ": named"
+		line = "- " + f.path + ": named"
 	}
-	return "- " + f.path + ": " + strings.Join(words, ", ")
+	if detail != "" {
+		line += "; " + detail
+	}
+	return line
 }
 
 // changed reports whether the agent changed the file: created, wrote, edited or deleted it.

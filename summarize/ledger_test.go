@@ -63,18 +63,17 @@ func TestLedgerLine(t *testing.T) {
 	for i, a := range []string{actEdit, actRead, actEdit, actEdit + failedSuffix, actMention, actTest} {
 		l.note("src/a.go", a, i)
 	}
-	if got, want := l.files["src/a.go"].line(nil, nil), "- src/a.go: read, edited ×2, edited (failed), tested"; got != want {
+	if got, want := l.files["src/a.go"].line(""), "- src/a.go: read, edited ×2, edited (failed), tested"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
-	// The names the agent wrote go with the first change, those it used from what it read
-	// with the first read.
-	if got, want := l.files["src/a.go"].line([]string{"parse_args", "Config.load"}, []string{"MAX_SIZE"}),
-		"- src/a.go: read (saw MAX_SIZE), edited ×2 (wrote parse_args, Config.load), edited (failed), tested"; got != want {
+	// What was done comes after the actions, as a statement.
+	if got, want := l.files["src/a.go"].line("last edit wrote `def f(x):`"),
+		"- src/a.go: read, edited ×2, edited (failed), tested; last edit wrote `def f(x):`"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
 	// A file only named says so: a ledger line always says what was done.
 	l.note("docs/x.md", actMention, 9)
-	if got, want := l.files["docs/x.md"].line(nil, nil), "- docs/x.md: named"; got != want {
+	if got, want := l.files["docs/x.md"].line(""), "- docs/x.md: named"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
 }

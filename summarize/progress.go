@@ -13,8 +13,7 @@ import (
 
 // file records an action on a file in the ledger.
 func (x *extractor) file(path, action string) {
-	x.seq++
-	x.files.note(path, action, x.seq)
+	x.files.note(path, action, x.next())
 }
 
 // instructionTerms are the words of the caller's instructions worth matching in tool

@@ -11,12 +11,18 @@ import (
 // Choosing the items within the budget and writing them: the prioritized items first (most
 // negative priority first, newest first within one), cut to fit when they are the ones that
 // must not vanish; then, while anything fits, the item worth the most per token, where an
-// item is worth its base plus the weights of the names it states that no chosen item states
-// yet. Sections are written in order, their items oldest first.
+// item is worth its base (build.go), scaled by how recent it is, plus worthCarried for each
+// value the agent carried on that it shows and no chosen item shows yet. Sections are written
+// in order, their items oldest first, each ending with its citation; the legend of citations
+// comes first.
 
 // render chooses items within opt.MaxTokens and writes them.
 func (x *extractor) render(opt ExtractiveOptions) string {
 	budget := int(opt.MaxTokens)
+	if c := opt.Count(engine.CitationLegend + "\n\n"); c*legendShare <= budget {
+		budget -= c
+		x.legend = true
+	}
 	headerCost := map[string]int{}
 	for _, s := range sections {
 		headerCost[s] = opt.Count("## "+s+"\n") + 1 // + the blank line between sections
@@ -27,7 +33,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 	covered := map[string]bool{}
 	used := 0
 	cost := func(i int) int {
-		c := opt.Count(x.items[i].text + "\n")
+		c := opt.Count(x.items[i].text + x.items[i].cite + "\n")
 		if !opened[x.items[i].section] {
 			c += headerCost[x.items[i].section]
 		}
@@ -37,8 +43,8 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		chosen[i], opened[x.items[i].section] = true, true
 		used += c
 		order = append(order, i)
-		for _, n := range x.items[i].names {
-			covered[n] = true
+		for _, w := range x.items[i].carried {
+			covered[w] = true
 		}
 	}
 
@@ -72,12 +78,19 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		if !opened[x.items[i].section] {
 			h = headerCost[x.items[i].section]
 		}
-		for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
-			text := engine.Truncate(x.items[i].text, room*2) // ~2 bytes per token is a safe bound for most text
-			if c := opt.Count(text+"\n") + h; used+c <= budget {
-				x.items[i].text = text
-				take(i, c)
+		// Cut with its citation, else, in a room too small for both, without it: the words
+		// matter more than where they came from.
+		for _, cite := range []string{x.items[i].cite, ""} {
+			if chosen[i] {
 				break
+			}
+			for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
+				text := engine.Truncate(x.items[i].text, room*2) // ~2 bytes per token is a safe bound for most text
+				if c := opt.Count(text+cite+"\n") + h; used+c <= budget {
+					x.items[i].text, x.items[i].cite = text, cite
+					take(i, c)
+					break
+				}
 			}
 		}
 	}
@@ -91,7 +104,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 	}
 	costs := make([]int, len(x.items))
 	for _, i := range rest {
-		costs[i] = opt.Count(x.items[i].text + "\n")
+		costs[i] = opt.Count(x.items[i].text + x.items[i].cite + "\n")
 	}
 	inGroup := map[int]int{} // group → its chosen item
 	for _, i := range order {
@@ -118,15 +131,26 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 			if used+c > budget {
 				continue
 			}
-			v := it.base
+			v := it.base * x.recency(it.seq)
 			if prev >= 0 {
-				v -= x.items[prev].base
+				v -= x.items[prev].base * x.recency(x.items[prev].seq)
 			}
-			for _, n := range it.names {
-				if !covered[n] {
-					v += x.names.weight(n)
+			n := 0
+			for _, w := range it.carried {
+				if !covered[w] && n < carriedCap {
+					n++
 				}
 			}
+			if prev >= 0 {
+				m := 0
+				for _, w := range x.items[prev].carried {
+					if !covered[w] && m < carriedCap {
+						m++
+					}
+				}
+				n -= m
+			}
+			v += worthCarried * float64(n)
 			v /= float64(max(c, 1))
 			if v > bestValue || v == bestValue && best >= 0 && it.seq > x.items[best].seq {
 				best, bestPrev, bestValue = i, prev, v
@@ -150,7 +174,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 
 	for {
 		out := x.write(chosen)
-		if opt.Count(out) <= budget || len(order) == 0 {
+		if opt.Count(out) <= int(opt.MaxTokens) || len(order) == 0 {
 			return out
 		}
 		// Token counts are not exactly additive: drop the item chosen last.
@@ -164,9 +188,30 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 	}
 }
 
-// write writes the chosen items, section by section, oldest first.
+// legendShare: the legend of citations is written when it takes at most 1/legendShare of
+// the budget; a smaller summary spends its room on what happened (its citations still parse).
+const legendShare = 8
+
+// recency scales the worth of an item at seq: from recencyFloor at the range's start to 1 at
+// its end.
+func (x *extractor) recency(seq int) float64 {
+	if x.seq == 0 {
+		return 1
+	}
+	return recencyFloor + (1-recencyFloor)*float64(seq)/float64(x.seq)
+}
+
+// write writes the chosen items, section by section, oldest first, after the legend of
+// citations when one of them cites.
 func (x *extractor) write(chosen []bool) string {
 	var b strings.Builder
+	for i, it := range x.items {
+		if x.legend && chosen[i] && len(engine.ParseCitations(it.text+it.cite)) > 0 {
+			b.WriteString(engine.CitationLegend)
+			b.WriteString("\n")
+			break
+		}
+	}
 	for _, s := range sections {
 		var idx []int
 		for i, it := range x.items {
@@ -184,6 +229,7 @@ func (x *extractor) write(chosen []bool) string {
 		fmt.Fprintf(&b, "## %s\n", s)
 		for _, i := range idx {
 			b.WriteString(x.items[i].text)
+			b.WriteString(x.items[i].cite)
 			b.WriteString("\n")
 		}
 	}

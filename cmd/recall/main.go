@@ -14,7 +14,9 @@
 // tool calls' arguments). Recall is the share of needed facts the compacted history shows.
 //
 // The report gives, per conversation, the recall of each method, the tokens, and the share
-// of the summary's lines that state nothing but a name; then the means, recall by kind of
+// of the summary's lines that state nothing but a name, and the share of its characters in
+// bare name runs (four or more names in a row, fidelity.BareNameRuns; goal at most 5% on the
+// mean); then the means, recall by kind of
 // fact, and the facts compaction lost most often.
 //
 // Usage:
@@ -74,7 +76,7 @@ func run(ctx context.Context, o options, out string) error {
 	defer w.Close()
 	writeMarkdown(w, rep)
 	m := rep.means()
-	fmt.Fprintf(os.Stderr, "recall over %d conversations (%s): compactord %.3f, truncation %.3f, masking %.3f; bare-name lines %.1f%% (worst %.1f%%); not measured %d\n",
-		m.n, rep.corpus, m.recall[methodCompact], m.recall[methodTruncate], m.recall[methodMask], 100*m.bare, 100*m.worstBare, m.errors)
+	fmt.Fprintf(os.Stderr, "recall over %d conversations (%s): compactord %.3f, truncation %.3f, masking %.3f; bare-name lines %.1f%% (worst %.1f%%); characters in bare name runs %.1f%% (worst %.1f%%); not measured %d\n",
+		m.n, rep.corpus, m.recall[methodCompact], m.recall[methodTruncate], m.recall[methodMask], 100*m.bare, 100*m.worstBare, 100*m.nameRuns, 100*m.worstRuns, m.errors)
 	return nil
 }

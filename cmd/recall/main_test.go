@@ -44,13 +44,13 @@ func TestRecallOnFixtures(t *testing.T) {
 		}
 	}
 	m := rep.means()
-	if m.n != len(files) || m.bare > 0.1 {
-		t.Errorf("means over %d of %d conversations, bare-name share %.3f", m.n, len(files), m.bare)
+	if m.n != len(files) || m.bare > 0.1 || m.nameRuns > nameRunGoal {
+		t.Errorf("means over %d of %d conversations, bare-name share %.3f, characters in bare name runs %.3f", m.n, len(files), m.bare, m.nameRuns)
 	}
 	var b bytes.Buffer
 	writeMarkdown(&b, rep)
 	for _, want := range []string{"## Means over", "| compactord |", "| truncation |", "| observation masking |",
-		"## Recall by kind of fact", "## Per conversation", "## Facts compaction lost most often", "make recall"} {
+		"## Recall by kind of fact", "## Per conversation", "## Facts compaction lost most often", "make recall", "bare name runs"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

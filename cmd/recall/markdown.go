@@ -16,6 +16,11 @@ const (
 	goalSlack = 0.05
 )
 
+// nameRunGoal is the most of a summary's characters that may be in bare name runs (four or
+// more names in a row, fidelity.BareNameRuns), on the mean over conversations: a summary says
+// what was done with names rather than listing them.
+const nameRunGoal = 0.05
+
 // means are a report's figures over its measured conversations.
 type means struct {
 	n, errors int
@@ -25,6 +30,7 @@ type means struct {
 	recall                              [numMethods]float64
 	bare                                float64 // bare-name lines over all summary lines
 	worstBare                           float64 // the largest share in one summary
+	nameRuns, worstRuns                 float64 // characters in bare name runs: the mean share per summary, the largest
 	overWindow                          int     // compacted histories above the window they were asked to fit
 	overTrigger                         int     // … above the trigger (the next turn compacts again)
 	belowBetter                         []string
@@ -58,6 +64,8 @@ func (r report) means() means {
 		}
 		bare += x.bare
 		lines += x.lines
+		m.nameRuns += x.nameRuns()
+		m.worstRuns = max(m.worstRuns, x.nameRuns())
 		if x.lines > 0 {
 			m.worstBare = max(m.worstBare, float64(x.bare)/float64(x.lines))
 		}
@@ -91,6 +99,7 @@ func (r report) means() means {
 		for k := range numMethods {
 			m.recall[k] /= float64(m.n)
 		}
+		m.nameRuns /= float64(m.n)
 	}
 	if lines > 0 {
 		m.bare = float64(bare) / float64(lines)
@@ -120,6 +129,8 @@ func writeMarkdown(w io.Writer, r report) {
 	fmt.Fprintf(w, "- conversations with %d or more needed facts: %d; more than %.2f below the better baseline: %d %v\n",
 		minFacts, m.largeCount, goalSlack, len(m.belowBetter), m.belowBetter)
 	fmt.Fprintf(w, "- summary lines that state only a name: %.1f%% of all (the worst summary: %.1f%%)\n", 100*m.bare, 100*m.worstBare)
+	fmt.Fprintf(w, "- summary characters in bare name runs (%d or more names in a row with only separators between): %.1f%% on the mean (the worst summary: %.1f%%; goal ≤ %.0f%%)\n",
+		fidelity.MinNameRun, 100*m.nameRuns, 100*m.worstRuns, 100*nameRunGoal)
 	fmt.Fprintf(w, "- compacted histories above the window asked for: %d; above the trigger: %d\n", m.overWindow, m.overTrigger)
 	fmt.Fprintf(w, "- not measured: %d — refused as irreducible %d (of which %d because the system prompt and the newest request alone exceed the usable window), not compacted %d (nothing before the cut for a summary to pay for), other errors %d\n\n",
 		m.errors, m.irreducible, m.neverCut, m.notCompacted, m.errors-m.irreducible-m.notCompacted)
@@ -141,18 +152,18 @@ func writeMarkdown(w io.Writer, r report) {
 		fmt.Fprintln(w)
 	}
 
-	fmt.Fprintf(w, "\n## Per conversation\n\n| conversation | msgs | split | history | window | compacted | needed | compactord | truncation | masking | bare lines |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## Per conversation\n\n| conversation | msgs | split | history | window | compacted | needed | compactord | truncation | masking | bare lines | name runs |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.rows {
 		if x.err != nil {
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | error: %v | %d | | | | |\n", x.name, x.msgs, x.split, x.history, x.window, x.err, len(x.needed))
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | error: %v | %d | | | | | |\n", x.name, x.msgs, x.split, x.history, x.window, x.err, len(x.needed))
 			continue
 		}
 		share := 0.0
 		if x.lines > 0 {
 			share = 100 * float64(x.bare) / float64(x.lines)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %.3f | %.3f | %.3f | %.0f%% |\n", x.name, x.msgs, x.split, x.history,
-			x.window, x.budget, len(x.needed), x.recall(methodCompact), x.recall(methodTruncate), x.recall(methodMask), share)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %.3f | %.3f | %.3f | %.0f%% | %.1f%% |\n", x.name, x.msgs, x.split, x.history,
+			x.window, x.budget, len(x.needed), x.recall(methodCompact), x.recall(methodTruncate), x.recall(methodMask), share, 100*x.nameRuns())
 	}
 
 	type lostFact struct {

@@ -36,6 +36,15 @@ type row struct {
 	needed          []fidelity.Fact
 	kept            [numMethods][]bool
 	bare, lines     int // the summary's bare-name lines, of its lines
+	runs, chars     int // the summary's bytes in bare name runs (fidelity.BareNameRuns), of its bytes
+}
+
+// nameRuns is the share of the summary's bytes in bare name runs.
+func (r row) nameRuns() float64 {
+	if r.chars == 0 {
+		return 0
+	}
+	return float64(r.runs) / float64(r.chars)
 }
 
 // recall is the share of needed facts method m kept (1 when none were needed).
@@ -137,5 +146,6 @@ func (m *measurer) one(ctx context.Context, f corpus.File) row {
 	r.kept[methodTruncate] = fidelity.Recall(r.needed, fidelity.Truncation(history, r.budget, m.count))
 	r.kept[methodMask] = fidelity.Recall(r.needed, fidelity.ObservationMasking(history, r.budget, m.count))
 	r.bare, r.lines = fidelity.BareLines(resp.GetSummary().GetText())
+	r.runs, r.chars = fidelity.BareNameRuns(resp.GetSummary().GetText())
 	return r
 }
