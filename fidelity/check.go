@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -243,3 +244,9 @@ func cut(s string, n int) string {
 	}
 	return s[:h] + "\n… [summary cut by the check] …\n" + s[t:]
 }
+
+// requestHead matches the line that opens a request block of the appendix (requestBlock).
+var requestHead = regexp.MustCompile(`^Request \d+( \(the task\))?(, lines the summary dropped)?:$`)
+
+// IsRequestHead reports whether line opens a request block of the check's appendix.
+func IsRequestHead(line string) bool { return requestHead.MatchString(line) }
