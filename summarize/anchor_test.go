@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestAnchorReadsEverySection(t *testing.T) {
 				}
 			}
 			for _, f := range tc.files {
-				if !contains(c.Paths, f) {
+				if !slices.Contains(c.Paths, f) {
 					t.Errorf("carried paths %q lack %q", c.Paths, f)
 				}
 			}
@@ -92,15 +93,6 @@ func TestAnchorReadsEverySection(t *testing.T) {
 			}
 		})
 	}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAnchorPlainText: an anchor without any heading is kept whole as the earlier summary.
