@@ -114,7 +114,7 @@ func (in CheckInput) paths(reqs []Request) []string {
 // is appended verbatim under CheckedHeading within the budget: the paths first, in at most a
 // quarter of the room, then the requests, whole (or their missing lines), never cut mid-line:
 // the task first, then the newest; then the paths left over, all paths together in at most
-// half the room. Requests that do not fit are folded whole and reported (RequestsDropped).
+// half the room until the requests had theirs. Requests that do not fit are folded whole and reported (RequestsDropped).
 // When summary and appendix together exceed the budget, the summary is cut in the middle to
 // make room (the requests matter more), and a summary over the budget is cut the same way.
 // The same input always gives the same output.
@@ -164,13 +164,13 @@ func checkOnce(in CheckInput) (body, appendix string, rep summary.Check) {
 		return false
 	}
 	// The paths first, in at most a quarter of the room (a few tokens each, and a long task
-	// must not crowd them all out); then whole requests; then the paths left over, all of
-	// them in at most half the room; then, in what room is left, the missing lines of
-	// requests too long to append whole.
+	// must not crowd them all out); then whole requests; then the paths left over, all
+	// paths in at most half the room; then, in what room is left, the missing lines of
+	// requests too long to append whole; then the paths still left over.
 	var files []string
 	var later []string
 	pathRoom := room / 4
-	pathLeft := room / 2 // what all paths may take
+	pathLeft := room / 2 // what paths may take before the requests had theirs
 	// fitsFile takes the room of one more path on the appendix's files line (the line's
 	// prefix with the first), within limit.
 	fitsFile := func(p string, limit *int) bool {
@@ -223,12 +223,19 @@ func checkOnce(in CheckInput) (body, appendix string, rep summary.Check) {
 		}
 	}
 	noLimit := int(^uint(0) >> 2)
-	for _, p := range later {
-		if fitsFile(p, &noLimit) {
-			files = append(files, p)
-			rep.PathsAppended++
+	laterPaths := func() {
+		left := later[:0]
+		for _, p := range later {
+			if fitsFile(p, &noLimit) {
+				files = append(files, p)
+				rep.PathsAppended++
+			} else {
+				left = append(left, p)
+			}
 		}
+		later = left
 	}
+	laterPaths()
 	for _, i := range order {
 		if len(missingOf[i]) == 0 || blockOf[i] != "" {
 			continue
@@ -241,6 +248,8 @@ func checkOnce(in CheckInput) (body, appendix string, rep summary.Check) {
 		}
 	}
 	slices.Sort(rep.RequestsDropped)
+	pathLeft = noLimit // the requests had their room: the paths left take what remains
+	laterPaths()
 	for _, b := range blockOf {
 		if b != "" {
 			blocks = append(blocks, b)
