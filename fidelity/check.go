@@ -19,6 +19,9 @@ const CheckedHeading = "## Kept verbatim by the summary check"
 // dropped.
 const FilesNamedPrefix = "Files the summarized part named: "
 
+// CutMarker is the line Check puts where it cut a summary in the middle.
+const CutMarker = "… [summary cut by the check] …"
+
 // Haystack is the text a compacted conversation shows a model, whitespace-normalised, for
 // verbatim look-ups.
 type Haystack struct{ s string }
@@ -313,7 +316,7 @@ func cut(s string, n int) string {
 	for t < len(s) && s[t]&0xC0 == 0x80 {
 		t++
 	}
-	return s[:h] + "\n… [summary cut by the check] …\n" + s[t:]
+	return s[:h] + "\n" + CutMarker + "\n" + s[t:]
 }
 
 // requestHead matches the line that opens a request block of the appendix (requestBlock).

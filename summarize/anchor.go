@@ -32,6 +32,7 @@ const (
 	anchorCheck        = "check"
 	anchorInstructions = "instructions"
 	anchorNames        = "names"
+	anchorFragment     = "fragment"
 )
 
 // instructionsHeading opens the caller's instructions the extractive summary quotes at its
@@ -159,6 +160,12 @@ func readAnchor(a string) []anchorItem {
 			continue
 		}
 		inRequest := sec == anchorCheck && open
+		if strings.TrimSpace(line) == fidelity.CutMarker {
+			// What follows, up to the next heading, is the tail of a section the check cut:
+			// a fragment of no known section, left out.
+			cur, sec, open = "", anchorFragment, false
+			continue
+		}
 		if h, ok := heading(line); ok && !inRequest && !strings.HasPrefix(line, " ") {
 			cur, sec, headed, open = h, sectionOf(h), true, false
 			continue
@@ -260,17 +267,28 @@ func (x *extractor) anchor(a string) {
 		return
 	}
 	var named []string
-	seenRequest := map[string]bool{}
 	request := func(text string) {
 		text = strings.TrimSpace(text)
 		if loc := trailingCitation.FindStringIndex(text); loc != nil {
 			text = text[:loc[0]]
 		}
 		text = unquote(text)
-		if n := fidelity.Normalize(text); n != "" && !seenRequest[n] {
-			seenRequest[n] = true
-			x.requests = append(x.requests, textAt{text: text})
+		n := fidelity.Normalize(text)
+		if n == "" {
+			return
 		}
+		// A request the summary held cut (by its own summarizer or the check) and the
+		// check's appendix whole: one request, the longer text.
+		for i, r := range x.requests {
+			switch m := fidelity.Normalize(r.text); {
+			case strings.HasPrefix(m, n):
+				return
+			case strings.HasPrefix(n, m):
+				x.requests[i].text = text
+				return
+			}
+		}
+		x.requests = append(x.requests, textAt{text: text})
 	}
 	var plan []string
 	for _, it := range items {
@@ -282,6 +300,8 @@ func (x *extractor) anchor(a string) {
 			}
 		case anchorInstructions:
 			// The caller's focus for that summary: the new summary quotes its own.
+		case anchorFragment:
+			// The tail of a section the check cut: no item whole.
 		case anchorCheck:
 			if rest, ok := strings.CutPrefix(it.text, fidelity.FilesNamedPrefix); ok {
 				for _, p := range strings.Split(rest, ", ") {

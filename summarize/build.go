@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
 )
 
@@ -110,7 +109,11 @@ func (x *extractor) alternatives(its ...item) {
 // first, then the others by value.
 func (x *extractor) buildRequests() {
 	for k, r := range x.requests {
-		it := item{section: secRequests, seq: r.seq, text: quote(engine.Truncate(r.text, requestBytes)), base: 3}
+		text := quote(r.text)
+		if cut := wholeLines(text, requestBytes); cut != "" {
+			text = cut
+		}
+		it := item{section: secRequests, seq: r.seq, text: text, base: 3}
 		if k == 0 || k == len(x.requests)-1 {
 			it.prio = prioRequestEnds
 		}
