@@ -324,10 +324,13 @@ func (x *extractor) anchor(a string) {
 				p.text = "- " + p.text
 			}
 			if it.section == secStopped {
-				p.section, p.text = secNotes, "- earlier, "+unbullet(it.text)
-				if it.heading != secStopped {
-					p.base = 1 // an LLM's pending work, current work or next step
+				if it.heading == secStopped {
+					// Where the range stopped, unless the new range says it anew
+					// (buildStopped).
+					x.priorStopped = append(x.priorStopped, it.text)
+					continue
 				}
+				p.section, p.text, p.base = secNotes, "- earlier, "+unbullet(it.text), 1 // an LLM's pending work, current work or next step
 			}
 			if it.section == secErrors && !strings.Contains(it.text, "(resolved") {
 				p.base = 1

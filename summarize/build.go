@@ -3,6 +3,7 @@ package summarize
 import (
 	"cmp"
 	"encoding/json"
+	"github.com/compactord/compactord/engine"
 	"sort"
 	"strings"
 
@@ -109,11 +110,9 @@ func (x *extractor) alternatives(its ...item) {
 // first, then the others by value.
 func (x *extractor) buildRequests() {
 	for k, r := range x.requests {
-		text := quote(r.text)
-		if cut := wholeLines(text, requestBytes); cut != "" {
-			text = cut
-		}
-		it := item{section: secRequests, seq: r.seq, text: text, base: 3}
+		// The cap keeps the most of a long request's words (what the next turn uses); the
+		// summary check appends whole every line it cut.
+		it := item{section: secRequests, seq: r.seq, text: quote(engine.Truncate(r.text, requestBytes)), base: 3}
 		if k == 0 || k == len(x.requests)-1 {
 			it.prio = prioRequestEnds
 		}
@@ -140,6 +139,7 @@ func (x *extractor) buildStopped() {
 			x.add(item{section: secStopped, seq: c.seq, prio: prioPending, text: "- waiting for the result of: " + clip.Prefix(c.label, callCommandBytes)})
 		}
 	}
+	x.buildPriorStopped(len(x.statements) > 0, last != nil, len(x.calls) > 0)
 	if last != nil {
 		lines := x.callLines(last, excerptBytes, excerptBytesLong)
 		short, long := lines[0], lines[1]
@@ -148,6 +148,30 @@ func (x *extractor) buildStopped() {
 			x.add(item{section: secCalls, seq: last.seq, text: "- " + long, base: 0.5})
 		}
 		last.shown = true
+	}
+}
+
+// buildPriorStopped carries where the anchor's range stopped: each of its lines the range
+// says anew (a newer intent, a newer action, calls of its own) as an earlier note, the
+// others as where it stopped, for nothing newer replaced them.
+func (x *extractor) buildPriorStopped(intent, action, calls bool) {
+	for _, l := range x.priorStopped {
+		t := strings.TrimPrefix(l, "- ")
+		var newer bool
+		prio := prioIntent
+		switch {
+		case strings.HasPrefix(t, "last intent:"):
+			newer = intent
+		case strings.HasPrefix(t, "last action:"):
+			newer, prio = action, prioLastAction
+		default: // waiting for a result, or a line of another form
+			newer, prio = calls, prioPending
+		}
+		if newer {
+			x.add(item{section: secNotes, text: "- earlier, " + t, base: 0.3})
+		} else {
+			x.add(item{section: secStopped, seq: -1, prio: prio, text: l})
+		}
 	}
 }
 

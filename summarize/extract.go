@@ -115,16 +115,17 @@ type extractor struct {
 	names nameIndex
 	files ledger
 
-	requests   []textAt
-	statements []textAt
-	calls      []*call
-	open       map[string]*call   // structured calls without a result yet, by id
-	lastShell  *call              // the latest text-protocol command
-	openFile   string             // the file an "open" tool opened last
-	failures   map[string][]*call // failed calls not yet followed by a success of the same call
-	todo       []string           // the latest plan or todo list, one line per step
-	priorPlan  []string           // the plan of an anchor
-	demos      int                // few-shot demonstrations left out
+	requests     []textAt
+	statements   []textAt
+	calls        []*call
+	open         map[string]*call   // structured calls without a result yet, by id
+	lastShell    *call              // the latest text-protocol command
+	openFile     string             // the file an "open" tool opened last
+	failures     map[string][]*call // failed calls not yet followed by a success of the same call
+	todo         []string           // the latest plan or todo list, one line per step
+	priorPlan    []string           // the plan of an anchor
+	priorStopped []string           // where an anchor's range stopped, one line per item
+	demos        int                // few-shot demonstrations left out
 
 	prior  []item // items of an anchor
 	items  []item
