@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
 )
@@ -277,6 +278,11 @@ func (x *extractor) anchor(a string) {
 		if n == "" {
 			return
 		}
+		if !readsAsRequest(text) {
+			// A tool's output an earlier summary took for a request: a note, not a request.
+			x.prior = append(x.prior, item{section: secNotes, text: quote(text), base: 0.3})
+			return
+		}
 		// A request the summary held cut (by its own summarizer or the check) and the
 		// check's appendix whole: one request, the longer text.
 		for i, r := range x.requests {
@@ -374,4 +380,13 @@ func (x *extractor) anchorFile(it anchorItem) {
 	for _, p := range paths {
 		x.file(p, actMention)
 	}
+}
+
+// readsAsRequest reports whether a request an earlier summary quoted reads as one by the
+// engine's rules (engine.ClassifyUsers, after a summary): a tool's observation or a
+// demonstration does not.
+func readsAsRequest(text string) bool {
+	m := &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
+		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: text}}}}}
+	return engine.ClassifyUsers([]*compactorv1.Message{m}, true)[0] == engine.UserRequest
 }
