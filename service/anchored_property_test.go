@@ -35,7 +35,7 @@ func markdownReply(n int64, prompt string) (int, string) {
 		}
 	}
 	return 0, fmt.Sprintf("## User requests and constraints\n- %q\n\n**Key decisions**\n- keep going (call %d)\n\n"+
-		"## Plan\n1. Finish the change of call %d\n2. Run the tests\n\n## Current work\nCall %d read the transcript.\n", first, n, n, n)
+		"## Files and identifiers\n- `src/app.py`: edited in call %d\n\n## Plan\n1. Finish the change of call %d\n2. Run the tests\n\n## Current work\nCall %d read the transcript.\n", first, n, n, n, n)
 }
 
 // TestCompactionsBuildOnSummaries is issue 32's item 2 as a property: every session of the
@@ -48,9 +48,11 @@ func markdownReply(n int64, prompt string) (int, string) {
 //     (Summary.requests_dropped);
 //   - every line of the standing instructions so far (engine.StandingPart) is there,
 //     byte-identical;
-//   - the summary holds a plan and where the work stopped when the previous one did;
-//   - every file path the previous summary carried (its files ledger and the check's files
-//     line, as summarize.AnchorCarried reads them) is still named.
+//   - the summary holds a plan and where the work stopped when the previous one did, unless
+//     the check reports it cut the summary (check_trimmed) to keep the requests, which rank
+//     first;
+//   - every file the previous summary's files ledger says was written (created, written or
+//     edited) is still named.
 func TestCompactionsBuildOnSummaries(t *testing.T) {
 	llm := llmtest.NewOpenAI(t)
 	llm.ScriptPrompt(markdownReply, 0)
@@ -87,13 +89,13 @@ func TestCompactionsBuildOnSummaries(t *testing.T) {
 				}
 				now := resp.GetSummary().GetText()
 				for _, h := range []string{"Plan", "Where it stopped"} {
-					if strings.TrimSpace(section(prev, h)) != "" && strings.TrimSpace(section(now, h)) == "" && !strings.Contains(now, "Current work") {
+					if strings.TrimSpace(section(prev, h)) != "" && strings.TrimSpace(section(now, h)) == "" && !resp.GetSummary().GetCheckTrimmed() {
 						t.Errorf("%s: the previous summary said %q, this one does not:\n%s", where, h, now)
 					}
 				}
-				for _, p := range summarize.AnchorCarried(prev).Paths {
+				for _, p := range writtenFiles(prev) {
 					if !sent.Has(p) {
-						t.Errorf("%s: the file %q the previous summary carried is gone", where, p)
+						t.Errorf("%s: the file %q the previous summary says was written is gone:\n%s", where, p, now)
 						break
 					}
 				}
@@ -157,4 +159,22 @@ func summaryMessage(msgs []*compactorv1.Message) *compactorv1.Message {
 		}
 	}
 	return nil
+}
+
+// writtenFiles returns the files of a summary's files ledger (the sections whose heading
+// starts with "Files") said to have been created, written or edited.
+func writtenFiles(text string) []string {
+	var out []string
+	for _, l := range strings.Split(section(text, "Files"), "\n") {
+		item, ok := strings.CutPrefix(strings.TrimSpace(l), "- ")
+		if !ok {
+			continue
+		}
+		path, acts, ok := strings.Cut(item, ": ")
+		path = strings.Trim(path, "`")
+		if ok && !strings.ContainsAny(path, " ,") && (strings.Contains(acts, "edited") || strings.Contains(acts, "created") || strings.Contains(acts, "written")) {
+			out = append(out, path)
+		}
+	}
+	return out
 }

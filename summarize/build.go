@@ -20,9 +20,9 @@ const (
 	prioRequestEnds = -10 // the first and the latest request not kept beside the summary
 	prioIntent      = -9
 	prioPending     = -8
-	prioFiles       = -7 // the ledger, short: every path the agent named (the summary check's rule)
-	prioLastAction  = -6
-	prioPlan        = -5
+	prioPlan        = -7 // the latest plan survives every compaction (the check keeps the paths, not the plan)
+	prioFiles       = -6 // the ledger, short: every path the agent named (the summary check's rule)
+	prioLastAction  = -5
 	prioLastError   = -4
 	prioEarlier     = -3
 	prioChosen      = 0
