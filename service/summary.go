@@ -18,6 +18,7 @@ const (
 	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
 	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
 	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
+	attrCheckRequestsDropped  = attribute.Key("compactor.check.requests.dropped")
 )
 
 // summaryProto is the API's Summary of e, served with keptVerbatim requests kept verbatim
@@ -53,7 +54,7 @@ func checkAttributes(c summary.Check) []attribute.KeyValue {
 		attrCheckRequestsTotal.Int(c.RequestsTotal), attrCheckRequestsRetained.Int(c.RequestsRetained),
 		attrCheckRequestsAppended.Int(c.RequestsAppended), attrCheckPathsTotal.Int(c.PathsTotal),
 		attrCheckPathsRetained.Int(c.PathsRetained), attrCheckPathsAppended.Int(c.PathsAppended),
-		attrCheckTrimmed.Bool(c.Trimmed),
+		attrCheckTrimmed.Bool(c.Trimmed), attrCheckRequestsDropped.Int(len(c.RequestsDropped)),
 	}
 }
 
