@@ -103,3 +103,22 @@ func TestAnchorPlainText(t *testing.T) {
 		t.Errorf("the plain anchor is not kept whole:\n%s", got)
 	}
 }
+
+// TestReplacedProviderCompaction: a provider's compaction replaced by its readable summary
+// (engine.ReplacedCompactionText) is carried as an earlier summary, section by section.
+func TestReplacedProviderCompaction(t *testing.T) {
+	earlier := "## User requests and constraints\n- \"Port the parser in src/parse.py to Go, keeping its API.\"\n\n## Plan\n1. Write parse.go\n2. Run the tests\n"
+	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.Assistant(engine.ReplacedCompactionText(engine.ProviderAnthropic, earlier)),
+		irtest.User("Go on with the next step of the port, please."),
+		irtest.Assistant("Writing parse.go now."),
+	}}, ExtractiveOptions{MaxTokens: 1024})
+	for _, want := range []string{"## User requests (verbatim)\n- Port the parser in src/parse.py to Go, keeping its API.", "## Plan (latest state)\n1. Write parse.go\n2. Run the tests"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "compacted the conversation") {
+		t.Errorf("the replacement's opening line is content:\n%s", got)
+	}
+}

@@ -180,6 +180,10 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 				x.demos++
 			}
 		case compactorv1.Role_ROLE_ASSISTANT:
+			if earlier, ok := engine.ReplacedCompaction(text); ok {
+				x.anchor(earlier) // a provider's compaction: an earlier summary, carried as one
+				text = ""
+			}
 			if text != "" {
 				seq := x.next()
 				x.names.note(withoutFences(text), fromAgent, seq)
