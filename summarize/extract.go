@@ -180,8 +180,10 @@ func (x *extractor) walk(msgs []*compactorv1.Message, compacted bool) {
 				x.demos++
 			}
 		case compactorv1.Role_ROLE_ASSISTANT:
-			if earlier, ok := engine.ReplacedCompaction(text); ok {
-				x.anchor(earlier) // a provider's compaction: an earlier summary, carried as one
+			if earlier, ok := engine.ReplacedCompaction(text); ok && readAnchor(earlier) != nil {
+				// A provider's compaction in sections: an earlier summary, carried section by
+				// section (plain text stays the agent's statement, its names weighed as such).
+				x.anchor(earlier)
 				text = ""
 			}
 			if text != "" {
