@@ -1,6 +1,10 @@
 package engine
 
-import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+import (
+	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+)
 
 // The providers a compactorv1.ProviderPart can belong to.
 const (
@@ -30,6 +34,29 @@ func ProviderCompaction(m *compactorv1.Message) bool {
 		}
 	}
 	return false
+}
+
+// replacedCompactionInto ends the line that opens the text a provider compaction is replaced
+// by when the target provider cannot take it (ReplacedCompactionText).
+const replacedCompactionInto = " compacted the conversation before this point into:]\n"
+
+// ReplacedCompactionText is the text that stands for a compaction provider made, of which
+// summary is the readable summary, where the target provider cannot take the compaction
+// itself.
+func ReplacedCompactionText(provider, summary string) string {
+	return "[" + provider + replacedCompactionInto + summary
+}
+
+// ReplacedCompaction returns the summary a text of ReplacedCompactionText carries.
+func ReplacedCompaction(text string) (summary string, ok bool) {
+	if !strings.HasPrefix(text, "[") {
+		return "", false
+	}
+	head, rest, ok := strings.Cut(text, replacedCompactionInto)
+	if !ok || strings.ContainsAny(head, "\n]") {
+		return "", false
+	}
+	return rest, true
 }
 
 // InHead reports whether m belongs to the head of a conversation: system messages, session

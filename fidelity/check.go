@@ -2,6 +2,8 @@ package fidelity
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -16,6 +18,9 @@ const CheckedHeading = "## Kept verbatim by the summary check"
 // FilesNamedPrefix starts the line of the check's appendix that lists the paths the summary
 // dropped.
 const FilesNamedPrefix = "Files the summarized part named: "
+
+// CutMarker is the line Check puts where it cut a summary in the middle.
+const CutMarker = "… [summary cut by the check] …"
 
 // Haystack is the text a compacted conversation shows a model, whitespace-normalised, for
 // verbatim look-ups.
@@ -61,17 +66,60 @@ type CheckInput struct {
 	// Kept are the messages that stay verbatim in the compacted conversation beside the
 	// summary and do not change with later turns (the head: system, prefaces, pinned).
 	Kept []*compactorv1.Message
+	// EarlierRequests and EarlierPaths are what the conversation's previous summary carried
+	// (the requests it quoted, oldest first, and the paths of its files ledger): the summary
+	// must keep them as it keeps those of Range. The earlier requests are numbered before
+	// Range's, the first of them the task.
+	EarlierRequests, EarlierPaths []string
 	// Budget bounds the checked summary in tokens (0: no bound); Count measures text.
 	Budget int
 	Count  func(string) int
 }
 
-// Check checks a summary with the measure's rules: every request of the range (each line of
-// MinLineChars or more) and every path the agent or a request named must be in the summary
-// or the kept messages. What is missing is appended verbatim under CheckedHeading, requests
-// first, within the budget; when summary and appendix together exceed it, the summary is cut
-// in the middle to make room (the requests matter more), and a summary over the budget is cut
-// the same way.
+// requests returns the requests the summary stands for: the earlier ones (Index -1), then
+// Range's.
+func (in CheckInput) requests() []Request {
+	var out []Request
+	for _, r := range in.EarlierRequests {
+		if lines := Lines(r); len(lines) > 0 {
+			out = append(out, Request{Index: -1, Text: r, Lines: lines})
+		}
+	}
+	return append(out, Requests(in.Range)...)
+}
+
+// paths returns the paths the summary must name: the earlier ones and those the earlier
+// requests name, then Range's (Paths), each once.
+func (in CheckInput) paths(reqs []Request) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(ps ...string) {
+		for _, p := range ps {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	add(in.EarlierPaths...)
+	for _, r := range reqs {
+		if r.Index < 0 {
+			add(engine.PathsIn(r.Text)...)
+		}
+	}
+	add(Paths(in.Range, reqs)...)
+	return out
+}
+
+// Check checks a summary with the measure's rules: every request the summary stands for
+// (the earlier summary's and the range's; each line of MinLineChars or more) and every path
+// the agent or a request named must be in the summary or the kept messages. What is missing
+// is appended verbatim under CheckedHeading within the budget: the paths first, in at most a
+// quarter of the room, then the requests, whole (or their missing lines), never cut mid-line:
+// the task first, then the newest; then the paths left over, all paths together in at most
+// half the room until the requests had theirs. Requests that do not fit are folded whole and reported (RequestsDropped).
+// When summary and appendix together exceed the budget, the summary is cut in the middle to
+// make room (the requests matter more), and a summary over the budget is cut the same way.
 // The same input always gives the same output.
 func Check(in CheckInput) (string, summary.Check) {
 	// A cut summary may have lost lines it retained: check the cut summary again (the
@@ -101,8 +149,8 @@ func checkOnce(in CheckInput) (body, appendix string, rep summary.Check) {
 		count = func(s string) int { return (len(s) + 3) / 4 }
 	}
 	hay := NewHaystack([]string{in.Summary}, in.Kept)
-	reqs := Requests(in.Range)
-	paths := Paths(in.Range, reqs)
+	reqs := in.requests()
+	paths := in.paths(reqs)
 	rep.RequestsTotal, rep.PathsTotal = len(reqs), len(paths)
 
 	var blocks []string // appendix blocks, in order
@@ -119,68 +167,95 @@ func checkOnce(in CheckInput) (body, appendix string, rep summary.Check) {
 		return false
 	}
 	// The paths first, in at most a quarter of the room (a few tokens each, and a long task
-	// must not crowd them all out); then whole requests; then the paths left over; then, in
-	// what room is left, the missing lines of requests too long to append whole.
+	// must not crowd them all out); then whole requests; then the paths left over, all
+	// paths in at most half the room; then, in what room is left, the missing lines of
+	// requests too long to append whole; then the paths still left over.
 	var files []string
 	var later []string
-	// fitsFile takes the room of one more path on the appendix's files line (the line's
-	// prefix with the first).
-	fitsFile := func(p string) bool {
-		if len(files) == 0 {
-			return fits(FilesNamedPrefix + p + ", ")
-		}
-		return fits(p + ", ")
-	}
 	pathRoom := room / 4
+	pathLeft := room / 2 // what paths may take before the requests had theirs
+	// fitsFile takes the room of one more path on the appendix's files line (the line's
+	// prefix with the first), within limit.
+	fitsFile := func(p string, limit *int) bool {
+		s := p + ", "
+		if len(files) == 0 {
+			s = FilesNamedPrefix + s
+		}
+		n := count(s) + 1
+		if n > *limit || n > pathLeft || !fits(s) {
+			return false
+		}
+		*limit -= n
+		pathLeft -= n
+		return true
+	}
 	for _, p := range paths {
 		switch {
 		case hay.Has(p):
 			rep.PathsRetained++
-		case count(p)+1 <= pathRoom && fitsFile(p):
-			pathRoom -= count(p) + 1
+		case fitsFile(p, &pathRoom):
 			files = append(files, p)
 			rep.PathsAppended++
 		default:
 			later = append(later, p)
 		}
 	}
-	type pending struct {
-		block string
-		whole bool // already appended (room taken)
+	// The order requests take the room in: the task, then the newest first.
+	order := make([]int, 0, len(reqs))
+	if len(reqs) > 0 {
+		order = append(order, 0)
 	}
-	appended := map[int]pending{}
-	for i, r := range reqs {
-		var missing []string
+	for i := len(reqs) - 1; i > 0; i-- {
+		order = append(order, i)
+	}
+	blockOf := make([]string, len(reqs)) // the appended block of each request ("" for none)
+	missingOf := make([][]string, len(reqs))
+	for _, i := range order {
+		r := reqs[i]
 		for _, l := range r.Lines {
 			if !hay.Has(l) {
-				missing = append(missing, l)
+				missingOf[i] = append(missingOf[i], l)
 			}
 		}
 		switch {
-		case len(missing) == 0:
+		case len(missingOf[i]) == 0:
 			rep.RequestsRetained++
 		case fits(requestBlock(i, r.Text, false)):
-			appended[i] = pending{requestBlock(i, r.Text, false), true}
+			blockOf[i] = requestBlock(i, r.Text, false)
 			rep.RequestsAppended++
-		default:
-			appended[i] = pending{requestBlock(i, strings.Join(missing, "\n"), true), false}
 		}
 	}
-	for _, p := range later {
-		if fitsFile(p) {
-			files = append(files, p)
-			rep.PathsAppended++
+	noLimit := int(^uint(0) >> 2)
+	laterPaths := func() {
+		left := later[:0]
+		for _, p := range later {
+			if fitsFile(p, &noLimit) {
+				files = append(files, p)
+				rep.PathsAppended++
+			} else {
+				left = append(left, p)
+			}
+		}
+		later = left
+	}
+	laterPaths()
+	for _, i := range order {
+		if len(missingOf[i]) == 0 || blockOf[i] != "" {
+			continue
+		}
+		if b := requestBlock(i, strings.Join(missingOf[i], "\n"), true); fits(b) {
+			blockOf[i] = b
+			rep.RequestsAppended++
+		} else {
+			rep.RequestsDropped = append(rep.RequestsDropped, i+1)
 		}
 	}
-	for i := range reqs {
-		p, ok := appended[i]
-		switch {
-		case !ok:
-		case p.whole:
-			blocks = append(blocks, p.block)
-		case fits(p.block):
-			blocks = append(blocks, p.block)
-			rep.RequestsAppended++
+	slices.Sort(rep.RequestsDropped)
+	pathLeft = noLimit // the requests had their room: the paths left take what remains
+	laterPaths()
+	for _, b := range blockOf {
+		if b != "" {
+			blocks = append(blocks, b)
 		}
 	}
 	if len(files) > 0 {
@@ -241,5 +316,11 @@ func cut(s string, n int) string {
 	for t < len(s) && s[t]&0xC0 == 0x80 {
 		t++
 	}
-	return s[:h] + "\n… [summary cut by the check] …\n" + s[t:]
+	return s[:h] + "\n" + CutMarker + "\n" + s[t:]
 }
+
+// requestHead matches the line that opens a request block of the appendix (requestBlock).
+var requestHead = regexp.MustCompile(`^Request \d+( \(the task\))?(, lines the summary dropped)?:$`)
+
+// IsRequestHead reports whether line opens a request block of the check's appendix.
+func IsRequestHead(line string) bool { return requestHead.MatchString(line) }

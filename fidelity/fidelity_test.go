@@ -2,6 +2,7 @@ package fidelity_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,4 +139,47 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckFoldsWholeRequests: the earlier summary's requests count before the range's;
+// when not all fit, whole requests are folded (never cut mid-line), the task kept first and
+// then the newest, and the folded ones are reported by number.
+func TestCheckFoldsWholeRequests(t *testing.T) {
+	req := func(n int) string {
+		return "Request number " + strings.Repeat(string(rune('a'+n)), 3) + " " + strings.Repeat("please do this one thing well; ", 6)
+	}
+	earlier := []string{req(0), req(1)}
+	rng := []*compactorv1.Message{
+		text(compactorv1.Role_ROLE_USER, req(2)), text(compactorv1.Role_ROLE_ASSISTANT, "ok"),
+		text(compactorv1.Role_ROLE_USER, req(3)), text(compactorv1.Role_ROLE_ASSISTANT, "ok"),
+	}
+	count := func(s string) int { return (len(s) + 3) / 4 }
+	one := count("Request 4:\n"+req(3)) + 1
+	tests := []struct {
+		budget  int
+		dropped []int
+	}{
+		{budget: 0, dropped: nil},
+		{budget: count(fidelity.CheckedHeading) + 4 + 2*one + 30, dropped: []int{2, 3}},
+		{budget: count(fidelity.CheckedHeading) + 4 + 3*one + 30, dropped: []int{2}},
+	}
+	for _, tc := range tests {
+		out, rep := fidelity.Check(fidelity.CheckInput{Summary: "- did things", Range: rng, EarlierRequests: earlier,
+			Budget: tc.budget, Count: count})
+		if rep.RequestsTotal != 4 {
+			t.Errorf("budget %d: %d requests, want 4", tc.budget, rep.RequestsTotal)
+		}
+		if !slices.Equal(rep.RequestsDropped, tc.dropped) {
+			t.Errorf("budget %d: dropped %v, want %v:\n%s", tc.budget, rep.RequestsDropped, tc.dropped, out)
+		}
+		for i, r := range []string{req(0), req(1), req(2), req(3)} {
+			kept := strings.Contains(out, strings.TrimSpace(r))
+			if want := !slices.Contains(tc.dropped, i+1); kept != want {
+				t.Errorf("budget %d: request %d whole in the summary: %v, want %v:\n%s", tc.budget, i+1, kept, want, out)
+			}
+		}
+		if strings.Contains(out, "cut by the check") {
+			t.Errorf("budget %d: the summary was cut:\n%s", tc.budget, out)
+		}
+	}
 }

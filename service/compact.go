@@ -155,6 +155,7 @@ func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse,
 
 	s.compacted(resp, c.messages(pruned, entry.Text, resp.GetSourceHash() != ""))
 	resp.Summary = summaryProto(entry, len(c.kept), fallbackFrom)
+	resp.Warnings = append(resp.Warnings, droppedWarnings(entry.Check)...)
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return nil
 }

@@ -44,7 +44,7 @@ func replaceForeignCompactions(msgs []*compactorv1.Message, target compactorv1.P
 			text := "[" + pp.GetProvider() + " compacted the conversation before this point; its summary is not readable]"
 			var block struct{ Content string }
 			if json.Unmarshal([]byte(pp.GetJson()), &block) == nil && block.Content != "" { // Anthropic's is text
-				text = "[" + pp.GetProvider() + " compacted the conversation before this point into:]\n" + block.Content
+				text = engine.ReplacedCompactionText(pp.GetProvider(), block.Content)
 			}
 			out[i].Parts[j] = &compactorv1.Part{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: text}}}
 			warnings = append(warnings, fmt.Sprintf("messages[%d].parts[%d]: %s compaction cannot be sent to %s; replaced by a compactord summary of what follows it",

@@ -178,18 +178,33 @@ func (c *compaction) summarized(i int) bool {
 }
 
 // check runs the summary check over the range a summary of msgs[0:end] replaces since the
-// conversation's latest summary (whatever cached prefix the summary was built on), against
-// the summary and the head messages kept before end (the tail is left out: the entry is
-// cached for every conversation sharing the prefix).
+// conversation's latest summary (whatever cached prefix the summary was built on), with what
+// that summary carried (its requests and files), against the summary and the head messages
+// kept before end (the tail is left out: the entry is cached for every conversation sharing
+// the prefix). The check's report names the messages of the requests it dropped.
 func (c *compaction) check(text string, end, budget int, count func(string) int) (string, summary.Check) {
-	rng, kept := c.split(end)
-	return fidelity.Check(fidelity.CheckInput{Summary: text, Range: rng, Kept: kept, Budget: budget, Count: count})
+	rng, pos, kept := c.split(end)
+	var earlier summarize.Carried
+	si := int(c.plan.GetSummaryIndex())
+	if si >= 0 {
+		earlier = summarize.AnchorCarried(engine.SummaryText(c.msgs[si]))
+	}
+	text, rep := fidelity.Check(fidelity.CheckInput{Summary: text, Range: rng, Kept: kept, Budget: budget, Count: count,
+		EarlierRequests: earlier.Requests, EarlierPaths: earlier.Paths})
+	for _, n := range rep.RequestsDropped {
+		at := si // a request the previous summary carried
+		if k := n - 1 - len(earlier.Requests); k >= 0 {
+			at = pos[fidelity.Requests(rng)[k].Index]
+		}
+		rep.DroppedMessages = append(rep.DroppedMessages, at)
+	}
+	return text, rep
 }
 
 // split returns the messages a summary of msgs[0:end] replaces since the conversation's
-// latest summary (the requests kept verbatim included: the check counts them as kept), and
-// the messages kept before end: the head and the kept requests.
-func (c *compaction) split(end int) (rng, kept []*compactorv1.Message) {
+// latest summary (the requests kept verbatim included: the check counts them as kept) with
+// their positions, and the messages kept before end: the head and the kept requests.
+func (c *compaction) split(end int) (rng []*compactorv1.Message, pos []int, kept []*compactorv1.Message) {
 	for i := range end {
 		d := c.plan.GetDispositions()[i]
 		if sp, ok := c.splits[i]; ok {
@@ -200,12 +215,12 @@ func (c *compaction) split(end int) (rng, kept []*compactorv1.Message) {
 			kept = append(kept, c.msgs[i])
 		case d == compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
 			kept = append(kept, c.folded(i))
-			rng = append(rng, c.folded(i))
+			rng, pos = append(rng, c.folded(i)), append(pos, i)
 		case i > int(c.plan.GetSummaryIndex()) && c.summarized(i):
-			rng = append(rng, c.folded(i))
+			rng, pos = append(rng, c.folded(i)), append(pos, i)
 		}
 	}
-	return rng, kept
+	return rng, pos, kept
 }
 
 // textRoom is the summary text the plan's summary room holds: the room less the framing of

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"fmt"
+
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/summary"
@@ -16,6 +18,7 @@ const (
 	attrCheckPathsRetained    = attribute.Key("compactor.check.paths.retained")
 	attrCheckPathsAppended    = attribute.Key("compactor.check.paths.appended")
 	attrCheckTrimmed          = attribute.Key("compactor.check.trimmed")
+	attrCheckRequestsDropped  = attribute.Key("compactor.check.requests.dropped")
 )
 
 // summaryProto is the API's Summary of e, served with keptVerbatim requests kept verbatim
@@ -38,6 +41,7 @@ func summaryProto(e *cache.Entry, keptVerbatim int, fallbackFrom string) *compac
 		CheckTrimmed:             e.Check.Trimmed,
 		RequestsKeptVerbatim:     int32(keptVerbatim),
 		FallbackFrom:             fallbackFrom,
+		RequestsDropped:          int32s(e.Check.RequestsDropped),
 		CacheReadInputTokens:     e.CacheReadTokens,
 		CacheCreationInputTokens: e.CacheWriteTokens,
 		EstimatedCost:            e.Cost,
@@ -50,7 +54,7 @@ func checkAttributes(c summary.Check) []attribute.KeyValue {
 		attrCheckRequestsTotal.Int(c.RequestsTotal), attrCheckRequestsRetained.Int(c.RequestsRetained),
 		attrCheckRequestsAppended.Int(c.RequestsAppended), attrCheckPathsTotal.Int(c.PathsTotal),
 		attrCheckPathsRetained.Int(c.PathsRetained), attrCheckPathsAppended.Int(c.PathsAppended),
-		attrCheckTrimmed.Bool(c.Trimmed),
+		attrCheckTrimmed.Bool(c.Trimmed), attrCheckRequestsDropped.Int(len(c.RequestsDropped)),
 	}
 }
 
@@ -67,4 +71,25 @@ func cacheStatusProto(s cache.Status) compactorv1.CacheStatus {
 		return compactorv1.CacheStatus_CACHE_STATUS_BYPASS
 	}
 	return compactorv1.CacheStatus_CACHE_STATUS_UNSPECIFIED
+}
+
+func int32s(ns []int) []int32 {
+	var out []int32
+	for _, n := range ns {
+		out = append(out, int32(n))
+	}
+	return out
+}
+
+// droppedWarnings are the response's warnings for the requests a summary dropped: one per
+// request, naming the message it came from.
+func droppedWarnings(c summary.Check) []string {
+	var out []string
+	for i, n := range c.RequestsDropped {
+		if i < len(c.DroppedMessages) {
+			out = append(out, fmt.Sprintf("messages[%d]: request %d did not fit the summary room and was folded whole (Summary.requests_dropped)",
+				c.DroppedMessages[i], n))
+		}
+	}
+	return out
 }

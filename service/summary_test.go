@@ -42,12 +42,13 @@ func TestSummaryProto(t *testing.T) {
 		Output: summary.Output{Text: "text", Model: "gpt", PromptVersion: "v2", InputTokens: 100, OutputTokens: 20,
 			CacheReadTokens: 60, CacheWriteTokens: 30, Cost: 0.25},
 		Summarizer: "mini", CoveredMessages: 9, Kept: []int32{3}, Created: time.Unix(1700000000, 0),
-		Check: summary.Check{RequestsTotal: 1, RequestsRetained: 2, RequestsAppended: 3, PathsTotal: 4, PathsRetained: 5, PathsAppended: 6, Trimmed: true},
+		Check: summary.Check{RequestsTotal: 1, RequestsRetained: 2, RequestsAppended: 3, PathsTotal: 4, PathsRetained: 5, PathsAppended: 6, Trimmed: true,
+			RequestsDropped: []int{2}, DroppedMessages: []int{8}},
 	}
 	got := summaryProto(e, 7, "llm")
 	want := &compactorv1.Summary{Text: "text", Summarizer: "mini", Model: "gpt", PromptVersion: "v2", InputTokens: 100, OutputTokens: 20,
 		CoveredMessages: 9, RequestsTotal: 1, RequestsRetained: 2, RequestsAppended: 3, PathsTotal: 4, PathsRetained: 5, PathsAppended: 6,
-		CheckTrimmed: true, RequestsKeptVerbatim: 7, FallbackFrom: "llm", CacheReadInputTokens: 60, CacheCreationInputTokens: 30, EstimatedCost: 0.25}
+		CheckTrimmed: true, RequestsDropped: []int32{2}, RequestsKeptVerbatim: 7, FallbackFrom: "llm", CacheReadInputTokens: 60, CacheCreationInputTokens: 30, EstimatedCost: 0.25}
 	if got.String() != want.String() {
 		t.Errorf("summaryProto = %v\nwant %v", got, want)
 	}

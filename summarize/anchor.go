@@ -1,14 +1,22 @@
 package summarize
 
 import (
+	"regexp"
+	"sort"
 	"strings"
 
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/fidelity"
 )
 
-// Folding in a previous summary (the anchor): an extractive one is merged section by
-// section, the sections of earlier versions of its format included; any other text is kept
-// whole as the earlier summary.
+// Folding in a previous summary (the anchor), whatever wrote it: every section it holds is
+// read (readAnchor) and carried into the new summary's sections, merged with what the new
+// range adds. The extractive summary's sections (those of earlier versions of its format
+// included), an LLM's markdown sections (`## Heading`, `**Heading**` lines, numbered
+// section headings), the summary check's appendix (its Request blocks and files line) and
+// the quoted instructions are all read; compactord's source marker and a `Sources:` line are
+// metadata, not content. An anchor without any heading is kept whole as the earlier summary.
 
 // Headings of earlier versions of the extractive format, still read in anchors.
 const (
@@ -19,13 +27,229 @@ const (
 	legacyFileIdents = "Files and identifiers"
 )
 
-// anchorSection maps each heading an anchor may use to the section its items go to ("" for
-// the names-only sections).
+// Sections an anchor may hold that the extractive summary does not write: the check's
+// appendix, the quoted instructions of the summary, and a names-only list.
+const (
+	anchorCheck        = "check"
+	anchorInstructions = "instructions"
+	anchorNames        = "names"
+	anchorFragment     = "fragment"
+)
+
+// instructionsHeading opens the caller's instructions the extractive summary quotes at its
+// top (ExtractiveSummary).
+const instructionsHeading = "Instructions for this summary:"
+
+// anchorSection maps each heading an anchor may use exactly to the section its items go to.
 var anchorSection = map[string]string{
-	secEarlier: secEarlier, secRequests: secRequests, secStopped: secNotes, secPlan: secPlan,
+	secEarlier: secEarlier, secRequests: secRequests, secStopped: secStopped, secPlan: secPlan,
 	secErrors: secErrors, secFiles: secFiles, secCalls: secCalls, secNotes: secNotes,
 	legacyStatements: secNotes, legacyCalls: secCalls, legacyOutputs: secCalls,
-	legacyIdents: "", legacyFileIdents: "",
+	legacyIdents: anchorNames, legacyFileIdents: secFiles,
+	strings.TrimPrefix(fidelity.CheckedHeading, "## "): anchorCheck,
+	instructionsHeading: anchorInstructions,
+}
+
+// headingWords map the words of a heading no exact entry of anchorSection names (an LLM's
+// own, or engine.SummarySections) to a section, the first match winning: what is still to do
+// and where the work stopped before the plan, the plan before the files, and so on.
+var headingWords = []struct{ word, section string }{
+	{"pending", secStopped}, {"current work", secStopped}, {"next step", secStopped},
+	{"where it stopped", secStopped}, {"status", secStopped}, {"progress", secStopped},
+	{"plan", secPlan}, {"todo", secPlan}, {"to-do", secPlan},
+	{"file", secFiles},
+	{"error", secErrors}, {"fix", secErrors},
+	{"command", secCalls}, {"tool", secCalls},
+	{"request", secRequests}, {"constraint", secRequests}, {"user", secRequests}, {"task", secRequests},
+	{"earlier summary", secEarlier},
+}
+
+// sectionOf returns the section a heading's items go to: its exact entry, else the first of
+// headingWords it contains, else the agent notes.
+func sectionOf(heading string) string {
+	if s, ok := anchorSection[heading]; ok {
+		return s
+	}
+	h := strings.ToLower(heading)
+	for _, w := range headingWords {
+		if strings.Contains(h, w.word) {
+			return w.section
+		}
+	}
+	return secNotes
+}
+
+// knownHeading reports whether a numbered line's title names a section a summary is asked
+// for (engine.SummarySections) or the extractive summary writes: only such a line opens a
+// section, so that a numbered step of a plan stays an item.
+func knownHeading(title string) bool {
+	if _, ok := anchorSection[title]; ok {
+		return true
+	}
+	for _, s := range engine.SummarySections {
+		if strings.EqualFold(title, s.Heading) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	numberedHeading = regexp.MustCompile(`^\d{1,2}[.)]\s+(.+)$`)
+	boldHeading     = regexp.MustCompile(`^\*\*([^*]+?)\*\*:?$`)
+)
+
+// heading returns the title of a line that opens a section of a summary: a markdown heading
+// ("## Files"), a line in bold ("**Files:**"), a numbered section heading ("3. Files and
+// identifiers:", only for the headings of knownHeading) or the extractive summary's quoted
+// instructions.
+func heading(line string) (string, bool) {
+	l := strings.TrimSpace(line)
+	if l == instructionsHeading {
+		return l, true
+	}
+	if t := strings.TrimLeft(l, "#"); t != l && len(l)-len(t) <= 6 && strings.HasPrefix(t, " ") {
+		return cleanTitle(t), true
+	}
+	if m := boldHeading.FindStringSubmatch(l); m != nil {
+		return cleanTitle(m[1]), true
+	}
+	if m := numberedHeading.FindStringSubmatch(l); m != nil {
+		if t := cleanTitle(m[1]); knownHeading(t) {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// cleanTitle strips a heading's emphasis and trailing colon.
+func cleanTitle(t string) string {
+	t = strings.TrimSpace(strings.Trim(strings.TrimSpace(t), "*_"))
+	return strings.TrimSpace(strings.TrimSuffix(t, ":"))
+}
+
+// metadata reports whether a line of a summary is about the summary rather than part of
+// it: compactord's source marker (engine.SourceMarker), which the summary message carries
+// again, and a `Sources:` line.
+func metadata(line string) bool {
+	l := strings.TrimSpace(line)
+	if strings.HasPrefix(l, "Sources:") {
+		return true
+	}
+	_, _, ok := engine.ParseSourceMarker(l)
+	return ok && strings.HasPrefix(l, "[compactord source ") && strings.HasSuffix(l, "]")
+}
+
+// anchorItem is one item of a previous summary.
+type anchorItem struct {
+	heading string // as written
+	section string // the section it goes to (sectionOf)
+	text    string // its lines, continuation lines included
+}
+
+// readAnchor splits a previous summary into its items, in order. It returns nil when a has no
+// heading at all (a summary written by another tool as plain text): that one is kept whole.
+func readAnchor(a string) []anchorItem {
+	var out []anchorItem
+	cur, sec, headed := "", secEarlier, false
+	open := false // the last item may take continuation lines
+	for _, line := range strings.Split(a, "\n") {
+		if metadata(line) {
+			continue
+		}
+		inRequest := sec == anchorCheck && open
+		if strings.TrimSpace(line) == fidelity.CutMarker {
+			// What follows, up to the next heading, is the tail of a section the check cut:
+			// a fragment of no known section, left out.
+			cur, sec, open = "", anchorFragment, false
+			continue
+		}
+		if h, ok := heading(line); ok && !inRequest && !strings.HasPrefix(line, " ") {
+			cur, sec, headed, open = h, sectionOf(h), true, false
+			continue
+		}
+		l := strings.TrimSpace(line)
+		if l == "" {
+			if sec == secEarlier && open {
+				out[len(out)-1].text += "\n"
+			}
+			continue
+		}
+		switch {
+		case sec == anchorCheck && (fidelity.IsRequestHead(l) || strings.HasPrefix(l, fidelity.FilesNamedPrefix)):
+			out = append(out, anchorItem{heading: cur, section: sec, text: l})
+			open = !strings.HasPrefix(l, fidelity.FilesNamedPrefix)
+		case open && (sec == secEarlier || sec == anchorCheck || !bullet(l)):
+			out[len(out)-1].text += "\n" + line
+		default:
+			out = append(out, anchorItem{heading: cur, section: sec, text: line})
+			open = true
+		}
+	}
+	if !headed {
+		return nil
+	}
+	for i := range out {
+		out[i].text = strings.TrimRight(out[i].text, "\n ")
+	}
+	return out
+}
+
+// bullet reports whether a (trimmed) line starts a list item: "- ", "* ", "• ", "1. ".
+func bullet(l string) bool {
+	switch {
+	case strings.HasPrefix(l, "- "), strings.HasPrefix(l, "* "), strings.HasPrefix(l, "• "):
+		return true
+	}
+	return numberedHeading.MatchString(l)
+}
+
+// unbullet returns a list item's text without its marker and the indentation of its
+// continuation lines (quote's "  ").
+func unbullet(it string) string {
+	l := strings.TrimLeft(it, " ")
+	for _, p := range []string{"- ", "* ", "• "} {
+		if t, ok := strings.CutPrefix(l, p); ok {
+			return strings.ReplaceAll(t, "\n  ", "\n")
+		}
+	}
+	return strings.ReplaceAll(l, "\n  ", "\n")
+}
+
+// unquote returns a request an LLM quoted whole ("…", “…”, `…`) without its quotes.
+func unquote(s string) string {
+	for _, q := range [][2]string{{`"`, `"`}, {"“", "”"}, {"`", "`"}} {
+		if t, ok := strings.CutPrefix(s, q[0]); ok {
+			if t, ok := strings.CutSuffix(t, q[1]); ok && !strings.Contains(t, q[1]) {
+				return t
+			}
+		}
+	}
+	return s
+}
+
+// Carried is what a previous summary holds that every later summary must keep: the user's
+// requests it quotes (oldest first, the task first) and the paths of its files ledger.
+type Carried struct {
+	Requests []string
+	Paths    []string
+}
+
+// AnchorCarried returns the requests and file paths a previous summary holds, read as the
+// extractive summarizer reads an anchor, so that the summary check holds a new summary to
+// them as to those of its own range.
+func AnchorCarried(a string) Carried {
+	x := newExtractor(nil, nil)
+	x.anchor(a)
+	var c Carried
+	for _, r := range x.requests {
+		c.Requests = append(c.Requests, r.text)
+	}
+	for _, f := range x.files.files {
+		c.Paths = append(c.Paths, f.path)
+	}
+	sort.Slice(c.Paths, func(i, j int) bool { return x.files.files[c.Paths[i]].seq < x.files.files[c.Paths[j]].seq })
+	return c
 }
 
 // anchor folds in a previous summary.
@@ -34,84 +258,124 @@ func (x *extractor) anchor(a string) {
 	if a == "" {
 		return
 	}
-	parsed := parseExtractive(a)
-	if parsed == nil {
+	items := readAnchor(a)
+	if items == nil {
 		x.use.note(a, 0, fromOutput)
 		x.prior = append(x.prior, item{section: secEarlier, text: a, prio: prioEarlier})
 		return
 	}
-	for _, h := range parsed.order {
-		for _, it := range parsed.items[h] {
-			x.use.note(it, 0, fromOutput)
-			switch sec := anchorSection[h]; sec {
-			case "": // a list of names: nothing said of them
-			case secRequests:
-				x.requests = append(x.requests, textAt{text: strings.ReplaceAll(strings.TrimPrefix(it, "- "), "\n  ", "\n")})
-			case secFiles:
-				path, acts, _ := strings.Cut(strings.TrimPrefix(it, "- "), ": ")
-				x.file(path, actMention)
-				if f := x.files.files[path]; f != nil && acts != "" {
-					f.prior, f.priorCites = engine.CutCitations(acts)
-				}
-			case secPlan:
-				x.priorPlan = append(x.priorPlan, it)
-			default:
-				p := item{section: sec, text: it, base: 0.3}
-				if h == secStopped {
-					p.text = "- earlier, " + strings.TrimPrefix(it, "- ")
-				}
-				if sec == secErrors && !strings.Contains(it, "(resolved") {
-					p.base = 1
-				}
-				if sec == secEarlier {
-					p.prio = prioEarlier
-				}
-				x.prior = append(x.prior, p)
+	request := func(text string) {
+		text = strings.TrimSpace(text)
+		text, _ = engine.CutCitations(text)
+		text = unquote(text)
+		n := fidelity.Normalize(text)
+		if n == "" {
+			return
+		}
+		if !readsAsRequest(text) {
+			// A tool's output an earlier summary took for a request: a note, not a request.
+			x.prior = append(x.prior, item{section: secNotes, text: quote(text), base: worthEarlier})
+			return
+		}
+		// A request the summary held cut (by its own summarizer or the check) and the
+		// check's appendix whole: one request, the longer text.
+		for i, r := range x.requests {
+			switch m := fidelity.Normalize(r.text); {
+			case strings.HasPrefix(m, n):
+				return
+			case strings.HasPrefix(n, m):
+				x.requests[i].text = text
+				return
 			}
 		}
+		x.requests = append(x.requests, textAt{text: text})
 	}
-}
-
-// parsedSummary is an extractive summary split into its sections' items.
-type parsedSummary struct {
-	order []string // headings in order
-	items map[string][]string
-}
-
-// parseExtractive splits an extractive summary into its sections' items, or returns nil when
-// a is not one.
-func parseExtractive(a string) *parsedSummary {
-	a = strings.TrimSpace(strings.TrimPrefix(a, engine.CitationLegend))
-	if !strings.HasPrefix(a, "## ") {
-		return nil
-	}
-	out := &parsedSummary{items: map[string][]string{}}
-	cur := ""
-	for _, line := range strings.Split(a, "\n") {
-		switch {
-		case strings.HasPrefix(line, "## "):
-			cur = strings.TrimPrefix(line, "## ")
-			if _, known := anchorSection[cur]; !known {
-				return nil
+	var plan []string
+	for _, it := range items {
+		x.use.note(it.text, 0, fromOutput)
+		switch it.section {
+		case anchorNames:
+			// A list of names: nothing said of them.
+		case anchorInstructions:
+			// The caller's focus for that summary: the new summary quotes its own.
+		case anchorFragment:
+			// The tail of a section the check cut: no item whole.
+		case anchorCheck:
+			if rest, ok := strings.CutPrefix(it.text, fidelity.FilesNamedPrefix); ok {
+				for _, p := range strings.Split(rest, ", ") {
+					if p = strings.TrimSpace(p); p != "" {
+						x.file(p, actMention)
+					}
+				}
+			} else if _, body, ok := strings.Cut(it.text, "\n"); ok {
+				request(body)
 			}
-			out.order = append(out.order, cur)
-		case cur == secEarlier:
-			// Free text kept from an earlier non-extractive anchor: one item.
-			if n := len(out.items[cur]); n > 0 {
-				out.items[cur][n-1] += "\n" + line
-			} else if strings.TrimSpace(line) != "" {
-				out.items[cur] = append(out.items[cur], line)
-			}
-		case cur == "" || strings.TrimSpace(line) == "":
-		case strings.HasPrefix(line, "- "):
-			out.items[cur] = append(out.items[cur], line)
+		case secRequests:
+			request(unbullet(it.text))
+		case secFiles:
+			x.anchorFile(it)
+		case secPlan:
+			plan = append(plan, it.text)
 		default:
-			n := len(out.items[cur])
-			if n == 0 {
-				return nil
+			p := item{section: it.section, text: it.text, base: worthEarlier}
+			if !bullet(strings.TrimSpace(p.text)) {
+				p.text = "- " + p.text
 			}
-			out.items[cur][n-1] += "\n" + line
+			if it.section == secStopped {
+				if it.heading == secStopped {
+					// Where the range stopped, unless the new range says it anew
+					// (buildStopped).
+					x.priorStopped = append(x.priorStopped, it.text)
+					continue
+				}
+				p.section, p.text, p.base = secNotes, "- earlier, "+unbullet(it.text), worthEarlierOpen // an LLM's pending work, current work or next step
+			}
+			if it.section == secErrors && !strings.Contains(it.text, "(resolved") {
+				p.base = worthEarlierOpen
+			}
+			if it.section == secEarlier {
+				p.text, p.prio = it.text, prioEarlier
+			}
+			x.prior = append(x.prior, p)
 		}
 	}
-	return out
+	if len(plan) > 0 {
+		x.priorPlan = plan // the latest plan the anchor holds
+	}
+}
+
+// anchorFile carries an item of a previous summary's files ledger: its path with what was
+// done to it ("- path: read, edited [m12]"), or every path a line names (a "named, not
+// opened" line, an LLM's sentence about a file).
+func (x *extractor) anchorFile(it anchorItem) {
+	text := unbullet(it.text)
+	path, acts, ok := strings.Cut(text, ": ")
+	path = strings.Trim(strings.TrimSpace(path), "`*")
+	if ok && !strings.ContainsAny(path, " ,") && path != "" {
+		x.file(path, actMention)
+		if f := x.files.files[path]; f != nil {
+			f.prior, f.priorCites = engine.CutCitations(strings.TrimSpace(acts))
+		}
+		return
+	}
+	paths := engine.PathsIn(text)
+	if len(paths) == 1 && !strings.HasPrefix(text, "named") {
+		x.file(paths[0], actMention)
+		if f := x.files.files[paths[0]]; f != nil {
+			f.prior = strings.TrimSpace(strings.ReplaceAll(text, "\n", " "))
+		}
+		return
+	}
+	for _, p := range paths {
+		x.file(p, actMention)
+	}
+}
+
+// readsAsRequest reports whether a request an earlier summary quoted reads as one by the
+// engine's rules (engine.ClassifyUsers, after a summary): a tool's observation or a
+// demonstration does not.
+func readsAsRequest(text string) bool {
+	m := &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{
+		{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: text}}}}}
+	return engine.ClassifyUsers([]*compactorv1.Message{m}, true)[0] == engine.UserRequest
 }

@@ -3,10 +3,10 @@ package summarize
 import (
 	"cmp"
 	"encoding/json"
+	"github.com/compactord/compactord/engine"
 	"sort"
 	"strings"
 
-	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
 )
 
@@ -20,9 +20,9 @@ const (
 	prioRequestEnds = -10 // the first and the latest request not kept beside the summary
 	prioIntent      = -9
 	prioPending     = -8
-	prioFiles       = -7 // the ledger, short: every path the agent named (the summary check's rule)
-	prioLastAction  = -6
-	prioPlan        = -5
+	prioPlan        = -7 // the latest plan survives every compaction (the check keeps the paths, not the plan)
+	prioFiles       = -6 // the ledger, short: every path the agent named (the summary check's rule)
+	prioLastAction  = -5
 	prioLastError   = -4
 	prioEarlier     = -3
 	prioChosen      = 0
@@ -30,18 +30,20 @@ const (
 
 // Worth of an item beyond the values it shows, by what it tells an engineer taking over.
 const (
-	worthRequest    = 3   // the user's own words: what the work is for
-	worthEdit       = 4   // a file the agent changed: the state the next turn builds on
-	worthEditShown  = 1.0 // … with what its last edit wrote and how the run after it went: the state of the work
-	worthRead       = 1.5 // a file it read or searched: where it looked, so it need not look again
-	worthNamedFile  = 0.2 // a file only named: a pointer, seldom needed
-	worthOpenError  = 2   // an error not fixed yet: the next turn must deal with it
-	worthFixedError = 0.8 // an error and what fixed it: the fix is a decision worth knowing
-	worthCall       = 0.5 // a command and its result: evidence, superseded as the work moves on
-	worthUsedResult = 1.5 // … whose output the agent went on to use: a value it relies on
-	worthStaleRead  = 0.1 // a read of files the agent changed afterwards: what they held before, superseded
-	worthNote       = 0.3 // a remark of the agent
-	worthFinding    = 1.5 // … stating a finding or a decision: what it learned, what it chose
+	worthRequest     = 3   // the user's own words: what the work is for
+	worthEdit        = 4   // a file the agent changed: the state the next turn builds on
+	worthEditShown   = 1.0 // … with what its last edit wrote and how the run after it went: the state of the work
+	worthRead        = 1.5 // a file it read or searched: where it looked, so it need not look again
+	worthNamedFile   = 0.2 // a file only named: a pointer, seldom needed
+	worthOpenError   = 2   // an error not fixed yet: the next turn must deal with it
+	worthFixedError  = 0.8 // an error and what fixed it: the fix is a decision worth knowing
+	worthCall        = 0.5 // a command and its result: evidence, superseded as the work moves on
+	worthUsedResult  = 1.5 // … whose output the agent went on to use: a value it relies on
+	worthStaleRead   = 0.1 // a read of files the agent changed afterwards: what they held before, superseded
+	worthNote        = 0.3 // a remark of the agent
+	worthFinding     = 1.5 // … stating a finding or a decision: what it learned, what it chose
+	worthEarlier     = 0.3 // a line an earlier summary carried: context, already summarized once
+	worthEarlierOpen = 1   // … an error it left open, or the work it said was pending: still to deal with
 	// worthCarried is added for each value an item shows that the agent wrote again later
 	// (usage.go) and no chosen item shows yet, for at most carriedCap of them: beyond a few
 	// values a line is a list, not a statement.
@@ -134,6 +136,8 @@ func (x *extractor) alternatives(its ...item) {
 // first, then the others by value.
 func (x *extractor) buildRequests() {
 	for k, r := range x.requests {
+		// The cap keeps the most of a long request's words (what the next turn uses); the
+		// summary check appends whole every line it cut.
 		it := item{section: secRequests, seq: r.seq, from: r.seq, text: quote(engine.Truncate(r.text, requestBytes)), base: worthRequest}
 		if k == 0 || k == len(x.requests)-1 {
 			it.prio = prioRequestEnds
@@ -161,6 +165,7 @@ func (x *extractor) buildStopped() {
 			x.add(item{section: secStopped, seq: c.seq, from: c.seq, prio: prioPending, text: "- waiting for the result of: " + clip.Prefix(c.label, callCommandBytes)})
 		}
 	}
+	x.buildPriorStopped(len(x.statements) > 0, last != nil, len(x.calls) > 0)
 	if last != nil {
 		lines := x.callLines(last, excerptBytes, excerptBytesLong)
 		short, long := lines[0], lines[1]
@@ -169,6 +174,30 @@ func (x *extractor) buildStopped() {
 			x.add(item{section: secCalls, seq: last.seq, from: last.seq, to: last.outSeq, text: "- " + long, base: x.callWorth(last)})
 		}
 		last.shown = true
+	}
+}
+
+// buildPriorStopped carries where the anchor's range stopped: each of its lines the range
+// says anew (a newer intent, a newer action, calls of its own) as an earlier note, the
+// others as where it stopped, for nothing newer replaced them.
+func (x *extractor) buildPriorStopped(intent, action, calls bool) {
+	for _, l := range x.priorStopped {
+		t := strings.TrimPrefix(l, "- ")
+		var newer bool
+		prio := prioIntent
+		switch {
+		case strings.HasPrefix(t, "last intent:"):
+			newer = intent
+		case strings.HasPrefix(t, "last action:"):
+			newer, prio = action, prioLastAction
+		default: // waiting for a result, or a line of another form
+			newer, prio = calls, prioPending
+		}
+		if newer {
+			x.add(item{section: secNotes, text: "- earlier, " + t, base: worthEarlier})
+		} else {
+			x.add(item{section: secStopped, seq: -1, prio: prio, text: l})
+		}
 	}
 }
 

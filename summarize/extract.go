@@ -118,17 +118,18 @@ type extractor struct {
 	use   usage
 	files ledger
 
-	requests   []textAt
-	statements []textAt
-	calls      []*call
-	open       map[string]*call   // structured calls without a result yet, by id
-	lastShell  *call              // the latest text-protocol command
-	openFile   string             // the file an "open" tool opened last
-	failures   map[string][]*call // failed calls not yet followed by a success of the same call
-	todo       []string           // the latest plan or todo list, one line per step
-	todoSeq    int                // the call that wrote it
-	priorPlan  []string           // the plan of an anchor
-	demos      int                // few-shot demonstrations left out
+	requests     []textAt
+	statements   []textAt
+	calls        []*call
+	open         map[string]*call   // structured calls without a result yet, by id
+	lastShell    *call              // the latest text-protocol command
+	openFile     string             // the file an "open" tool opened last
+	failures     map[string][]*call // failed calls not yet followed by a success of the same call
+	todo         []string           // the latest plan or todo list, one line per step
+	todoSeq      int                // the call that wrote it
+	priorPlan    []string           // the plan of an anchor
+	priorStopped []string           // where an anchor's range stopped, one line per item
+	demos        int                // few-shot demonstrations left out
 
 	legend bool   // render writes the legend of citations
 	prior  []item // items of an anchor
@@ -187,6 +188,12 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, compacted bool)
 				x.demos++
 			}
 		case compactorv1.Role_ROLE_ASSISTANT:
+			if earlier, ok := engine.ReplacedCompaction(text); ok && readAnchor(earlier) != nil {
+				// A provider's compaction in sections: an earlier summary, carried section by
+				// section (plain text stays the agent's statement, its names weighed as such).
+				x.anchor(earlier)
+				text = ""
+			}
 			if text != "" {
 				seq := x.next()
 				x.use.note(withoutFences(text), seq, fromAgentText)

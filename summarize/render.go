@@ -86,7 +86,10 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 			}
 			for room := budget - used - h - 12; room >= 8; room = room * 3 / 4 {
 				text := engine.Truncate(x.items[i].text, room*2) // ~2 bytes per token is a safe bound for most text
-				if c := opt.Count(text+cite+"\n") + h; used+c <= budget {
+				if x.items[i].section == secRequests {
+					text = wholeLines(x.items[i].text, room*2) // a request is never cut mid-line
+				}
+				if c := opt.Count(text+cite+"\n") + h; text != "" && used+c <= budget {
 					x.items[i].text, x.items[i].cite = text, cite
 					take(i, c)
 					break
@@ -234,4 +237,34 @@ func (x *extractor) write(chosen []bool) string {
 		}
 	}
 	return b.String()
+}
+
+// wholeLines returns text within max bytes cut between its lines, never inside one: the
+// lines of its head (up to two thirds of max) and of its tail, with a line saying how many
+// were left out between them; "" when its first line alone is longer than max.
+func wholeLines(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	const marker = "  … [%d lines omitted] …"
+	room := max - len(marker) - 8
+	head, n := 0, 0
+	for head < len(lines) && n+len(lines[head])+1 <= room*2/3 {
+		n += len(lines[head]) + 1
+		head++
+	}
+	if head == 0 {
+		return ""
+	}
+	tail := len(lines)
+	for tail > head && n+len(lines[tail-1])+1 <= room {
+		n += len(lines[tail-1]) + 1
+		tail--
+	}
+	if tail == head {
+		return strings.Join(lines, "\n")
+	}
+	out := append(lines[:head:head], fmt.Sprintf(marker, tail-head))
+	return strings.Join(append(out, lines[tail:]...), "\n")
 }

@@ -51,6 +51,12 @@ type Check struct {
 	RequestsTotal    int `json:"requests_total,omitempty"`
 	RequestsRetained int `json:"requests_retained,omitempty"`
 	RequestsAppended int `json:"requests_appended,omitempty"`
+	// RequestsDropped are the requests, by their 1-based number (the check's "Request N"),
+	// that did not fit and were folded whole; DroppedMessages the positions in the
+	// conversation of the messages they came from, in the same order (the previous summary's
+	// for a request it carried).
+	RequestsDropped []int `json:"requests_dropped,omitempty"`
+	DroppedMessages []int `json:"dropped_messages,omitempty"`
 	// PathsTotal, PathsRetained and PathsAppended count the range's agent-named paths the
 	// same way.
 	PathsTotal    int `json:"paths_total,omitempty"`

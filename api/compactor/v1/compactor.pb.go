@@ -1516,6 +1516,12 @@ type Summary struct {
 	// the summarizer's `fallback`) wrote this summary instead: the name of the one that
 	// failed. A fallback summary is not cached, so the next call tries that summarizer again.
 	FallbackFrom string `protobuf:"bytes,16,opt,name=fallback_from,json=fallbackFrom,proto3" json:"fallback_from,omitempty"`
+	// The requests the summary folded because they did not all fit its room, by their 1-based
+	// number among the requests the summary stands for (those an earlier summary carried
+	// first, then those of the summarized range: the numbering of the check's "Request N"
+	// blocks). Requests are folded whole, never cut mid-line: the task (request 1) is kept
+	// first, then the newest. The response's warnings name the messages they came from.
+	RequestsDropped []int32 `protobuf:"varint,17,rep,packed,name=requests_dropped,json=requestsDropped,proto3" json:"requests_dropped,omitempty"`
 	// The input tokens of input_tokens the provider read from its prompt cache (Anthropic
 	// cache_read_input_tokens, OpenAI cached_tokens).
 	CacheReadInputTokens int64 `protobuf:"varint,30,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
@@ -1671,6 +1677,13 @@ func (x *Summary) GetFallbackFrom() string {
 		return x.FallbackFrom
 	}
 	return ""
+}
+
+func (x *Summary) GetRequestsDropped() []int32 {
+	if x != nil {
+		return x.RequestsDropped
+	}
+	return nil
 }
 
 func (x *Summary) GetCacheReadInputTokens() int64 {
@@ -2664,7 +2677,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x06reason\x18\x14 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bwarnings\x18\x15 \x03(\tR\bwarnings\x12\x1f\n" +
 	"\vsource_hash\x18\x16 \x01(\tR\n" +
-	"sourceHash\"\xfa\x05\n" +
+	"sourceHash\"\xa5\x06\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -2685,7 +2698,8 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0epaths_appended\x18\r \x01(\x05R\rpathsAppended\x12#\n" +
 	"\rcheck_trimmed\x18\x0e \x01(\bR\fcheckTrimmed\x124\n" +
 	"\x16requests_kept_verbatim\x18\x0f \x01(\x05R\x14requestsKeptVerbatim\x12#\n" +
-	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\x125\n" +
+	"\rfallback_from\x18\x10 \x01(\tR\ffallbackFrom\x12)\n" +
+	"\x10requests_dropped\x18\x11 \x03(\x05R\x0frequestsDropped\x125\n" +
 	"\x17cache_read_input_tokens\x18\x1e \x01(\x03R\x14cacheReadInputTokens\x12=\n" +
 	"\x1bcache_creation_input_tokens\x18\x1f \x01(\x03R\x18cacheCreationInputTokens\x12%\n" +
 	"\x0eestimated_cost\x18  \x01(\x01R\restimatedCost\"\xb3\x01\n" +

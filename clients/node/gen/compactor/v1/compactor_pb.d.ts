@@ -570,6 +570,11 @@ export declare type Summary = Message<"compactor.v1.Summary"> & {
   fallbackFrom: string;
 
   /**
+   * @generated from field: repeated int32 requests_dropped = 17;
+   */
+  requestsDropped: number[];
+
+  /**
    * @generated from field: int64 cache_read_input_tokens = 30;
    */
   cacheReadInputTokens: bigint;

@@ -321,7 +321,7 @@ class Session(_message.Message):
     def __init__(self, active: bool = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class Summary(_message.Message):
-    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "check_trimmed", "covered_messages", "estimated_cost", "fallback_from", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
+    __slots__ = ["cache_creation_input_tokens", "cache_read_input_tokens", "check_trimmed", "covered_messages", "estimated_cost", "fallback_from", "input_tokens", "model", "output_tokens", "paths_appended", "paths_retained", "paths_total", "prompt_version", "requests_appended", "requests_dropped", "requests_kept_verbatim", "requests_retained", "requests_total", "summarizer", "text"]
     CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CHECK_TRIMMED_FIELD_NUMBER: _ClassVar[int]
@@ -336,6 +336,7 @@ class Summary(_message.Message):
     PATHS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     PROMPT_VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_APPENDED_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_DROPPED_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_KEPT_VERBATIM_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_RETAINED_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
@@ -355,12 +356,13 @@ class Summary(_message.Message):
     paths_total: int
     prompt_version: str
     requests_appended: int
+    requests_dropped: _containers.RepeatedScalarFieldContainer[int]
     requests_kept_verbatim: int
     requests_retained: int
     requests_total: int
     summarizer: str
     text: str
-    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ..., fallback_from: _Optional[str] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., estimated_cost: _Optional[float] = ...) -> None: ...
+    def __init__(self, text: _Optional[str] = ..., summarizer: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., covered_messages: _Optional[int] = ..., requests_total: _Optional[int] = ..., requests_retained: _Optional[int] = ..., requests_appended: _Optional[int] = ..., paths_total: _Optional[int] = ..., paths_retained: _Optional[int] = ..., paths_appended: _Optional[int] = ..., check_trimmed: bool = ..., requests_kept_verbatim: _Optional[int] = ..., fallback_from: _Optional[str] = ..., requests_dropped: _Optional[_Iterable[int]] = ..., cache_read_input_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., estimated_cost: _Optional[float] = ...) -> None: ...
 
 class Tool(_message.Message):
     __slots__ = ["description", "input_schema_json", "name", "provider_options", "provider_tool", "strict"]

@@ -1,0 +1,125 @@
+package summarize
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/irtest"
+)
+
+// marker is a source marker as engine.SourceMarker writes it.
+var marker = engine.SourceMarker(strings.Repeat("ab", 32), engine.SourceRange{First: 1, Last: 40})
+
+// TestAnchorReadsEverySection: whatever wrote the previous summary, the next one carries its
+// requests whole, its files ledger, its latest plan and what it said was pending, and never
+// its metadata as content.
+func TestAnchorReadsEverySection(t *testing.T) {
+	task := "Port the parser in src/parse.py to Go.\nKeep the public API unchanged, please."
+	later := "Also add a fuzz test for the tokenizer in src/lex.go"
+	tests := []struct {
+		name, anchor string
+		requests     []string // carried whole
+		files        []string
+		plan, notes  []string // in the summary
+	}{{
+		name: "extractive with instructions, check appendix, citations, Sources and marker",
+		anchor: "Instructions for this summary:\n- Focus on the parser.\n\n" +
+			"## User requests (verbatim)\n- Port the parser in src/parse.py to Go.\n  Keep the public API unchanged, please. [m1]\n\n" +
+			"## Where it stopped\n- last intent: run the tests next [m38–40]\n\n" +
+			"## Plan (latest state)\n- [x] read src/parse.py\n- [ ] write parse.go\n\n" +
+			"## Files (what was done to each)\n- src/parse.py: read ×2, edited [s1a2b3c4d m12–18]\n- named, not opened: docs/api.md, src/old.py\n\n" +
+			"Sources: m1–m40 of source abab…\n\n" +
+			"## Kept verbatim by the summary check\n\nRequest 2:\n" + later + "\n\n" +
+			"Files the summarized part named: src/lex.go, cmd/tool/main.go\n" + marker,
+		requests: []string{task, later},
+		files:    []string{"src/parse.py", "docs/api.md", "src/old.py", "src/lex.go", "cmd/tool/main.go"},
+		plan:     []string{"- [ ] write parse.go"},
+		notes:    []string{"- src/parse.py: read ×2, edited [s1a2b3c4d m12–18]", "last intent: run the tests next [m38–40]"},
+	}, {
+		name: "LLM markdown headings",
+		anchor: "## User requests and constraints\n- \"" + strings.ReplaceAll(task, "\n", " ") + "\"\n- \"" + later + "\"\n\n" +
+			"## Files and identifiers\n- `src/parse.py`: read, then edited `parseExpr`\n- Created cmd/tool/main.go with the CLI.\n\n" +
+			"## Plan\n1. Finish parse.go\n2. Run go test ./...\n\n" +
+			"## Pending tasks\n- The fuzz test is not written yet.\n\n" +
+			fidelity.CheckedHeading + "\n\nRequest 3:\nPlease also update docs/api.md to match the new behaviour\n" + marker,
+		requests: []string{strings.ReplaceAll(task, "\n", " "), later, "Please also update docs/api.md to match the new behaviour"},
+		files:    []string{"src/parse.py", "cmd/tool/main.go"},
+		plan:     []string{"1. Finish parse.go", "2. Run go test ./..."},
+		notes:    []string{"The fuzz test is not written yet."},
+	}, {
+		name: "bold and numbered headings",
+		anchor: "Summary of the work so far.\n\n**User requests:**\n- " + later + "\n\n" +
+			"3. Files and identifiers:\n- src/lex.go: created\n\n" +
+			"**Next step**\nWrite the fuzz test in src/lex_test.go.\n",
+		requests: []string{later},
+		files:    []string{"src/lex.go"},
+		notes:    []string{"Summary of the work so far.", "Write the fuzz test in src/lex_test.go."},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := AnchorCarried(tc.anchor)
+			for i, r := range tc.requests {
+				if i >= len(c.Requests) || c.Requests[i] != r {
+					t.Errorf("carried requests %q, want %q in order", c.Requests, tc.requests)
+					break
+				}
+			}
+			for _, f := range tc.files {
+				if !slices.Contains(c.Paths, f) {
+					t.Errorf("carried paths %q lack %q", c.Paths, f)
+				}
+			}
+			in := engine.SummaryInput{Anchor: tc.anchor, Messages: []*compactorv1.Message{
+				irtest.User("Thanks, go on with the next step of the work."),
+				irtest.Assistant("Going on."),
+			}}
+			got := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: 4096})
+			for _, want := range append(append(append(tc.requests, tc.files...), tc.plan...), tc.notes...) {
+				if !strings.Contains(got, strings.ReplaceAll(want, "\n", "\n  ")) {
+					t.Errorf("the summary lacks %q:\n%s", want, got)
+				}
+			}
+			// The new summary states its own legend of citations once; the anchor's is not carried.
+			for _, not := range []string{"[compactord source", "Sources:", "Kept verbatim", "Focus on the parser"} {
+				if strings.Contains(strings.Replace(got, engine.CitationLegend, "", 1), not) {
+					t.Errorf("the summary holds %q:\n%s", not, got)
+				}
+			}
+			if again := ExtractiveSummary(engine.SummaryInput{Anchor: got}, ExtractiveOptions{MaxTokens: 4096}); !strings.Contains(again, strings.ReplaceAll(tc.requests[0], "\n", "\n  ")) {
+				t.Errorf("the summary of the summary lost the task:\n%s", again)
+			}
+		})
+	}
+}
+
+// TestAnchorPlainText: an anchor without any heading is kept whole as the earlier summary.
+func TestAnchorPlainText(t *testing.T) {
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: "The user asked to port src/parse.py.\n\nIt is half done."},
+		ExtractiveOptions{MaxTokens: 512})
+	if !strings.Contains(got, "## Earlier summary\nThe user asked to port src/parse.py.\n\nIt is half done.") {
+		t.Errorf("the plain anchor is not kept whole:\n%s", got)
+	}
+}
+
+// TestReplacedProviderCompaction: a provider's compaction replaced by its readable summary
+// (engine.ReplacedCompactionText) is carried as an earlier summary, section by section.
+func TestReplacedProviderCompaction(t *testing.T) {
+	earlier := "## User requests and constraints\n- \"Port the parser in src/parse.py to Go, keeping its API.\"\n\n## Plan\n1. Write parse.go\n2. Run the tests\n"
+	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.Assistant(engine.ReplacedCompactionText(engine.ProviderAnthropic, earlier)),
+		irtest.User("Go on with the next step of the port, please."),
+		irtest.Assistant("Writing parse.go now."),
+	}}, ExtractiveOptions{MaxTokens: 1024})
+	for _, want := range []string{"## User requests (verbatim)\n- Port the parser in src/parse.py to Go, keeping its API.", "## Plan (latest state)\n1. Write parse.go\n2. Run the tests"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "compacted the conversation") {
+		t.Errorf("the replacement's opening line is content:\n%s", got)
+	}
+}
