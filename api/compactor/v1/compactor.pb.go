@@ -1484,10 +1484,11 @@ type Summary struct {
 	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	// The version of the summary prompt.
 	PromptVersion string `protobuf:"bytes,4,opt,name=prompt_version,json=promptVersion,proto3" json:"prompt_version,omitempty"`
-	// Tokens sent to the summarizer: every input token of the call that wrote the summary,
-	// those read from and written to the provider's prompt cache included (GenAI semantic
-	// conventions' gen_ai.usage.input_tokens). A summary served from compactord's cache
-	// reports the call that wrote it.
+	// Tokens sent to the summarizer: every input token of the calls that wrote the summary
+	// (one call, or each chunk's of a chunked summary, summed), those read from and written to
+	// the provider's prompt cache included (GenAI semantic conventions'
+	// gen_ai.usage.input_tokens). A summary served from compactord's cache reports the calls
+	// that wrote it.
 	InputTokens int64 `protobuf:"varint,5,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
 	// Tokens the summarizer returned.
 	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
@@ -1528,7 +1529,7 @@ type Summary struct {
 	// The input tokens of input_tokens the provider wrote to its prompt cache (Anthropic
 	// cache_creation_input_tokens; OpenAI reports none).
 	CacheCreationInputTokens int64 `protobuf:"varint,31,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
-	// The call's estimated cost from the server's price table (the config file's `prices`),
+	// The calls' estimated cost from the server's price table (the config file's `prices`),
 	// in the table's currency: uncached input, cache reads, cache writes and output tokens
 	// each at its model's price per million. 0 when the table has no price for the model, or
 	// for the extractive summarizer.
@@ -1719,8 +1720,11 @@ type ExpandRequest struct {
 	// source is returned: the conversation as Compact received it.
 	SourceHash string `protobuf:"bytes,2,opt,name=source_hash,json=sourceHash,proto3" json:"source_hash,omitempty"`
 	// Which messages, by their index in the source: a citation as summaries write them
-	// ("m12–m18", "[m12-m18]", "m12"), or "12-18". Empty means the marker's range (with
-	// message), else the whole source. A range past the source's end is INVALID_ARGUMENT.
+	// ("m12–m18", "[m12-m18]", "m12"), or "12-18"; a citation qualified by an earlier source
+	// ("[s1a2b3c4 m12–18]", which a summary built on an earlier summary carries) names that
+	// source's messages, found through the summaries this source holds (NOT_FOUND naming it
+	// when none does). Empty means the marker's range (with message), else the whole source.
+	// A range past the source's end is INVALID_ARGUMENT.
 	Range string `protobuf:"bytes,3,opt,name=range,proto3" json:"range,omitempty"`
 	// Most messages per page; 0 means as many as fit the server's message-size limit.
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
