@@ -83,7 +83,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	defer src.join()
 	pruned := engine.PruneAndCut(msgs, d)
 	if plan.GetAction() == compactorv1.Action_ACTION_PRUNE {
-		if err := sourced(resp, src); err != nil {
+		if err := sourced(resp, src, req.GetTargetProvider()); err != nil {
 			return nil, toStatus(err)
 		}
 		s.compacted(resp, pruned)
@@ -145,7 +145,7 @@ func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse,
 	if err != nil {
 		return err
 	}
-	if err := sourced(resp, c.src); err != nil {
+	if err := sourced(resp, c.src, c.req.GetTargetProvider()); err != nil {
 		return err
 	}
 	resp.CacheStatus = cacheStatusProto(outcome)
