@@ -207,4 +207,3 @@ func rangeBounds(t *testing.T, rng string) (first, last int) {
 	}
 	return first, last
 }
-
