@@ -12,7 +12,7 @@ import (
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/grpcerr"
-	"github.com/compactord/compactord/recall"
+	"github.com/compactord/compactord/recalltool"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -187,7 +187,7 @@ func sourced(resp *compactorv1.CompactResponse, w *sourceWrite, target compactor
 	}
 	if kept {
 		resp.SourceHash = w.hash
-		resp.RecallTool = recall.Tool()
+		resp.RecallTool = recalltool.Tool()
 		resp.RecallToolJson = recallToolJSON()[target]
 	} else if warning != "" {
 		resp.Warnings = append(resp.Warnings, warning)
@@ -226,11 +226,11 @@ func (c *compaction) reserveMarker() {
 // token each.
 const markerHashTokens = 64
 
-// recallToolJSON holds recall.Tool in each provider's format (format.ToolJSON), by provider.
+// recallToolJSON holds recalltool.Tool in each provider's format (format.ToolJSON), by provider.
 var recallToolJSON = sync.OnceValue(func() map[compactorv1.Provider]string {
 	out := map[compactorv1.Provider]string{}
 	for p := range compactorv1.Provider_name {
-		if j, _, err := format.ToolJSON(compactorv1.Provider(p), recall.Tool()); err == nil {
+		if j, _, err := format.ToolJSON(compactorv1.Provider(p), recalltool.Tool()); err == nil {
 			out[compactorv1.Provider(p)] = j
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/internal/corpus"
-	"github.com/compactord/compactord/recall"
+	"github.com/compactord/compactord/recalltool"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -29,20 +29,20 @@ func modelCall(t *testing.T, p compactorv1.Provider, body, input string) string 
 	switch p {
 	case compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES:
 		turn = map[string]any{"role": "assistant", "content": []any{map[string]any{
-			"type": "tool_use", "id": "toolu_recall", "name": recall.ToolName, "input": args}}}
+			"type": "tool_use", "id": "toolu_recall", "name": recalltool.ToolName, "input": args}}}
 	case compactorv1.Provider_PROVIDER_OPENAI_CHAT:
 		turn = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-			"id": "call_recall", "type": "function", "function": map[string]any{"name": recall.ToolName, "arguments": input}}}}
+			"id": "call_recall", "type": "function", "function": map[string]any{"name": recalltool.ToolName, "arguments": input}}}}
 	case compactorv1.Provider_PROVIDER_OPENAI_RESPONSES:
 		key = "input"
-		turn = map[string]any{"type": "function_call", "call_id": "call_recall", "name": recall.ToolName, "arguments": input}
+		turn = map[string]any{"type": "function_call", "call_id": "call_recall", "name": recalltool.ToolName, "arguments": input}
 	case compactorv1.Provider_PROVIDER_GEMINI:
 		key = "contents"
 		turn = map[string]any{"role": "model", "parts": []any{map[string]any{
-			"functionCall": map[string]any{"name": recall.ToolName, "args": args}}}}
+			"functionCall": map[string]any{"name": recalltool.ToolName, "args": args}}}}
 	case compactorv1.Provider_PROVIDER_BEDROCK_CONVERSE:
 		turn = map[string]any{"role": "assistant", "content": []any{map[string]any{
-			"toolUse": map[string]any{"toolUseId": "tooluse_recall", "name": recall.ToolName, "input": args}}}}
+			"toolUse": map[string]any{"toolUseId": "tooluse_recall", "name": recalltool.ToolName, "input": args}}}}
 	}
 	list, _ := b[key].([]any)
 	b[key] = append(list, turn)
@@ -97,8 +97,8 @@ func TestBinaryRecallToolAnswersFromSources(t *testing.T) {
 				t.Fatalf("Compact: compacted %v, source %q, recall tool %q; want a compaction that kept its source and offers the tool (%s)",
 					resp.GetCompacted(), resp.GetSourceHash(), resp.GetRecallToolJson(), resp.GetReason())
 			}
-			if !proto.Equal(resp.GetRecallTool(), recall.Tool()) {
-				t.Errorf("recall_tool = %v, want recall.Tool()", resp.GetRecallTool())
+			if !proto.Equal(resp.GetRecallTool(), recalltool.Tool()) {
+				t.Errorf("recall_tool = %v, want recalltool.Tool()", resp.GetRecallTool())
 			}
 			compacted := resp.GetMessages()
 			lowered, err := client.Lower(ctx, &compactorv1.LowerRequest{Messages: compacted, Provider: tt.provider,
@@ -111,7 +111,7 @@ func TestBinaryRecallToolAnswersFromSources(t *testing.T) {
 			}
 
 			rng := citedRange(t, compacted)
-			cr, err := recall.ParseCitation(rng)
+			cr, err := recalltool.ParseCitation(rng)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,15 +123,15 @@ func TestBinaryRecallToolAnswersFromSources(t *testing.T) {
 			msgs := turn.GetMessages()
 			var call *compactorv1.ToolCallPart
 			for _, part := range msgs[len(msgs)-1].GetParts() {
-				if c := part.GetToolCall(); c.GetToolName() == recall.ToolName {
+				if c := part.GetToolCall(); c.GetToolName() == recalltool.ToolName {
 					call = c
 				}
 			}
 			if call == nil {
-				t.Fatalf("the model's turn lifts to %v: no %s call", msgs[len(msgs)-1], recall.ToolName)
+				t.Fatalf("the model's turn lifts to %v: no %s call", msgs[len(msgs)-1], recalltool.ToolName)
 			}
 
-			a := recall.Answerer{Client: client, MaxTokens: 1 << 20}
+			a := recalltool.Answerer{Client: client, MaxTokens: 1 << 20}
 			answer, err := a.Answer(ctx, msgs[:len(msgs)-1], call.GetInputJson())
 			if err != nil {
 				t.Fatal(err)
@@ -140,13 +140,13 @@ func TestBinaryRecallToolAnswersFromSources(t *testing.T) {
 			first, last := rangeBounds(t, cr.Range)
 			for i := first; i <= last; i++ {
 				fmt.Fprintf(&want, "[%s m%d %s]\n%s\n", resp.GetSourceHash(), i,
-					strings.ToLower(strings.TrimPrefix(original[i].GetRole().String(), "ROLE_")), recall.Text(original[i]))
+					strings.ToLower(strings.TrimPrefix(original[i].GetRole().String(), "ROLE_")), recalltool.Text(original[i]))
 			}
 			t.Logf("the model cites %s: %d bytes of originals", input, len(answer))
 			if answer != want.String() {
 				t.Errorf("answer to %s:\n%s\nwant the originals' text:\n%s", input, answer, want.String())
 			}
-			parsed, err := recall.ParseCall(call.GetInputJson())
+			parsed, err := recalltool.ParseCall(call.GetInputJson())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func citedRange(t *testing.T, msgs []*compactorv1.Message) string {
 		if m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
 			continue
 		}
-		text := recall.Text(m)
+		text := recalltool.Text(m)
 		if c := summaryCitation.FindStringSubmatch(text); c != nil {
 			return c[1]
 		}

@@ -7,7 +7,7 @@ import (
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
-	"github.com/compactord/compactord/recall"
+	"github.com/compactord/compactord/recalltool"
 )
 
 // The request's other fields: what Lower writes before the conversation. In order: the
@@ -132,7 +132,7 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 		}
 	}
 	if req.GetRecallTool() {
-		tools = append(slices.Clip(tools), recall.Tool())
+		tools = append(slices.Clip(tools), recalltool.Tool())
 	}
 	if len(tools) > 0 {
 		out = l.mergeTools(out, tools)

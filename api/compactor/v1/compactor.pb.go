@@ -1384,7 +1384,7 @@ type CompactResponse struct {
 	// with source_hash. A model offered it (LowerRequest.recall_tool writes it beside the
 	// body's tools) can ask for what the compaction folded away, by a citation the summary or a
 	// cut output's note gives ("m12–m18", optionally after the source hash) or by a query
-	// string; the host answers the call through Expand (the Go package recall, the Python and
+	// string; the host answers the call through Expand (the Go package recalltool, the Python and
 	// TypeScript clients' recall helpers).
 	RecallTool *Tool `protobuf:"bytes,23,opt,name=recall_tool,json=recallTool,proto3" json:"recall_tool,omitempty"`
 	// recall_tool as one element of target_provider's tool list, JSON: Anthropic's tools[]
