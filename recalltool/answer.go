@@ -307,3 +307,12 @@ func outputText(o *compactorv1.ToolOutput) string {
 func roleName(r compactorv1.Role) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "ROLE_"))
 }
+
+// ExpanderFunc adapts a function to Expander: an in-process server's Expand
+// (service.Server.Expand), say.
+type ExpanderFunc func(context.Context, *compactorv1.ExpandRequest) (*compactorv1.ExpandResponse, error)
+
+// Expand calls f.
+func (f ExpanderFunc) Expand(ctx context.Context, in *compactorv1.ExpandRequest, _ ...grpc.CallOption) (*compactorv1.ExpandResponse, error) {
+	return f(ctx, in)
+}
