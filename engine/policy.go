@@ -90,10 +90,10 @@ type policy struct {
 	tokenizer       tokenizer.ID
 	// source is Options.Source, and refTokens the most tokens naming it in an output's
 	// marker or cut note takes (see keepSource).
-	source    string
-	refTokens int64
-	usageTokens     int64
-	usageCount      int
+	source      string
+	refTokens   int64
+	usageTokens int64
+	usageCount  int
 
 	pruneOff     bool
 	keepResults  int
