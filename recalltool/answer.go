@@ -155,20 +155,22 @@ func (a Answerer) expand(ctx context.Context, hash, rng string) ([]Source, error
 	}
 }
 
-// Search returns the original messages of the sources conv names (the ranges its summaries
-// and cut outputs name, and the sources those messages name in turn) whose text holds words
-// of query, best first: the most of query's distinct words, then the whole query, then the
-// newest (of a source conv names before one named by its messages, the later message
-// first). Words are compared case-insensitively; a word is a run of letters, digits and
-// any of "_.-/:".
-func (a Answerer) Search(ctx context.Context, conv []*compactorv1.Message, query string) ([]Source, error) {
-	terms := words(query)
-	if len(terms) == 0 {
-		return nil, fmt.Errorf("recall_context: the query %q has no words", clip(query, 80))
-	}
+// Sources returns the original messages of every range conv names (its summaries' source
+// markers and its cut and pruned outputs' notes) and of the ranges those messages name in
+// turn (a rolling summary's earlier sources), at most maxSources ranges, each message once,
+// in the order read: what a compaction of conv keeps recoverable.
+func (a Answerer) Sources(ctx context.Context, conv []*compactorv1.Message) ([]Source, error) {
+	var out []Source
+	err := a.walk(ctx, conv, func(s Source, _ int) { out = append(out, s) })
+	return out, err
+}
+
+// walk calls f with each message Sources returns and its depth: 0 for a range conv names, 1
+// for one a message of those names, and so on.
+func (a Answerer) walk(ctx context.Context, conv []*compactorv1.Message, f func(s Source, depth int)) error {
 	type queued struct {
 		cited
-		depth int // 0: named by conv; 1: by a message of a source conv names; ...
+		depth int
 	}
 	var queue []queued
 	for _, m := range conv {
@@ -178,12 +180,6 @@ func (a Answerer) Search(ctx context.Context, conv []*compactorv1.Message, query
 	}
 	seen := map[cited]bool{}
 	have := map[string]bool{} // hash and index
-	type hit struct {
-		Source
-		score, depth int
-	}
-	var hits []hit
-	phrase := strings.ToLower(strings.TrimSpace(query))
 	for len(queue) > 0 && len(seen) < maxSources {
 		c := queue[0]
 		queue = queue[1:]
@@ -193,33 +189,56 @@ func (a Answerer) Search(ctx context.Context, conv []*compactorv1.Message, query
 		seen[c.cited] = true
 		got, err := a.expand(ctx, c.source, c.rng)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, s := range got {
-			key := s.Hash + strconv.Itoa(s.Index)
+			key := s.Hash + " " + strconv.Itoa(s.Index)
 			if have[key] {
 				continue
 			}
 			have[key] = true
-			text := Text(s.Message)
-			for _, n := range citedIn(text) {
+			for _, n := range citedIn(Text(s.Message)) {
 				queue = append(queue, queued{n, c.depth + 1})
 			}
-			lower := strings.ToLower(text)
-			score := 0
-			for _, t := range terms {
-				if strings.Contains(lower, t) {
-					score += 2
-				}
-			}
-			if score == 0 {
-				continue
-			}
-			if len(terms) > 1 && strings.Contains(lower, phrase) {
-				score++
-			}
-			hits = append(hits, hit{s, score, c.depth})
+			f(s, c.depth)
 		}
+	}
+	return nil
+}
+
+// Search returns the messages of Sources(conv) whose text holds words of query, best first:
+// the most of query's distinct words, then the whole query, then the newest (of a source conv
+// names before one named by its messages, the later message first). Words are compared
+// case-insensitively; a word is a run of letters, digits and any of "_.-/:".
+func (a Answerer) Search(ctx context.Context, conv []*compactorv1.Message, query string) ([]Source, error) {
+	terms := words(query)
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("recall_context: the query %q has no words", clip(query, 80))
+	}
+	type hit struct {
+		Source
+		score, depth int
+	}
+	var hits []hit
+	phrase := strings.ToLower(strings.TrimSpace(query))
+	err := a.walk(ctx, conv, func(s Source, depth int) {
+		lower := strings.ToLower(Text(s.Message))
+		score := 0
+		for _, t := range terms {
+			if strings.Contains(lower, t) {
+				score += 2
+			}
+		}
+		if score == 0 {
+			return
+		}
+		if len(terms) > 1 && strings.Contains(lower, phrase) {
+			score++
+		}
+		hits = append(hits, hit{s, score, depth})
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].score != hits[j].score {

@@ -178,3 +178,19 @@ func TestAnswerQuery(t *testing.T) {
 		t.Errorf("a query nothing matches: %q, %v", ans, err)
 	}
 }
+
+func TestSources(t *testing.T) {
+	st, conv := fixture()
+	got, err := Answerer{Client: st}.Sources(t.Context(), conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, s := range got {
+		order = append(order, s.Hash[:1]+strconv.Itoa(s.Index))
+	}
+	// The range the conversation names (B's m0–m2), then the one B's m0 names (A's m0–m3).
+	if want := "b0 b1 b2 a0 a1 a2 a3"; strings.Join(order, " ") != want {
+		t.Errorf("Sources = %v, want %s", order, want)
+	}
+}
