@@ -148,14 +148,10 @@ func TestAnswerQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var order []string
-	for _, s := range got {
-		order = append(order, s.Hash[:1]+strconv.Itoa(s.Index))
-	}
 	// Both words (a3) first, then one word, newest first; b0 (the first summary) names
 	// neither word, and A's messages are read through it.
-	if want := "a3 b2 b1 a1"; strings.Join(order, " ") != want {
-		t.Errorf("Search order = %v, want %s", order, want)
+	if got, want := positions(got), "a3 b2 b1 a1"; got != want {
+		t.Errorf("Search order = %s, want %s", got, want)
 	}
 	// Bounded: an answer of 40 tokens holds the best match (36) and says what it left out.
 	ans, err := Answerer{Client: st, MaxTokens: 40}.Answer(t.Context(), conv, `{"query":"staging-eu timeout"}`)
@@ -185,12 +181,17 @@ func TestSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var order []string
-	for _, s := range got {
-		order = append(order, s.Hash[:1]+strconv.Itoa(s.Index))
-	}
 	// The range the conversation names (B's m0–m2), then the one B's m0 names (A's m0–m3).
-	if want := "b0 b1 b2 a0 a1 a2 a3"; strings.Join(order, " ") != want {
-		t.Errorf("Sources = %v, want %s", order, want)
+	if got, want := positions(got), "b0 b1 b2 a0 a1 a2 a3"; got != want {
+		t.Errorf("Sources = %s, want %s", got, want)
 	}
+}
+
+// positions writes where each of ss is, its source's first letter and its index: "a3 b2".
+func positions(ss []Source) string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Hash[:1]+strconv.Itoa(s.Index))
+	}
+	return strings.Join(out, " ")
 }
