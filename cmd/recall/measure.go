@@ -41,7 +41,7 @@ type row struct {
 	// summary and markers cite, read back through Expand.
 	recoverable []bool
 	citing      bool // the compacted history cites a source (its summary's marker, at least)
-	bare, lines int // the summary's bare-name lines, of its lines
+	bare, lines int  // the summary's bare-name lines, of its lines
 }
 
 // recall is the share of needed facts method m kept (1 when none were needed).
