@@ -114,7 +114,7 @@ function newestSource(conv) {
     const cs = markers(messageText(conv[k]));
     if (!cs.length) continue;
     if (conv[k].kind === MessageKind.COMPACT_SUMMARY) return cs[cs.length - 1][0];
-    last ||= cs[cs.length - 1][0];
+    if (!last) last = cs[cs.length - 1][0];
   }
   return last;
 }
@@ -139,7 +139,7 @@ export function createRecall(expand, maxTokens = DEFAULT_RECALL_MAX_TOKENS) {
     /** The original messages a citation names (naming no source: the conversation's newest). */
     async cited(conv, citation) {
       let { source, range } = parseCitation(citation);
-      source ||= newestSource(conv);
+      if (!source) source = newestSource(conv);
       if (!source) throw new RecallError("recall_context: the conversation names no source; cite one by its hash");
       return read(source, range);
     },
