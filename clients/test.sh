@@ -43,6 +43,6 @@ elif [[ ! -d clients/node/node_modules ]]; then
   skip "Node client suite: run 'npm ci' in clients/node first"
 else
   echo "clients/test.sh: Node client suite (node $(node --version))" >&2
-  (cd clients/node && node --test test/e2e.test.js test/client.test.js test/schema.test.js) || status=1
+  (cd clients/node && node --test test/e2e.test.js test/client.test.js test/schema.test.js test/recall.test.js) || status=1
 fi
 exit $status

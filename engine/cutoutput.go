@@ -34,6 +34,17 @@ type CutPart struct {
 	Keep, Tokens int64
 	// Saved is the tokens cutting removes, note included, at least (see cutTexts' bound).
 	Saved int64
+	// Source is the hash of the source the note names as where the full output is
+	// (Options.Source), "" for none: the note then says the full output is gone.
+	Source string
+}
+
+// ref is where c's note says the full output is ("" when it is gone).
+func (c CutPart) ref() string {
+	if c.Source == "" {
+		return ""
+	}
+	return OutputSource(c.Source, c.Message)
 }
 
 // cutOutputs cuts the tool outputs of the active messages from message from up to message to
@@ -78,7 +89,7 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 	for k := range cands {
 		cands[k].counts = dc.cutCounts(cands[k])
 	}
-	sh.cuts = chooseCuts(cands, need, dc.tc)
+	sh.cuts = chooseCuts(cands, need, dc.pol.source, dc.noteAllowance(), dc.tc)
 	var saved int64
 	for _, c := range sh.cuts {
 		saved += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
@@ -144,7 +155,7 @@ func (dc *deciding) outputCandidate(i, j int, o *compactorv1.ToolOutput) (cutCan
 	if payload < 0 {
 		payload = dc.tc.Count(text)
 	}
-	if payload <= MinCutOutputTokens+cutNoteAllowance {
+	if payload <= MinCutOutputTokens+dc.noteAllowance() {
 		return cutCandidate{}, false
 	}
 	return cutCandidate{msg: i, part: j, tokens: payload, texts: []string{text}}, true
@@ -154,7 +165,7 @@ func (dc *deciding) outputCandidate(i, j int, o *compactorv1.ToolOutput) (cutCan
 // tokens, −1 when unknown) as a cut candidate of their text parts, and whether they have more
 // text than a cut keeps. Their other parts are kept: their tokens are not cutting's to save.
 func (dc *deciding) partsCandidate(i, j int, parts []*compactorv1.Part, total int64) (cutCandidate, bool) {
-	if total >= 0 && total <= MinCutOutputTokens+cutNoteAllowance {
+	if total >= 0 && total <= MinCutOutputTokens+dc.noteAllowance() {
 		return cutCandidate{}, false
 	}
 	texts := textsOf(parts)
@@ -172,7 +183,7 @@ func (dc *deciding) partsCandidate(i, j int, parts []*compactorv1.Part, total in
 			n += dc.tc.Count(t)
 		}
 	}
-	if len(texts) == 0 || n <= MinCutOutputTokens+cutNoteAllowance {
+	if len(texts) == 0 || n <= MinCutOutputTokens+dc.noteAllowance() {
 		return cutCandidate{}, false
 	}
 	return cutCandidate{msg: i, part: j, tokens: n, texts: texts}, true
@@ -219,15 +230,17 @@ func outputText(o *compactorv1.ToolOutput) (string, bool) {
 
 // chooseCuts returns the cuts that remove at least need tokens from cands, cutting the
 // largest outputs first and all of them to the same size (never below MinCutOutputTokens),
-// with the exact tokens each saves, or as much as cutting can remove when that is less.
-func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text) []CutPart {
+// with the exact tokens each saves, or as much as cutting can remove when that is less. Their
+// notes name source as where the full output is ("": gone); allowance bounds a note's tokens
+// for the estimates.
+func chooseCuts(cands []cutCandidate, need int64, source string, allowance int64, tc tokenizer.Text) []CutPart {
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].tokens > cands[j].tokens })
 	// The largest keep whose estimated saving reaches need.
 	saving := func(keep int64) int64 {
 		var s int64
 		for _, c := range cands {
-			if c.tokens > keep+cutNoteAllowance {
-				s += c.tokens - keep - cutNoteAllowance
+			if c.tokens > keep+allowance {
+				s += c.tokens - keep - allowance
 			}
 		}
 		return s
@@ -252,14 +265,16 @@ func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text) []CutPart {
 		out = out[:0]
 		var saved int64
 		for _, c := range cands {
-			if c.tokens <= keep+cutNoteAllowance {
+			if c.tokens <= keep+allowance {
 				continue
 			}
-			n := cutSpan(c.texts, c.counts, c.tokens, keep, tc).bound(c.tokens, tc)
+			cp := CutPart{Message: c.msg, Part: c.part, Keep: keep, Tokens: c.tokens, Source: source}
+			n := cutSpan(c.texts, c.counts, c.tokens, keep, tc).bound(c.tokens, cp.ref(), tc)
 			if n >= c.tokens {
 				continue
 			}
-			out = append(out, CutPart{Message: c.msg, Part: c.part, Keep: keep, Tokens: c.tokens, Saved: c.tokens - n})
+			cp.Saved = c.tokens - n
+			out = append(out, cp)
 			saved += c.tokens - n
 		}
 		if saved >= need || keep <= MinCutOutputTokens {
@@ -276,13 +291,21 @@ func chooseCuts(cands []cutCandidate, need int64, tc tokenizer.Text) []CutPart {
 	return out
 }
 
-// cutNoteAllowance bounds the tokens of the note a cut output carries (cutNote), for the
-// estimates that choose how far to cut; the final counts are exact.
+// cutNoteAllowance bounds the tokens of the note a cut output carries (cutNote) when it
+// names no source, for the estimates that choose how far to cut; the final counts are exact.
 const cutNoteAllowance = 40
 
-// cutNote is the note between the head and the tail of a cut output.
-func cutNote(cut int64) string {
-	return "\n[… " + strconv.FormatInt(cut, 10) + " tokens cut from the middle of this output by compaction; the full output is gone …]\n"
+// noteAllowance bounds the tokens of a cut note of this plan: cutNoteAllowance, and the
+// source it names when it is kept.
+func (dc *deciding) noteAllowance() int64 { return cutNoteAllowance + dc.pol.refTokens }
+
+// cutNote is the note between the head and the tail of a cut output, saying where the full
+// output is (ref, OutputSource) or that it is gone (ref "").
+func cutNote(cut int64, ref string) string {
+	if ref == "" {
+		ref = "the full output is gone"
+	}
+	return "\n[… " + strconv.FormatInt(cut, 10) + " tokens cut from the middle of this output by compaction; " + ref + " …]\n"
 }
 
 // cutJoinMargin bounds the tokens joining the head, the note and the tail can add to their
@@ -290,8 +313,8 @@ func cutNote(cut int64) string {
 const cutJoinMargin = 4
 
 // cutText is cutTexts of one text.
-func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) {
-	out, n := cutTexts([]string{text}, total, keep, tc)
+func cutText(text string, total, keep int64, ref string, tc tokenizer.Text) (string, int64) {
+	out, n := cutTexts([]string{text}, total, keep, ref, tc)
 	return out[0], n
 }
 
@@ -302,18 +325,18 @@ func cutText(text string, total, keep int64, tc tokenizer.Text) (string, int64) 
 // middle becomes "". Texts of at most keep tokens are returned as they are. The same input
 // always gives the same output. It also returns a bound on the tokens of what it returns (the
 // counts of the pieces kept and of the note, and cutJoinMargin), so that a plan need not count
-// the cut texts again.
-func cutTexts(texts []string, total, keep int64, tc tokenizer.Text) ([]string, int64) {
+// the cut texts again. The note says where the full output is (ref; see cutNote).
+func cutTexts(texts []string, total, keep int64, ref string, tc tokenizer.Text) ([]string, int64) {
 	if total <= keep || len(texts) == 0 {
 		return texts, total
 	}
 	cut := cutSpan(texts, countsOf(texts, tc), total, keep, tc)
 	out := make([]string, len(texts))
 	if !cut.ok {
-		out[0] = cutNote(total)
-		return out, cut.bound(total, tc)
+		out[0] = cutNote(total, ref)
+		return out, cut.bound(total, ref, tc)
 	}
-	note := cutNote(total - cut.kept)
+	note := cutNote(total-cut.kept, ref)
 	for k, s := 0, 0; k < len(texts); k++ {
 		hk, tk := min(max(cut.h-s, 0), len(texts[k])), min(max(cut.t-s, 0), len(texts[k]))
 		switch {
@@ -328,7 +351,7 @@ func cutTexts(texts []string, total, keep int64, tc tokenizer.Text) ([]string, i
 		}
 		s += len(texts[k]) + 1
 	}
-	return out, cut.bound(total, tc)
+	return out, cut.bound(total, ref, tc)
 }
 
 // span is where cutTexts cuts texts taken as one: it keeps the bytes before h and from t on
@@ -339,12 +362,13 @@ type span struct {
 	ok          bool
 }
 
-// bound is the bound cutTexts returns for a cut of texts of total tokens at sp.
-func (sp span) bound(total int64, tc tokenizer.Text) int64 {
+// bound is the bound cutTexts returns for a cut of texts of total tokens at sp, its note
+// naming ref.
+func (sp span) bound(total int64, ref string, tc tokenizer.Text) int64 {
 	if !sp.ok {
-		return tc.Count(cutNote(total))
+		return tc.Count(cutNote(total, ref))
 	}
-	return sp.kept + tc.Count(cutNote(total-sp.kept)) + cutJoinMargin
+	return sp.kept + tc.Count(cutNote(total-sp.kept, ref)) + cutJoinMargin
 }
 
 // cutSpan returns where cutTexts cuts texts (total > keep tokens; counts their textCounts)
@@ -412,7 +436,7 @@ func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compact
 		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_Content{Content: &compactorv1.ToolContent{Parts: cutParts(ct.GetParts(), c, tc)}}}
 	}
 	text, _ := outputText(o)
-	cut, _ := cutText(text, c.Tokens, c.Keep, tc)
+	cut, _ := cutText(text, c.Tokens, c.Keep, c.ref(), tc)
 	switch o.GetValue().(type) {
 	case *compactorv1.ToolOutput_ErrorText, *compactorv1.ToolOutput_ErrorJson:
 		return &compactorv1.ToolOutput{Value: &compactorv1.ToolOutput_ErrorText{ErrorText: cut}}
@@ -425,7 +449,7 @@ func cutOutput(o *compactorv1.ToolOutput, c CutPart, tc tokenizer.Text) *compact
 // goes. Every other part (images, files, provider blocks) is kept, in its place.
 func cutParts(parts []*compactorv1.Part, c CutPart, tc tokenizer.Text) []*compactorv1.Part {
 	texts := textsOf(parts)
-	cut, _ := cutTexts(texts, c.Tokens, c.Keep, tc)
+	cut, _ := cutTexts(texts, c.Tokens, c.Keep, c.ref(), tc)
 	out := make([]*compactorv1.Part, 0, len(parts))
 	k := 0
 	for _, p := range parts {

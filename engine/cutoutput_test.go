@@ -47,8 +47,12 @@ func TestCutTextsAcrossParts(t *testing.T) {
 		for _, s := range c.texts {
 			total += tc.Count(s)
 		}
-		for _, keep := range []int64{MinCutOutputTokens, 400, total / 2} {
-			out, bound := cutTexts(c.texts, total, keep, tc)
+		for _, tt := range []struct {
+			keep int64
+			ref  string
+		}{{MinCutOutputTokens, ""}, {400, ""}, {total / 2, ""}, {MinCutOutputTokens, OutputSource(strings.Repeat("c0ffee", 10)+"beef", 12)}} {
+			keep, ref := tt.keep, tt.ref
+			out, bound := cutTexts(c.texts, total, keep, ref, tc)
 			if len(out) != len(c.texts) {
 				t.Fatalf("%s, keep %d: %d texts out of %d", c.name, keep, len(out), len(c.texts))
 			}
@@ -84,7 +88,7 @@ func TestCutTextsAcrossParts(t *testing.T) {
 			if noted < 0 {
 				t.Fatalf("%s, keep %d: no note", c.name, keep)
 			}
-			if want := cutNote(total - kept); note != want {
+			if want := cutNote(total-kept, ref); note != want {
 				t.Errorf("%s, keep %d: note %q, want %q", c.name, keep, note, want)
 			}
 			if kept > keep {
@@ -94,7 +98,7 @@ func TestCutTextsAcrossParts(t *testing.T) {
 				t.Errorf("%s, keep %d: the cut texts count %d, over the bound %d", c.name, keep, got, bound)
 			}
 			// Deterministic: PruneAndCut cuts again what the plan cut.
-			if again, b := cutTexts(c.texts, total, keep, tc); !slices.Equal(again, out) || b != bound {
+			if again, b := cutTexts(c.texts, total, keep, ref, tc); !slices.Equal(again, out) || b != bound {
 				t.Errorf("%s, keep %d: a second cut differs", c.name, keep)
 			}
 		}
@@ -141,43 +145,48 @@ func TestCutEveryOutputShape(t *testing.T) {
 			msgs := []*compactorv1.Message{plSysMsg("sys"), plUserMsg("read the file"), plAsstMsg(plCall("c1", "read", `{}`)), plToolMsg(res)}
 			p := &compactorv1.Policy{ContextWindow: 40000}
 			counter := NewCounter(1 << 20)
-			d := mustDecide(t, msgs, p, counter, Options{})
-			if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Cuts) != 1 || d.Cuts[0].Message != 3 || d.Response.CutTokens < 30000 {
-				t.Fatalf("cuts %+v, cut_tokens %d: want the output cut by 30000 tokens at least (%s)", d.Cuts, d.Response.CutTokens, d.Response.Reason)
-			}
-			out := PruneAndCut(msgs, d)
-			if err := DefaultLimits().Validate(out); err != nil {
-				t.Fatal(err)
-			}
-			cut := out[3].GetParts()[0].GetToolResult().GetOutput()
-			if c := s.out.GetContent(); c != nil {
-				var kinds, want []string
-				for _, p := range cut.GetContent().GetParts() {
-					kinds = append(kinds, partName(p))
+			for _, source := range []string{"", testSource} {
+				d := mustDecide(t, msgs, p, counter, Options{Source: source})
+				if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Cuts) != 1 || d.Cuts[0].Message != 3 || d.Response.CutTokens < 30000 {
+					t.Fatalf("cuts %+v, cut_tokens %d: want the output cut by 30000 tokens at least (%s)", d.Cuts, d.Response.CutTokens, d.Response.Reason)
 				}
-				for _, p := range c.GetParts() {
-					want = append(want, partName(p))
+				out := PruneAndCut(msgs, d)
+				if err := DefaultLimits().Validate(out); err != nil {
+					t.Fatal(err)
 				}
-				if !slices.Equal(kinds, want) {
-					t.Errorf("cut content holds %v, want %v", kinds, want)
-				}
-				for k, p := range c.GetParts() {
-					if p.GetText() == nil && !proto.Equal(p, cut.GetContent().GetParts()[k]) {
-						t.Errorf("part %d (%s) changed", k, partName(p))
+				cut := out[3].GetParts()[0].GetToolResult().GetOutput()
+				if c := s.out.GetContent(); c != nil {
+					var kinds, want []string
+					for _, p := range cut.GetContent().GetParts() {
+						kinds = append(kinds, partName(p))
 					}
-					if !proto.Equal(&compactorv1.Part{ProviderOptions: p.GetProviderOptions()}, &compactorv1.Part{ProviderOptions: cut.GetContent().GetParts()[k].GetProviderOptions()}) {
-						t.Errorf("part %d lost its provider options", k)
+					for _, p := range c.GetParts() {
+						want = append(want, partName(p))
 					}
+					if !slices.Equal(kinds, want) {
+						t.Errorf("cut content holds %v, want %v", kinds, want)
+					}
+					for k, p := range c.GetParts() {
+						if p.GetText() == nil && !proto.Equal(p, cut.GetContent().GetParts()[k]) {
+							t.Errorf("part %d (%s) changed", k, partName(p))
+						}
+						if !proto.Equal(&compactorv1.Part{ProviderOptions: p.GetProviderOptions()}, &compactorv1.Part{ProviderOptions: cut.GetContent().GetParts()[k].GetProviderOptions()}) {
+							t.Errorf("part %d lost its provider options", k)
+						}
+					}
+				} else if _, ok := outputText(cut); !ok || isError(cut) != isError(s.out) {
+					t.Errorf("cut output %T from %T", cut.GetValue(), s.out.GetValue())
 				}
-			} else if _, ok := outputText(cut); !ok || isError(cut) != isError(s.out) {
-				t.Errorf("cut output %T from %T", cut.GetValue(), s.out.GetValue())
-			}
-			again, err := Plan(out, p, counter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, after := again.TokensBefore, d.Response.TokensAfter; got > after || got < after-(cutJoinMargin+2) {
-				t.Errorf("the cut conversation counts %d, tokens_after %d", got, after)
+				again, err := Plan(out, p, counter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, after := again.TokensBefore, d.Response.TokensAfter; got > after || got < after-(cutJoinMargin+2) {
+					t.Errorf("the cut conversation counts %d, tokens_after %d", got, after)
+				}
+				if text := messageTextOf(out[3]); source != "" && !strings.Contains(text, OutputSource(source, 3)) || source == "" && !strings.Contains(text, "the full output is gone") {
+					t.Errorf("source %q: the cut output's note does not say where the full output is", source)
+				}
 			}
 		})
 	}
@@ -223,7 +232,8 @@ func TestCutObservationKeepsItsParts(t *testing.T) {
 }
 
 // TestPruneEveryOutputShape: an old tool output of every shape is pruned to its marker, and
-// what the plan counts is what PruneAndCut returns, exactly.
+// what the plan counts is what PruneAndCut returns: exactly, or at most when the marker names
+// the source where the full output is.
 func TestPruneEveryOutputShape(t *testing.T) {
 	for _, s := range outputShapes(plWords(3000, "w")) {
 		t.Run(s.name, func(t *testing.T) {
@@ -235,21 +245,43 @@ func TestPruneEveryOutputShape(t *testing.T) {
 			}
 			p := &compactorv1.Policy{ContextWindow: 4000, KeepRecentTurns: 10}
 			counter := NewCounter(1 << 20)
-			d := mustDecide(t, msgs, p, counter, Options{})
-			if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Pruned) != 1 || d.Pruned[0].Message != 3 {
-				t.Fatalf("%v, pruned %+v: want the old output pruned (%s)", d.Response.Action, d.Pruned, d.Response.Reason)
-			}
-			out := PruneAndCut(msgs, d)
-			if got := out[3].GetParts()[0].GetToolResult().GetOutput().GetText(); got != d.Pruned[0].Marker() {
-				t.Errorf("the pruned output is %q, want its marker", got)
-			}
-			again, err := Plan(out, p, counter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if again.TokensBefore != d.Response.TokensAfter {
-				t.Errorf("the pruned conversation counts %d, tokens_after %d", again.TokensBefore, d.Response.TokensAfter)
+			for _, source := range []string{"", testSource} {
+				d := mustDecide(t, msgs, p, counter, Options{Source: source})
+				if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Pruned) != 1 || d.Pruned[0].Message != 3 {
+					t.Fatalf("%v, pruned %+v: want the old output pruned (%s)", d.Response.Action, d.Pruned, d.Response.Reason)
+				}
+				out := PruneAndCut(msgs, d)
+				if got := out[3].GetParts()[0].GetToolResult().GetOutput().GetText(); got != d.Pruned[0].Marker() {
+					t.Errorf("the pruned output is %q, want its marker", got)
+				}
+				again, err := Plan(out, p, counter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again.TokensBefore > d.Response.TokensAfter || source == "" && again.TokensBefore != d.Response.TokensAfter {
+					t.Errorf("source %q: the pruned conversation counts %d, tokens_after %d", source, again.TokensBefore, d.Response.TokensAfter)
+				}
+				if got := out[3].GetParts()[0].GetToolResult().GetOutput().GetText(); source != "" && !strings.HasSuffix(got, " ["+OutputSource(source, 3)+"]") {
+					t.Errorf("the pruned output's marker %q does not say where the full output is", got)
+				}
 			}
 		})
 	}
+}
+
+// testSource is a source hash for the plans that name one.
+var testSource = strings.Repeat("5eed", 16)
+
+// messageTextOf is the text of m's parts and tool outputs, joined.
+func messageTextOf(m *compactorv1.Message) string {
+	var b strings.Builder
+	for _, p := range m.GetParts() {
+		b.WriteString(p.GetText().GetText())
+		if o := p.GetToolResult().GetOutput(); o != nil {
+			t, _ := outputText(o)
+			b.WriteString(t)
+			b.WriteString(strings.Join(textsOf(o.GetContent().GetParts()), "\n"))
+		}
+	}
+	return b.String()
 }

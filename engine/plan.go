@@ -11,6 +11,11 @@ import (
 type Options struct {
 	// Force summarizes even when the conversation is under the trigger (Compact's force).
 	Force bool
+	// Source is the hash (64 hex digits) under which the caller keeps the conversation as
+	// it arrived (Compact's source), "" when it keeps none: the markers of the tool outputs
+	// the plan prunes and the notes of those it cuts then say where the full output is
+	// (message i of the source: OutputSource), and the plan counts them so.
+	Source string
 }
 
 // Decision is a plan with what carrying it out needs beyond the PlanResponse.
@@ -150,6 +155,11 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 		if r := c.plans.lookup(pk, &pol); r != nil {
 			d.Response = r
 			return nil
+		}
+	}
+	if opt.Source != "" {
+		if err := pol.keepSource(opt.Source, n); err != nil {
+			return err
 		}
 	}
 	cs, err := measureCosts(c, msgs, &in, &pol, opt.Force, withPruned, sc, make([]int64, n))

@@ -84,6 +84,7 @@ func policyHash(kr *keyer, pol *policy) uint64 {
 		{uint64(pol.minOutput), uint64(pol.clearAtLeast)},
 		{uint64(pol.keepRequests), b2u(pol.roomGrows) | b2u(pol.targetFromTurns)<<1 | uint64(pol.headroomTurns)<<2},
 		{math.Float64bits(pol.cacheRead), math.Float64bits(pol.cacheWrite)},
+		{maphash.String(kr.seed, pol.source), uint64(pol.refTokens)},
 	} {
 		h = wymix(w[0]^k[1], w[1]^h)
 	}
@@ -103,7 +104,8 @@ func (r *policy) equal(o *policy) bool {
 		slices.Equal(r.excludeTools, o.excludeTools) && r.clearInputs == o.clearInputs &&
 		r.clearAtLeast == o.clearAtLeast && r.keepRequests == o.keepRequests && r.roomGrows == o.roomGrows &&
 		r.targetFromTurns == o.targetFromTurns && r.headroomTurns == o.headroomTurns &&
-		r.cacheRead == o.cacheRead && r.cacheWrite == o.cacheWrite
+		r.cacheRead == o.cacheRead && r.cacheWrite == o.cacheWrite &&
+		r.source == o.source && r.refTokens == o.refTokens
 }
 
 // planMemo is the Counter's memo of plans.

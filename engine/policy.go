@@ -88,8 +88,12 @@ type policy struct {
 	roomGrows       bool  // the room is the default, which grows into what the target leaves unused
 	keepRequests    int64 // the budget of the requests kept verbatim; < 0: only the newest
 	tokenizer       tokenizer.ID
-	usageTokens     int64
-	usageCount      int
+	// source is Options.Source, and refTokens the most tokens naming it in an output's
+	// marker or cut note takes (see keepSource).
+	source      string
+	refTokens   int64
+	usageTokens int64
+	usageCount  int
 
 	pruneOff     bool
 	keepResults  int

@@ -31,20 +31,28 @@ type PrunedPart struct {
 	Duplicate bool
 	// Tokens is the estimated size of the output (or input) removed.
 	Tokens int64
-	// MarkerTokens is the size of Marker().
+	// MarkerTokens is the size of Marker(), at most.
 	MarkerTokens int64
+	// Source is the hash of the source the marker of an output names as where the full
+	// output is (Options.Source), "" for none.
+	Source string
 }
 
 // Marker returns what replaces the removed output (its text) or input (its JSON): a short
-// note naming the tool and the tokens removed.
+// note naming the tool and the tokens removed; an output's, where the full output is when
+// its source is kept (Source).
 func (p PrunedPart) Marker() string {
 	if p.Input {
 		return inputMarker(p.Tool, p.Tokens)
 	}
+	m := outputMarker(p.Tool, p.Tokens, p.Duplicate)
 	if p.Part < 0 {
-		return observationMarker(p.Tokens)
+		m = observationMarker(p.Tokens)
 	}
-	return outputMarker(p.Tool, p.Tokens, p.Duplicate)
+	if p.Source != "" {
+		m += outputRef(p.Source, p.Message)
+	}
+	return m
 }
 
 // outputMarker is the text that replaces a pruned tool output.
@@ -170,8 +178,8 @@ func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCoun
 		if mt := int64(parts[r.part].marker); !withTool && !isDup && mt != 0 && len(pol.excludeTools) == 0 && !pol.clearInputs {
 			// The output marker of the result's own (non-empty) tool name, as counted with
 			// the message: what the general case below would find.
-			if mt < payload {
-				out = append(out, PrunedPart{Message: int(r.msg), Part: int(r.part), Tokens: payload, MarkerTokens: mt})
+			if mt += pol.refTokens; mt < payload {
+				out = append(out, PrunedPart{Message: int(r.msg), Part: int(r.part), Tokens: payload, MarkerTokens: mt, Source: pol.source})
 			}
 			continue
 		}
@@ -195,11 +203,11 @@ func selectPruneParts(msgs []*compactorv1.Message, lay *layout, counts []msgCoun
 		if kind != markerOutput || tool != rp.GetToolName() || mt == 0 {
 			mt = markerTokens(ct, kind, tool, payload, pol.tokenizer, tc)
 		}
-		if mt >= payload {
+		if mt += pol.refTokens; mt >= payload {
 			continue
 		}
 		out = append(out, PrunedPart{Message: int(r.msg), Part: int(r.part), Tool: tool, Duplicate: isDup,
-			Tokens: payload, MarkerTokens: mt})
+			Tokens: payload, MarkerTokens: mt, Source: pol.source})
 		if !pol.clearInputs || call == nil || lay.class[r.callMsg] != classActive {
 			continue
 		}
@@ -304,11 +312,11 @@ func selectObservations(out []PrunedPart, msgs []*compactorv1.Message, counts []
 		if payload < pol.minOutput {
 			continue
 		}
-		mt := markerTokens(ct, markerObservation, "", payload, pol.tokenizer, tc)
+		mt := markerTokens(ct, markerObservation, "", payload, pol.tokenizer, tc) + pol.refTokens
 		if mt >= payload {
 			continue
 		}
-		out = append(out, PrunedPart{Message: i, Part: -1, Tokens: payload, MarkerTokens: mt})
+		out = append(out, PrunedPart{Message: i, Part: -1, Tokens: payload, MarkerTokens: mt, Source: pol.source})
 	}
 	slices.SortStableFunc(out, func(a, b PrunedPart) int { return a.Message - b.Message })
 	return out

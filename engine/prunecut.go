@@ -114,3 +114,19 @@ func prunedMessage(m *compactorv1.Message, pp []PrunedPart) *compactorv1.Message
 	}
 	return withParts(m, parts)
 }
+
+// WithoutSource returns d with the markers and cut notes it writes naming no source
+// (Options.Source), for a caller whose source could not be kept: the same plan, parts and
+// cuts, with markers no larger than the plan counted.
+func (d *Decision) WithoutSource() *Decision {
+	out := *d
+	out.Pruned = slices.Clone(d.Pruned)
+	for i := range out.Pruned {
+		out.Pruned[i].Source = ""
+	}
+	out.Cuts = slices.Clone(d.Cuts)
+	for i := range out.Cuts {
+		out.Cuts[i].Source = ""
+	}
+	return &out
+}

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"errors"
-	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"regexp"
 	"strconv"
 	"strings"
+
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+	"github.com/compactord/compactord/engine/tokenizer"
 )
 
 // A compaction's source is the conversation as Compact received it, kept (by the service)
@@ -88,3 +90,32 @@ func WithSourceMarker(text, marker string) string { return text + "\n" + marker 
 func (c *Counter) PrefixHash(msgs []*compactorv1.Message) [32]byte {
 	return c.chain.at(&c.keys, msgs, make([]contentKey, len(msgs)), len(msgs))
 }
+
+// OutputSource is how the marker of a pruned tool output, or the note of a cut one, names
+// where the full output is: message i of source hash (for Expand, or a recall_context
+// citation).
+func OutputSource(hash string, i int) string {
+	return "full output in compactord source " + hash + " m" + strconv.Itoa(i) + ", for Expand"
+}
+
+// keepSource sets the source the plan's markers name (Options.Source) and refTokens, the
+// most tokens the reference to it adds to a marker of a conversation of n messages: as a
+// bracket of its own after a pruned output's marker (outputRef), counted at the largest
+// index of as many digits as the last one (a BPE tokenizer splits the index from the words
+// around it, and the approx count grows with the length), which also bounds what it adds to
+// a cut note over "the full output is gone".
+func (p *policy) keepSource(hash string, n int) error {
+	tc, err := tokenizer.New(p.tokenizer)
+	if err != nil {
+		return err
+	}
+	widest := 9
+	for k := 10; k <= n; k *= 10 {
+		widest = widest*10 + 9
+	}
+	p.source, p.refTokens = hash, tc.Count(outputRef(hash, widest))
+	return nil
+}
+
+// outputRef is what a pruned output's marker is followed by when its source is kept.
+func outputRef(hash string, i int) string { return " [" + OutputSource(hash, i) + "]" }

@@ -68,25 +68,33 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if req.GetPrepare() {
 		return s.prepareNow(ctx, req, msgs, d, sum)
 	}
-	plan := d.Response
 	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(attrAction.String(plan.GetAction().String()),
-		attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
-	resp := &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}
-	if plan.GetAction() == compactorv1.Action_ACTION_NONE {
+	if d.Response.GetAction() == compactorv1.Action_ACTION_NONE {
+		plan := d.Response
+		span.SetAttributes(attrAction.String(plan.GetAction().String()),
+			attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
 		if err := s.prepareAhead(ctx, req, msgs, plan, sum); err != nil {
 			return nil, toStatus(err)
 		}
-		return resp, nil
+		return &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}, nil
 	}
 	src := s.keepSource(ctx, req.GetMessages(), req.GetPolicy())
 	defer src.join()
-	pruned := engine.PruneAndCut(msgs, d)
-	if plan.GetAction() == compactorv1.Action_ACTION_PRUNE {
-		if err := sourced(resp, src); err != nil {
+	if src != nil && (len(d.Pruned) > 0 || len(d.Cuts) > 0) {
+		// The markers of what it prunes and cuts name the source, which the plan counts.
+		if d, err = engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: force, Source: src.hash}); err != nil {
 			return nil, toStatus(err)
 		}
-		s.compacted(resp, pruned)
+	}
+	plan := d.Response
+	span.SetAttributes(attrAction.String(plan.GetAction().String()),
+		attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
+	resp := &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}
+	if plan.GetAction() == compactorv1.Action_ACTION_PRUNE {
+		if err := sourced(resp, src, req.GetTargetProvider()); err != nil {
+			return nil, toStatus(err)
+		}
+		s.compacted(resp, prunedAndCut(msgs, d, resp))
 		return resp, nil
 	}
 
@@ -94,7 +102,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := c.run(ctx, resp, pruned); err != nil {
+	if err := c.run(ctx, resp, d); err != nil {
 		return nil, toStatus(err)
 	}
 	return resp, nil
@@ -125,7 +133,7 @@ func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compacto
 // run finds or writes the summary (its fallback standing in for a failed summarizer) and
 // completes resp with the compacted conversation, pruned the tail as planned; a range no
 // summary pays for completes resp uncompacted, with the reason.
-func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse, pruned []*compactorv1.Message) error {
+func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse, d *engine.Decision) error {
 	s, span := c.s, trace.SpanFromContext(ctx)
 	entry, outcome, err := c.summary(ctx)
 	fallbackFrom := ""
@@ -145,7 +153,7 @@ func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse,
 	if err != nil {
 		return err
 	}
-	if err := sourced(resp, c.src); err != nil {
+	if err := sourced(resp, c.src, c.req.GetTargetProvider()); err != nil {
 		return err
 	}
 	resp.CacheStatus = cacheStatusProto(outcome)
@@ -153,11 +161,20 @@ func (c *compaction) run(ctx context.Context, resp *compactorv1.CompactResponse,
 	span.SetAttributes(cache.AttrHit.Bool(outcome == cache.StatusHit),
 		attrCacheStatus.String(resp.CacheStatus.String()), attrPrefixHash.String(c.plan.GetPrefixHash()))
 
-	s.compacted(resp, c.messages(pruned, entry.Text, resp.GetSourceHash() != ""))
+	s.compacted(resp, c.messages(prunedAndCut(c.msgs, d, resp), entry.Text, resp.GetSourceHash() != ""))
 	resp.Summary = summaryProto(entry, len(c.kept), fallbackFrom)
 	resp.Warnings = append(resp.Warnings, droppedWarnings(entry.Check)...)
 	span.SetAttributes(checkAttributes(entry.Check)...)
 	return nil
+}
+
+// prunedAndCut is msgs with d's pruning and cutting carried out, their markers naming the
+// source resp kept, or none when it kept none.
+func prunedAndCut(msgs []*compactorv1.Message, d *engine.Decision, resp *compactorv1.CompactResponse) []*compactorv1.Message {
+	if resp.GetSourceHash() == "" {
+		d = d.WithoutSource()
+	}
+	return engine.PruneAndCut(msgs, d)
 }
 
 // compacted completes resp with the compacted conversation msgs, and counts it.

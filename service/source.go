@@ -10,7 +10,9 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/cache"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/engine/format"
 	"github.com/compactord/compactord/internal/grpcerr"
+	"github.com/compactord/compactord/recalltool"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -172,10 +174,10 @@ func decodeMessage(b []byte) (*compactorv1.Message, error) {
 	return m, nil
 }
 
-// sourced completes resp with the source w kept (its hash, or the warning saying why there
-// is none), or returns the error Compact must fail with. A nil w (sources off) changes
-// nothing.
-func sourced(resp *compactorv1.CompactResponse, w *sourceWrite) error {
+// sourced completes resp with the source w kept (its hash and the recall_context tool, in
+// target's format too when it is set; or the warning saying why there is none), or returns
+// the error Compact must fail with. A nil w (sources off) changes nothing.
+func sourced(resp *compactorv1.CompactResponse, w *sourceWrite, target compactorv1.Provider) error {
 	if w == nil {
 		return nil
 	}
@@ -185,6 +187,8 @@ func sourced(resp *compactorv1.CompactResponse, w *sourceWrite) error {
 	}
 	if kept {
 		resp.SourceHash = w.hash
+		resp.RecallTool = recalltool.Tool()
+		resp.RecallToolJson = recallToolJSON()[target]
 	} else if warning != "" {
 		resp.Warnings = append(resp.Warnings, warning)
 	}
@@ -221,3 +225,14 @@ func (c *compaction) reserveMarker() {
 // markerHashTokens bounds the tokens of a source hash in a marker: 64 hex digits, at most one
 // token each.
 const markerHashTokens = 64
+
+// recallToolJSON holds recalltool.Tool in each provider's format (format.ToolJSON), by provider.
+var recallToolJSON = sync.OnceValue(func() map[compactorv1.Provider]string {
+	out := map[compactorv1.Provider]string{}
+	for p := range compactorv1.Provider_name {
+		if j, _, err := format.ToolJSON(compactorv1.Provider(p), recalltool.Tool()); err == nil {
+			out[compactorv1.Provider(p)] = j
+		}
+	}
+	return out
+})

@@ -41,6 +41,9 @@ type command struct {
 	diff     bool   // compact: what became of each original message
 	// sourceHash and sourceRange are expand's source and range (ExpandRequest).
 	sourceHash, sourceRange string
+	// citation, query and maxTokens are recall's call (recalltool.Call) and bound.
+	citation, query string
+	maxTokens       int
 
 	policyFile string
 	// typed is the flags the command line set, by name (the fields of a --policy file are
@@ -86,6 +89,9 @@ func (c *command) flags() *flag.FlagSet {
 	fs.BoolVar(&c.diff, "diff", false, "compact: print what became of each original message (kept, summarized, pruned, cut) instead of the conversation")
 	fs.StringVar(&c.sourceHash, "hash", "", "expand: the source to expand (CompactResponse.source_hash); no input is read")
 	fs.StringVar(&c.sourceRange, "range", "", "expand: which messages of the source, as a citation (m12–m18) or 12-18")
+	fs.StringVar(&c.citation, "citation", "", "recall: the model's citation (m12–m18, or a source hash and a range)")
+	fs.StringVar(&c.query, "query", "", "recall: the model's query (words to look for in what was compacted away)")
+	fs.IntVar(&c.maxTokens, "max-tokens", 0, "recall: the answer's bound in tokens, a quarter of its bytes (0: 4000)")
 	return fs
 }
 
@@ -114,6 +120,12 @@ func (c *command) check() error {
 		return errors.New("--diff prints the diff; --json and --to print the result: choose one")
 	case (c.sourceHash != "" || c.sourceRange != "") && c.name != "expand":
 		return errors.New("--hash and --range apply to expand only")
+	case (c.citation != "" || c.query != "" || c.maxTokens != 0) && c.name != "recall":
+		return errors.New("--citation, --query and --max-tokens apply to recall only")
+	case c.name == "recall" && c.citation == "" && c.query == "":
+		return errors.New("recall needs --citation or --query")
+	case c.maxTokens < 0:
+		return errors.New("--max-tokens must not be negative")
 	case c.explain && c.name != "plan":
 		return errors.New("--explain applies to plan only")
 	case c.explain && c.full:

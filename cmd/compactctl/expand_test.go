@@ -65,3 +65,32 @@ func TestExpandAndDiff(t *testing.T) {
 		t.Errorf("--diff on lift: %+v", r)
 	}
 }
+
+// TestRecall: recall answers the model's recall_context call on a compacted conversation as
+// a host would: a citation with the originals' text, a query with the matching ones; a wrong
+// call is bad input, and the flags belong to recall alone.
+func TestRecall(t *testing.T) {
+	srv := startServer(t)
+	env := map[string]string{"COMPACTORD_ADDR": srv.addr}
+	out := ctl(t, env, "", "compact", "--context-window", "2500", "--summary-max-tokens", "500", fixture(t, swe))
+	compacted := filepath.Join(t.TempDir(), "compacted.json")
+	if err := os.WriteFile(compacted, []byte(out.stdout), 0o600); out.code != 0 || err != nil {
+		t.Fatalf("compact: %+v, %v", out, err)
+	}
+	cited := ctl(t, env, "", "recall", "--citation", "m2", compacted)
+	if cited.code != 0 || !strings.Contains(cited.stdout, " m2 ") || strings.Contains(cited.stdout, " m3 ") {
+		t.Fatalf("recall --citation m2: %+v", cited)
+	}
+	found := ctl(t, env, "", "recall", "--query", "parse_quantity", "--max-tokens", "200", compacted)
+	if found.code != 0 || !strings.Contains(strings.ToLower(found.stdout), "parse_quantity") || len(found.stdout) > 4*(200+30) {
+		t.Fatalf("recall --query: %+v", found)
+	}
+	for _, args := range [][]string{{"recall", compacted}, {"expand", "--query", "x", compacted}, {"recall", "--citation", "m1", "--max-tokens", "-1", compacted}} {
+		if r := ctl(t, env, "", args...); r.code != exitUsage {
+			t.Errorf("%v: %+v, want a usage error", args, r)
+		}
+	}
+	if r := ctl(t, env, "", "recall", "--citation", "the deploy step", compacted); r.code == 0 || r.code == exitUsage || !strings.Contains(r.stderr, "not a citation") {
+		t.Errorf("a wrong citation: %+v", r)
+	}
+}

@@ -35,6 +35,9 @@ var commandDocs = []struct {
 	{"expand", commandDoc{"[file|-]", "print the original messages behind the input's newest summary, or --hash's\n" +
 		"(the conversation the compaction received; --range: some of them), kept by the server",
 		append([]string{"from", "hash", "range"}, lowerFlagNames...)}},
+	{"recall", commandDoc{"[file|-]", "print the answer to the model's recall_context call on the input (the compacted\n" +
+		"conversation): the originals --citation names, or those --query's words match",
+		[]string{"from", "citation", "query", "max-tokens"}}},
 	{"lower", commandDoc{"[file|-]", "print the conversation as a provider body (--to is required)",
 		append([]string{"from"}, lowerFlagNames...)}},
 	{"health", commandDoc{"[service]", "ask the server's grpc.health.v1 service (no credentials or\n" +
@@ -79,7 +82,7 @@ func printHelp(w io.Writer, fs *flag.FlagSet, name string) {
 		fmt.Fprintf(w, "Connection flags: %s\n(compactctl -h describes them, and the exit statuses)\n", "--"+strings.Join(conn, ", --"))
 		return
 	}
-	fmt.Fprint(w, "usage: compactctl [flags] plan|compact|lower|lift|expand [file|-]\n"+
+	fmt.Fprint(w, "usage: compactctl [flags] plan|compact|lower|lift|expand|recall [file|-]\n"+
 		"       compactctl [flags] health [service]\n"+
 		"       compactctl help [command]\n\n")
 	for _, d := range commandDocs {

@@ -87,6 +87,7 @@ var commands = map[string]func(ctx context.Context, c *command) error{
 	"lower":   lower,
 	"health":  health,
 	"expand":  expand,
+	"recall":  recall,
 }
 
 // run is compactctl with its environment passed in; it returns the exit status.

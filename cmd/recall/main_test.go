@@ -42,6 +42,36 @@ func TestRecallOnFixtures(t *testing.T) {
 				t.Errorf("%s: %s measured %d of %d facts", r.name, methodNames[k], len(r.kept[k]), len(r.needed))
 			}
 		}
+		// Recoverable: what the compacted history keeps, and more from the sources it cites.
+		for i, kept := range r.kept[methodCompact] {
+			if kept && !r.recoverable[i] {
+				t.Errorf("%s: %s is in the compacted history but not recoverable", r.name, r.needed[i].Text)
+			}
+		}
+	}
+	// A compaction whose summary names its source keeps every fact of the history
+	// recoverable: the source is the whole history. At half the tokens the fixtures' summary
+	// rooms are too small for the marker; at 90% some take it.
+	o.window = 0.9
+	wide, err := measureAll(context.Background(), o, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	citing := 0
+	for _, r := range wide.rows {
+		if r.err != nil {
+			t.Errorf("%s at a window of 90%%: %v", r.name, r.err)
+		}
+		if !r.citing {
+			continue
+		}
+		citing++
+		if got := r.recoverableRecall(); got != 1 {
+			t.Errorf("%s: recoverable recall %.3f with the source cited, want 1.00", r.name, got)
+		}
+	}
+	if citing == 0 {
+		t.Error("no fixture's compaction cites its source at a window of 90%: the recoverable measure reads none")
 	}
 	m := rep.means()
 	if m.n != len(files) || m.bare > 0.1 || m.nameRuns > nameRunGoal {
@@ -50,7 +80,8 @@ func TestRecallOnFixtures(t *testing.T) {
 	var b bytes.Buffer
 	writeMarkdown(&b, rep)
 	for _, want := range []string{"## Means over", "| compactord |", "| truncation |", "| observation masking |",
-		"## Recall by kind of fact", "## Per conversation", "## Facts compaction lost most often", "make recall", "bare name runs"} {
+		"## Recall by kind of fact", "## Per conversation", "## Facts compaction lost most often", "make recall", "bare name runs",
+		"| compactord, recoverable (the compacted history or the sources it cites, through Expand) |", "recoverable recall below 1.00"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

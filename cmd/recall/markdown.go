@@ -28,11 +28,13 @@ type means struct {
 	// request alone exceed the window) and not compacted (nothing for a summary to pay for).
 	irreducible, neverCut, notCompacted int
 	recall                              [numMethods]float64
-	bare                                float64 // bare-name lines over all summary lines
-	worstBare                           float64 // the largest share in one summary
-	nameRuns, worstRuns                 float64 // characters in bare name runs: the mean share per summary, the largest
-	overWindow                          int     // compacted histories above the window they were asked to fit
-	overTrigger                         int     // … above the trigger (the next turn compacts again)
+	recoverable                         float64  // compactord's recoverable recall
+	notRecoverable                      []string // conversations below 1.00 recoverable recall
+	bare                                float64  // bare-name lines over all summary lines
+	worstBare                           float64  // the largest share in one summary
+	nameRuns, worstRuns                 float64  // characters in bare name runs: the mean share per summary, the largest
+	overWindow                          int      // compacted histories above the window they were asked to fit
+	overTrigger                         int      // … above the trigger (the next turn compacts again)
 	belowBetter                         []string
 	byKind                              [fidelity.NumFactKinds][numMethods][2]int // kept, needed
 	lost                                map[string]int
@@ -61,6 +63,10 @@ func (r report) means() means {
 		m.n++
 		for k := range numMethods {
 			m.recall[k] += x.recall(k)
+		}
+		m.recoverable += x.recoverableRecall()
+		if x.recoverableRecall() < 1 {
+			m.notRecoverable = append(m.notRecoverable, x.name)
 		}
 		bare += x.bare
 		lines += x.lines
@@ -100,6 +106,7 @@ func (r report) means() means {
 			m.recall[k] /= float64(m.n)
 		}
 		m.nameRuns /= float64(m.n)
+		m.recoverable /= float64(m.n)
 	}
 	if lines > 0 {
 		m.bare = float64(bare) / float64(lines)
@@ -125,7 +132,9 @@ func writeMarkdown(w io.Writer, r report) {
 		fmt.Fprintf(w, "| %s | %.3f |\n", methodNames[k], m.recall[k])
 	}
 	better := max(m.recall[methodTruncate], m.recall[methodMask])
+	fmt.Fprintf(w, "| compactord, recoverable (the compacted history or the sources it cites, through Expand) | %.3f |\n", m.recoverable)
 	fmt.Fprintf(w, "\n- compactord − the better baseline: %+.3f\n", m.recall[methodCompact]-better)
+	fmt.Fprintf(w, "- recoverable recall below 1.00 (goal: none, within the sources' TTL): %d %v\n", len(m.notRecoverable), m.notRecoverable)
 	fmt.Fprintf(w, "- conversations with %d or more needed facts: %d; more than %.2f below the better baseline: %d %v\n",
 		minFacts, m.largeCount, goalSlack, len(m.belowBetter), m.belowBetter)
 	fmt.Fprintf(w, "- summary lines that state only a name: %.1f%% of all (the worst summary: %.1f%%)\n", 100*m.bare, 100*m.worstBare)
@@ -152,18 +161,18 @@ func writeMarkdown(w io.Writer, r report) {
 		fmt.Fprintln(w)
 	}
 
-	fmt.Fprintf(w, "\n## Per conversation\n\n| conversation | msgs | split | history | window | compacted | needed | compactord | truncation | masking | bare lines | name runs |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## Per conversation\n\n| conversation | msgs | split | history | window | compacted | needed | compactord | recoverable | truncation | masking | bare lines | name runs |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.rows {
 		if x.err != nil {
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | error: %v | %d | | | | | |\n", x.name, x.msgs, x.split, x.history, x.window, x.err, len(x.needed))
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | error: %v | %d | | | | | | |\n", x.name, x.msgs, x.split, x.history, x.window, x.err, len(x.needed))
 			continue
 		}
 		share := 0.0
 		if x.lines > 0 {
 			share = 100 * float64(x.bare) / float64(x.lines)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %.3f | %.3f | %.3f | %.0f%% | %.1f%% |\n", x.name, x.msgs, x.split, x.history,
-			x.window, x.budget, len(x.needed), x.recall(methodCompact), x.recall(methodTruncate), x.recall(methodMask), share, 100*x.nameRuns())
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f%% | %.1f%% |\n", x.name, x.msgs, x.split, x.history,
+			x.window, x.budget, len(x.needed), x.recall(methodCompact), x.recoverableRecall(), x.recall(methodTruncate), x.recall(methodMask), share, 100*x.nameRuns())
 	}
 
 	type lostFact struct {

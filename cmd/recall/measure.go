@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/corpus"
 	"github.com/compactord/compactord/internal/measure"
+	"github.com/compactord/compactord/recalltool"
 	"github.com/compactord/compactord/service"
 )
 
@@ -35,8 +37,12 @@ type row struct {
 	notCompacted    bool // err says Compact did not compact
 	needed          []fidelity.Fact
 	kept            [numMethods][]bool
-	bare, lines     int // the summary's bare-name lines, of its lines
-	runs, chars     int // the summary's bytes in bare name runs (fidelity.BareNameRuns), of its bytes
+	// recoverable marks the needed facts in the compacted history or in the sources its
+	// summary and markers cite, read back through Expand.
+	recoverable []bool
+	citing      bool // the compacted history cites a source (its summary's marker, at least)
+	bare, lines int  // the summary's bare-name lines, of its lines
+	runs, chars int  // the summary's bytes in bare name runs (fidelity.BareNameRuns), of its bytes
 }
 
 // nameRuns is the share of the summary's bytes in bare name runs.
@@ -48,12 +54,18 @@ func (r row) nameRuns() float64 {
 }
 
 // recall is the share of needed facts method m kept (1 when none were needed).
-func (r row) recall(m int) float64 {
+func (r row) recall(m int) float64 { return r.share(r.kept[m]) }
+
+// recoverableRecall is the share of needed facts compactord's compaction kept recoverable.
+func (r row) recoverableRecall() float64 { return r.share(r.recoverable) }
+
+// share is the share of needed facts kept marks (1 when none were needed).
+func (r row) share(kept []bool) float64 {
 	if len(r.needed) == 0 {
 		return 1
 	}
 	n := 0
-	for _, k := range r.kept[m] {
+	for _, k := range kept {
 		if k {
 			n++
 		}
@@ -143,6 +155,19 @@ func (m *measurer) one(ctx context.Context, f corpus.File) row {
 	}
 	r.budget = m.total(compacted)
 	r.kept[methodCompact] = fidelity.Recall(r.needed, compacted)
+	// What the compaction keeps recoverable: the compacted history and the original
+	// messages it cites, read back as a host would, through Expand.
+	cited, err := recalltool.Answerer{Client: recalltool.ExpanderFunc(m.srv.Expand)}.Sources(ctx, compacted)
+	if err != nil {
+		r.err = fmt.Errorf("reading the cited sources: %w", err)
+		return r
+	}
+	r.citing = len(cited) > 0
+	recoverable := slices.Clone(compacted)
+	for _, s := range cited {
+		recoverable = append(recoverable, s.Message)
+	}
+	r.recoverable = fidelity.Recall(r.needed, recoverable)
 	r.kept[methodTruncate] = fidelity.Recall(r.needed, fidelity.Truncation(history, r.budget, m.count))
 	r.kept[methodMask] = fidelity.Recall(r.needed, fidelity.ObservationMasking(history, r.budget, m.count))
 	r.bare, r.lines = fidelity.BareLines(resp.GetSummary().GetText())

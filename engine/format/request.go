@@ -1,17 +1,20 @@
 package format
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
+	"github.com/compactord/compactord/recalltool"
 )
 
 // The request's other fields: what Lower writes before the conversation. In order: the
 // members of base_body; those of a rest_body of the target's format that base_body lacks;
 // then what Lower adds: the members of a rest_body of another format that have an
-// equivalent in the target (genParams, the OpenAI model), the tools, the tool choice. The
+// equivalent in the target (genParams, the OpenAI model), the tools (recall_context last,
+// with recall_tool), the tool choice. The
 // tools and the choice go into the target's own members when base_body (or rest_body) has
 // them (mergeTools, mergeChoice). LowerRequest's comments state the contract.
 
@@ -86,7 +89,7 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 	if rest == "{}" {
 		rest = ""
 	}
-	if rest == "" && len(tools) == 0 && choice == nil {
+	if rest == "" && len(tools) == 0 && choice == nil && !req.GetRecallTool() {
 		return base, nil
 	}
 	if err := validateTools(tools, choice); err != nil {
@@ -127,6 +130,9 @@ func (l *lowerer) compose(base []member) ([]member, error) {
 		} else {
 			out = l.carryRest(out, rest, from, ts, req.GetToolChoice() != nil)
 		}
+	}
+	if req.GetRecallTool() {
+		tools = append(slices.Clip(tools), recalltool.Tool())
 	}
 	if len(tools) > 0 {
 		out = l.mergeTools(out, tools)

@@ -431,3 +431,20 @@ func (l *lowerer) dropField(field string) {
 		l.note(field+": not carried to "+ProviderName(l.req.GetProvider()), field, nil)
 	}
 }
+
+// ToolJSON returns t written as one element of provider p's tool list (for Gemini, a
+// function declaration; for Bedrock, a toolConfig.tools entry), as Lower writes it, and the
+// warnings Lower would give for it.
+func ToolJSON(p compactorv1.Provider, t *compactorv1.Tool) (string, []string, error) {
+	if _, ok := ParseProvider(ProviderName(p)); !ok || p == compactorv1.Provider_PROVIDER_UNSPECIFIED {
+		return "", nil, engine.Invalid("provider", "unknown provider "+itoa(int(p)))
+	}
+	if err := validateTools([]*compactorv1.Tool{t}, nil); err != nil {
+		return "", nil, err
+	}
+	l := &lowerer{req: &compactorv1.LowerRequest{Provider: p}}
+	l.w.first = true
+	l.writeTool(&l.w, t, toolLoc(0))
+	l.finishWarnings()
+	return string(l.w.b), l.warnings, nil
+}

@@ -1381,9 +1381,21 @@ type CompactResponse struct {
 	// summary stands for), so a host that persists only provider bodies keeps it. Empty when
 	// compacted is false, when sources are off (the server's --source-ttl 0 or
 	// Policy.discard_sources), or when the source could not be kept (a warning says why).
-	SourceHash    string `protobuf:"bytes,22,opt,name=source_hash,json=sourceHash,proto3" json:"source_hash,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SourceHash string `protobuf:"bytes,22,opt,name=source_hash,json=sourceHash,proto3" json:"source_hash,omitempty"`
+	// The recall_context tool for the model, in the neutral form LowerRequest.tools takes: set
+	// with source_hash. A model offered it (LowerRequest.recall_tool writes it beside the
+	// body's tools) can ask for what the compaction folded away, by a citation the summary or a
+	// cut output's note gives ("m12–m18", optionally after the source hash) or by a query
+	// string; the host answers the call through Expand (the Go package recalltool, the Python and
+	// TypeScript clients' recall helpers).
+	RecallTool *Tool `protobuf:"bytes,23,opt,name=recall_tool,json=recallTool,proto3" json:"recall_tool,omitempty"`
+	// recall_tool as one element of target_provider's tool list, JSON: Anthropic's tools[]
+	// entry, OpenAI Chat's tools[] entry, Responses' tools[] entry, a Gemini function
+	// declaration (tools[].functionDeclarations[] entry), Bedrock's toolConfig.tools[] entry.
+	// Empty without target_provider or without recall_tool.
+	RecallToolJson string `protobuf:"bytes,24,opt,name=recall_tool_json,json=recallToolJson,proto3" json:"recall_tool_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CompactResponse) Reset() {
@@ -1468,6 +1480,20 @@ func (x *CompactResponse) GetWarnings() []string {
 func (x *CompactResponse) GetSourceHash() string {
 	if x != nil {
 		return x.SourceHash
+	}
+	return ""
+}
+
+func (x *CompactResponse) GetRecallTool() *Tool {
+	if x != nil {
+		return x.RecallTool
+	}
+	return nil
+}
+
+func (x *CompactResponse) GetRecallToolJson() string {
+	if x != nil {
+		return x.RecallToolJson
 	}
 	return ""
 }
@@ -1997,7 +2023,11 @@ type LowerRequest struct {
 	// the target's.
 	RestBody string `protobuf:"bytes,11,opt,name=rest_body,json=restBody,proto3" json:"rest_body,omitempty"`
 	// The format rest_body is in (LiftResponse.provider). Required when rest_body is set.
-	RestProvider  Provider `protobuf:"varint,12,opt,name=rest_provider,json=restProvider,proto3,enum=compactor.v1.Provider" json:"rest_provider,omitempty"`
+	RestProvider Provider `protobuf:"varint,12,opt,name=rest_provider,json=restProvider,proto3,enum=compactor.v1.Provider" json:"rest_provider,omitempty"`
+	// Offer the model the recall_context tool (CompactResponse.recall_tool) beside the body's
+	// tools, as if it were the last of tools; a base_body defining a tool of that name keeps
+	// its own.
+	RecallTool    bool `protobuf:"varint,13,opt,name=recall_tool,json=recallTool,proto3" json:"recall_tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2114,6 +2144,13 @@ func (x *LowerRequest) GetRestProvider() Provider {
 		return x.RestProvider
 	}
 	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *LowerRequest) GetRecallTool() bool {
+	if x != nil {
+		return x.RecallTool
+	}
+	return false
 }
 
 // LowerResponse is a provider request body.
@@ -2671,7 +2708,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\bprovider\x18\x01 \x01(\x0e2\x16.compactor.v1.ProviderR\bprovider\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12(\n" +
 	"\x05tools\x18\x03 \x03(\v2\x12.compactor.v1.ToolR\x05tools\x12\x1b\n" +
-	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\"\xd6\x02\n" +
+	"\tbase_body\x18\x04 \x01(\tR\bbaseBody\"\xb5\x03\n" +
 	"\x0fCompactResponse\x12\x1c\n" +
 	"\tcompacted\x18\x01 \x01(\bR\tcompacted\x121\n" +
 	"\bmessages\x18\x02 \x03(\v2\x15.compactor.v1.MessageR\bmessages\x12.\n" +
@@ -2681,7 +2718,10 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x06reason\x18\x14 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bwarnings\x18\x15 \x03(\tR\bwarnings\x12\x1f\n" +
 	"\vsource_hash\x18\x16 \x01(\tR\n" +
-	"sourceHash\"\xa5\x06\n" +
+	"sourceHash\x123\n" +
+	"\vrecall_tool\x18\x17 \x01(\v2\x12.compactor.v1.ToolR\n" +
+	"recallTool\x12(\n" +
+	"\x10recall_tool_json\x18\x18 \x01(\tR\x0erecallToolJson\"\xa5\x06\n" +
 	"\aSummary\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1e\n" +
 	"\n" +
@@ -2725,7 +2765,7 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x05 \x01(\tR\rnextPageToken\"9\n" +
 	"\aSession\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x16\n" +
-	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\x91\x04\n" +
+	"\x06cursor\x18\x02 \x01(\x05R\x06cursor\"\xb2\x04\n" +
 	"\fLowerRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x15.compactor.v1.MessageB\x03\xe0A\x02R\bmessages\x127\n" +
 	"\bprovider\x18\x02 \x01(\x0e2\x16.compactor.v1.ProviderB\x03\xe0A\x02R\bprovider\x12\x14\n" +
@@ -2740,7 +2780,9 @@ const file_compactor_v1_compactor_proto_rawDesc = "" +
 	" \x01(\v2\x18.compactor.v1.ToolChoiceR\n" +
 	"toolChoice\x12\x1b\n" +
 	"\trest_body\x18\v \x01(\tR\brestBody\x12;\n" +
-	"\rrest_provider\x18\f \x01(\x0e2\x16.compactor.v1.ProviderR\frestProvider\"W\n" +
+	"\rrest_provider\x18\f \x01(\x0e2\x16.compactor.v1.ProviderR\frestProvider\x12\x1f\n" +
+	"\vrecall_tool\x18\r \x01(\bR\n" +
+	"recallTool\"W\n" +
 	"\rLowerResponse\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\tR\x04body\x12\x1a\n" +
 	"\bwarnings\x18\x02 \x03(\tR\bwarnings\x12\x16\n" +
@@ -2876,39 +2918,40 @@ var file_compactor_v1_compactor_proto_depIdxs = []int32{
 	10, // 14: compactor.v1.CompactResponse.plan:type_name -> compactor.v1.PlanResponse
 	14, // 15: compactor.v1.CompactResponse.summary:type_name -> compactor.v1.Summary
 	3,  // 16: compactor.v1.CompactResponse.cache_status:type_name -> compactor.v1.CacheStatus
-	26, // 17: compactor.v1.ExpandRequest.message:type_name -> compactor.v1.Message
-	26, // 18: compactor.v1.ExpandResponse.messages:type_name -> compactor.v1.Message
-	26, // 19: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
-	0,  // 20: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
-	17, // 21: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
-	22, // 22: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
-	24, // 23: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
-	0,  // 24: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
-	0,  // 25: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
-	26, // 26: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
-	0,  // 27: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
-	22, // 28: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
-	24, // 29: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
-	25, // 30: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
-	23, // 31: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
-	0,  // 32: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
-	4,  // 33: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
-	27, // 34: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
-	9,  // 35: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
-	11, // 36: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
-	18, // 37: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
-	20, // 38: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
-	15, // 39: compactor.v1.CompactorService.Expand:input_type -> compactor.v1.ExpandRequest
-	10, // 40: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
-	13, // 41: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
-	19, // 42: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
-	21, // 43: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
-	16, // 44: compactor.v1.CompactorService.Expand:output_type -> compactor.v1.ExpandResponse
-	40, // [40:45] is the sub-list for method output_type
-	35, // [35:40] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	22, // 17: compactor.v1.CompactResponse.recall_tool:type_name -> compactor.v1.Tool
+	26, // 18: compactor.v1.ExpandRequest.message:type_name -> compactor.v1.Message
+	26, // 19: compactor.v1.ExpandResponse.messages:type_name -> compactor.v1.Message
+	26, // 20: compactor.v1.LowerRequest.messages:type_name -> compactor.v1.Message
+	0,  // 21: compactor.v1.LowerRequest.provider:type_name -> compactor.v1.Provider
+	17, // 22: compactor.v1.LowerRequest.session:type_name -> compactor.v1.Session
+	22, // 23: compactor.v1.LowerRequest.tools:type_name -> compactor.v1.Tool
+	24, // 24: compactor.v1.LowerRequest.tool_choice:type_name -> compactor.v1.ToolChoice
+	0,  // 25: compactor.v1.LowerRequest.rest_provider:type_name -> compactor.v1.Provider
+	0,  // 26: compactor.v1.LiftRequest.provider:type_name -> compactor.v1.Provider
+	26, // 27: compactor.v1.LiftResponse.messages:type_name -> compactor.v1.Message
+	0,  // 28: compactor.v1.LiftResponse.provider:type_name -> compactor.v1.Provider
+	22, // 29: compactor.v1.LiftResponse.tools:type_name -> compactor.v1.Tool
+	24, // 30: compactor.v1.LiftResponse.tool_choice:type_name -> compactor.v1.ToolChoice
+	25, // 31: compactor.v1.Tool.provider_options:type_name -> compactor.v1.Tool.ProviderOptionsEntry
+	23, // 32: compactor.v1.Tool.provider_tool:type_name -> compactor.v1.ProviderTool
+	0,  // 33: compactor.v1.ProviderTool.format:type_name -> compactor.v1.Provider
+	4,  // 34: compactor.v1.ToolChoice.mode:type_name -> compactor.v1.ToolChoiceMode
+	27, // 35: compactor.v1.Tool.ProviderOptionsEntry.value:type_name -> google.protobuf.Struct
+	9,  // 36: compactor.v1.CompactorService.Plan:input_type -> compactor.v1.PlanRequest
+	11, // 37: compactor.v1.CompactorService.Compact:input_type -> compactor.v1.CompactRequest
+	18, // 38: compactor.v1.CompactorService.Lower:input_type -> compactor.v1.LowerRequest
+	20, // 39: compactor.v1.CompactorService.Lift:input_type -> compactor.v1.LiftRequest
+	15, // 40: compactor.v1.CompactorService.Expand:input_type -> compactor.v1.ExpandRequest
+	10, // 41: compactor.v1.CompactorService.Plan:output_type -> compactor.v1.PlanResponse
+	13, // 42: compactor.v1.CompactorService.Compact:output_type -> compactor.v1.CompactResponse
+	19, // 43: compactor.v1.CompactorService.Lower:output_type -> compactor.v1.LowerResponse
+	21, // 44: compactor.v1.CompactorService.Lift:output_type -> compactor.v1.LiftResponse
+	16, // 45: compactor.v1.CompactorService.Expand:output_type -> compactor.v1.ExpandResponse
+	41, // [41:46] is the sub-list for method output_type
+	36, // [36:41] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_compactor_v1_compactor_proto_init() }

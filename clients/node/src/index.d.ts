@@ -3,6 +3,8 @@ import type { ChannelOptions } from "@grpc/grpc-js";
 import type {
   CompactRequestSchema,
   CompactResponse,
+  ExpandRequestSchema,
+  ExpandResponse,
   LiftResponse,
   LowerRequestSchema,
   LowerResponse,
@@ -11,6 +13,7 @@ import type {
   PolicySchema,
   Provider,
 } from "../gen/compactor/v1/compactor_pb.js";
+import type { Message } from "../gen/compactor/v1/conversation_pb.js";
 
 export * from "../gen/compactor/v1/compactor_pb.js";
 export * from "../gen/compactor/v1/conversation_pb.js";
@@ -86,11 +89,62 @@ export interface CompactBodyOptions extends CallOptions {
   strict?: boolean;
 }
 
+/** The name the model calls the recall_context tool by. */
+export declare const RECALL_TOOL_NAME: "recall_context";
+/** The most a recall answer takes unless told otherwise (tokens: a quarter of its bytes). */
+export declare const DEFAULT_RECALL_MAX_TOKENS: number;
+
+/** A recall_context call the model should be told is wrong; the message says why. */
+export declare class RecallError extends Error {}
+
+/** The input of a recall_context call: a citation or a query. */
+export interface RecallArguments {
+  citation?: string;
+  query?: string;
+}
+
+/** One original message an answer quotes: where it is and the message, as Compact received it. */
+export interface RecalledMessage {
+  message: Message;
+  hash: string;
+  index: number;
+}
+
+export interface Recall {
+  /** The original messages a citation names (naming no source: the conversation's newest). */
+  cited(conversation: Message[], citation: string): Promise<RecalledMessage[]>;
+  /** The messages of the sources the conversation names holding the query's words, best first. */
+  search(conversation: Message[], query: string): Promise<RecalledMessage[]>;
+  /** The text answering a call, each message under a line naming it ("[<hash> m12 user]"). */
+  answer(conversation: Message[], args: string | RecallArguments): Promise<string>;
+}
+
+/** An answerer of recall_context calls through `expand`, answers within `maxTokens`. */
+export declare function createRecall(
+  expand: (req: MessageInitShape<typeof ExpandRequestSchema>) => Promise<ExpandResponse>,
+  maxTokens?: number,
+): Recall;
+
+/** A message rendered for the model as recall answers render it (the Go package's Text). */
+export declare function messageText(m: Message): string;
+
+/** The source hash ("" for the conversation's newest) and the range of a citation. */
+export declare function parseCitation(s: string): { source: string; range: string };
+
+export interface RecallOptions extends CallOptions {
+  /** The answer's bound in tokens (a quarter of its bytes); default DEFAULT_RECALL_MAX_TOKENS. */
+  maxTokens?: number;
+}
+
 export interface CompactordClient {
   plan(req: MessageInitShape<typeof PlanRequestSchema>, opts?: CallOptions): Promise<PlanResponse>;
   compact(req: MessageInitShape<typeof CompactRequestSchema>, opts?: CallOptions): Promise<CompactResponse>;
   lower(req: MessageInitShape<typeof LowerRequestSchema>, opts?: CallOptions): Promise<LowerResponse>;
   lift(body: string | Uint8Array | object, provider?: ProviderName | Provider, opts?: CallOptions): Promise<LiftResponse>;
+  /** The original messages behind a summary (or a source hash), one page at a time. */
+  expand(req: MessageInitShape<typeof ExpandRequestSchema>, opts?: CallOptions): Promise<ExpandResponse>;
+  /** Answers the model's recall_context call (CompactResponse.recallTool) through expand. */
+  recall(conversation: Message[], args: string | RecallArguments, opts?: RecallOptions): Promise<string>;
   /** Lift, compact and lower in one call; resolves to the JSON body. */
   compactBody(body: string | Uint8Array | object, opts?: CompactBodyOptions): Promise<string>;
   close(): void;

@@ -6,6 +6,7 @@ import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import {
   CompactRequestSchema,
   CompactorService,
+  ExpandRequestSchema,
   LiftRequestSchema,
   LowerRequestSchema,
   PlanRequestSchema,
@@ -20,9 +21,12 @@ import {
   RetryInfoSchema,
 } from "../gen/google/rpc/error_details_pb.js";
 
+import { DEFAULT_RECALL_MAX_TOKENS, createRecall } from "./recall.js";
+
 export * from "../gen/compactor/v1/compactor_pb.js";
 export * from "../gen/compactor/v1/conversation_pb.js";
 export { create, toJson, fromJson } from "@bufbuild/protobuf";
+export { RECALL_TOOL_NAME, DEFAULT_RECALL_MAX_TOKENS, RecallError, createRecall, messageText, parseCitation } from "./recall.js";
 
 /** Provider names accepted wherever a provider is expected, as in compactctl's --to. */
 export const PROVIDERS = Object.freeze({
@@ -189,6 +193,18 @@ export function createClient({ address, tenant, token, apiKey, tls, timeoutMs = 
     compact: (req, opts) => call("compact", CompactRequestSchema, req, opts),
     /** Renders a conversation as a provider's request body. */
     lower: (req, opts) => call("lower", LowerRequestSchema, req, opts),
+    /** The original messages behind a summary (or a source hash), one page at a time. */
+    expand: (req, opts) => call("expand", ExpandRequestSchema, req, opts),
+    /**
+     * Answers the model's recall_context call (CompactResponse.recallTool): `args` is the
+     * call's input (JSON text or an object: citation or query), `conversation` the messages
+     * the model saw. A citation resolves to the cited original messages' text; a query to the
+     * compacted-away messages holding its words, best first, within `maxTokens` (a quarter
+     * of the answer's bytes). A wrong call rejects with RecallError (tell the model its
+     * message); an expired source with CompactordError NOT_FOUND.
+     */
+    recall: (conversation, args, { maxTokens = DEFAULT_RECALL_MAX_TOKENS, timeoutMs: t } = {}) =>
+      createRecall((req) => api.expand(req, { timeoutMs: t }), maxTokens).answer(conversation, args),
     /** Reads a provider body (JSON text, bytes or an object) into the IR; detected unless named. */
     lift: (body, providerName, opts) =>
       call("lift", LiftRequestSchema, { body: jsonText(body), provider: providerName === undefined ? 0 : provider(providerName) }, opts),

@@ -10,6 +10,7 @@ import grpc
 from ._gen.compactor.v1 import compactor_pb2 as pb
 from ._gen.compactor.v1 import compactor_pb2_grpc as pb_grpc
 from ._gen.rpc import error_details_pb2, status_pb2
+from .recall import DEFAULT_MAX_TOKENS, Answerer
 
 # Metadata keys of compactord's tenant and credentials (SECURITY.md).
 TENANT_KEY = "x-compactor-tenant"
@@ -186,6 +187,20 @@ class Client:
     def lower(self, request: pb.LowerRequest, *, timeout: Optional[float] = None) -> pb.LowerResponse:
         """Render a conversation as a provider's request body."""
         return self._call(self._stub.Lower, request, timeout)
+
+    def expand(self, request: pb.ExpandRequest, *, timeout: Optional[float] = None) -> pb.ExpandResponse:
+        """The original messages behind a summary (or a source hash), one page at a time."""
+        return self._call(self._stub.Expand, request, timeout)
+
+    def recall(self, conversation: Sequence[object], arguments: Union[str, bytes, Mapping], *,
+               max_tokens: int = DEFAULT_MAX_TOKENS, timeout: Optional[float] = None) -> str:
+        """Answer the model's recall_context call (CompactResponse.recall_tool): ``arguments``
+        is the call's input (JSON text or a dict: ``citation`` or ``query``), ``conversation``
+        the messages the model saw. A citation returns the cited original messages' text; a
+        query the compacted-away messages holding its words, best first, within
+        ``max_tokens`` (a quarter of the answer's bytes). A wrong call raises RecallError
+        (tell the model its message); an expired source CompactordError NOT_FOUND."""
+        return Answerer(lambda r: self.expand(r, timeout=timeout), max_tokens).answer(conversation, arguments)
 
     def lift(self, body: Union[str, bytes, Mapping], provider_name: Union[str, int, None] = None, *,
              timeout: Optional[float] = None) -> pb.LiftResponse:

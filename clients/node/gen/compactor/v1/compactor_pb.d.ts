@@ -477,6 +477,16 @@ export declare type CompactResponse = Message<"compactor.v1.CompactResponse"> & 
    * @generated from field: string source_hash = 22;
    */
   sourceHash: string;
+
+  /**
+   * @generated from field: compactor.v1.Tool recall_tool = 23;
+   */
+  recallTool?: Tool | undefined;
+
+  /**
+   * @generated from field: string recall_tool_json = 24;
+   */
+  recallToolJson: string;
 };
 
 /**
@@ -752,6 +762,11 @@ export declare type LowerRequest = Message<"compactor.v1.LowerRequest"> & {
    * @generated from field: compactor.v1.Provider rest_provider = 12;
    */
   restProvider: Provider;
+
+  /**
+   * @generated from field: bool recall_tool = 13;
+   */
+  recallTool: boolean;
 };
 
 /**

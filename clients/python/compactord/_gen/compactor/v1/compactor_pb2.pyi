@@ -77,12 +77,14 @@ class CompactRequest(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., summarizer: _Optional[str] = ..., instructions: _Optional[str] = ..., force: bool = ..., emit_compact_prompt: bool = ..., target_provider: _Optional[_Union[Provider, str]] = ..., prepare: bool = ..., agent_request: _Optional[_Union[AgentRequest, _Mapping]] = ...) -> None: ...
 
 class CompactResponse(_message.Message):
-    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "source_hash", "summary", "warnings"]
+    __slots__ = ["cache_status", "compacted", "messages", "plan", "reason", "recall_tool", "recall_tool_json", "source_hash", "summary", "warnings"]
     CACHE_STATUS_FIELD_NUMBER: _ClassVar[int]
     COMPACTED_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    RECALL_TOOL_FIELD_NUMBER: _ClassVar[int]
+    RECALL_TOOL_JSON_FIELD_NUMBER: _ClassVar[int]
     SOURCE_HASH_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
@@ -91,10 +93,12 @@ class CompactResponse(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     plan: PlanResponse
     reason: str
+    recall_tool: Tool
+    recall_tool_json: str
     source_hash: str
     summary: Summary
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., source_hash: _Optional[str] = ...) -> None: ...
+    def __init__(self, compacted: bool = ..., messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., plan: _Optional[_Union[PlanResponse, _Mapping]] = ..., summary: _Optional[_Union[Summary, _Mapping]] = ..., cache_status: _Optional[_Union[CacheStatus, str]] = ..., reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., source_hash: _Optional[str] = ..., recall_tool: _Optional[_Union[Tool, _Mapping]] = ..., recall_tool_json: _Optional[str] = ...) -> None: ...
 
 class ExpandRequest(_message.Message):
     __slots__ = ["message", "page_size", "page_token", "range", "source_hash"]
@@ -149,13 +153,14 @@ class LiftResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., rest_body: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ...) -> None: ...
 
 class LowerRequest(_message.Message):
-    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "rest_body", "rest_provider", "session", "strict", "tool_choice", "tools"]
+    __slots__ = ["base_body", "inline_dynamic_system", "keep_history", "messages", "model", "provider", "recall_tool", "rest_body", "rest_provider", "session", "strict", "tool_choice", "tools"]
     BASE_BODY_FIELD_NUMBER: _ClassVar[int]
     INLINE_DYNAMIC_SYSTEM_FIELD_NUMBER: _ClassVar[int]
     KEEP_HISTORY_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    RECALL_TOOL_FIELD_NUMBER: _ClassVar[int]
     REST_BODY_FIELD_NUMBER: _ClassVar[int]
     REST_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
@@ -168,13 +173,14 @@ class LowerRequest(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[_conversation_pb2.Message]
     model: str
     provider: Provider
+    recall_tool: bool
     rest_body: str
     rest_provider: Provider
     session: Session
     strict: bool
     tool_choice: ToolChoice
     tools: _containers.RepeatedCompositeFieldContainer[Tool]
-    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ..., strict: bool = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ..., rest_body: _Optional[str] = ..., rest_provider: _Optional[_Union[Provider, str]] = ...) -> None: ...
+    def __init__(self, messages: _Optional[_Iterable[_Union[_conversation_pb2.Message, _Mapping]]] = ..., provider: _Optional[_Union[Provider, str]] = ..., model: _Optional[str] = ..., base_body: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., keep_history: bool = ..., inline_dynamic_system: bool = ..., strict: bool = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., tool_choice: _Optional[_Union[ToolChoice, _Mapping]] = ..., rest_body: _Optional[str] = ..., rest_provider: _Optional[_Union[Provider, str]] = ..., recall_tool: bool = ...) -> None: ...
 
 class LowerResponse(_message.Message):
     __slots__ = ["body", "cursor", "warnings"]
