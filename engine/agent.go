@@ -110,13 +110,30 @@ const (
 )
 
 // ClassifyUsers returns the kind of each message of msgs: 0 for messages that are not user
-// messages with text (and for head messages, compaction prompts and summaries). compacted
-// says msgs follow an earlier summary: the first user message is then a request only if it
-// reads as one (the task rule applies to a conversation from its start).
-func ClassifyUsers(msgs []*compactorv1.Message, compacted bool) []UserKind {
+// messages with text (and for head messages, compaction prompts and summaries). taskBefore
+// says the conversation's task comes before msgs (an earlier summary carries it, or the head
+// keeps it: HeadTask): the first user message of msgs is then a request only if it reads as
+// one (the task rule applies to a conversation from its start).
+func ClassifyUsers(msgs []*compactorv1.Message, taskBefore bool) []UserKind {
 	out := make([]UserKind, len(msgs))
-	eachUserText(msgs, 0, !compacted, func(i int, k UserKind) { out[i] = k })
+	eachUserText(msgs, 0, !taskBefore, func(i int, k UserKind) { out[i] = k })
 	return out
+}
+
+// HeadTask reports whether a head message of msgs (InHead) holds the task: standing
+// instructions with the user's words beside them (a harness's task), which the head keeps
+// verbatim. A summarized range after such a head has no task of its own: its first user
+// message is a request only if it reads as one (ClassifyUsers's taskBefore).
+func HeadTask(msgs []*compactorv1.Message) bool {
+	for _, m := range msgs {
+		if m.GetRole() != compactorv1.Role_ROLE_USER || !InHead(m) {
+			continue
+		}
+		if fl := messageFlags(m); fl&flagStandingOnly != 0 && fl&flagNoWords == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // eachUserText calls f with the index and kind of each user message with text of

@@ -174,3 +174,30 @@ func TestHostBlockRulesAreLinear(t *testing.T) {
 		t.Error("a block quoting an instruction file on a later line is not standing")
 	}
 }
+
+// TestHeadTask: only a head message holding the user's words beside standing instructions (a
+// harness's task) is a task the head keeps; standing instructions alone, a request outside
+// the head and an observation are not.
+func TestHeadTask(t *testing.T) {
+	obs := irtest.User("<returncode>0</returncode>\n<output>ok</output>")
+	tests := []struct {
+		name string
+		msgs []*compactorv1.Message
+		want bool
+	}{
+		{"mini-swe-agent task", []*compactorv1.Message{irtest.Msg(compactorv1.Role_ROLE_SYSTEM, irtest.Text("You are a helpful assistant.")), irtest.User(miniTask)}, true},
+		{"AGENTS.md alone", []*compactorv1.Message{irtest.User(cxAgents + "\n\n" + cxEnv)}, false},
+		{"the task outside the head", []*compactorv1.Message{irtest.User("fix the failing test")}, false},
+		{"an observation", []*compactorv1.Message{obs}, false},
+		{"none", nil, false},
+	}
+	for _, tc := range tests {
+		if got := HeadTask(tc.msgs); got != tc.want {
+			t.Errorf("%s: HeadTask %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// After a head task, a range starting with an observation has no task of its own.
+	if k := ClassifyUsers([]*compactorv1.Message{obs}, true)[0]; k == UserRequest {
+		t.Errorf("an observation after a head task classified as a request")
+	}
+}

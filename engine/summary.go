@@ -43,6 +43,9 @@ type SummaryInput struct {
 	// Positions, when it has one per message, is each message's index in the conversation
 	// Compact received (the source its summary cites, see Cite); nil numbers Messages from 0.
 	Positions []int
+	// TaskInHead says the conversation's task is not among Messages: the head keeps it
+	// (HeadTask), so the first user message of Messages is a request only if it reads as one.
+	TaskInHead bool
 }
 
 // Numbered returns in.Messages without head messages (InHead), which are never summarized:

@@ -85,7 +85,7 @@ func (in CheckInput) requests() []Request {
 			out = append(out, Request{Index: -1, Text: r, Lines: lines})
 		}
 	}
-	return append(out, Requests(in.Range)...)
+	return append(out, RangeRequests(in.Range, in.Kept)...)
 }
 
 // paths returns the paths the summary must name: the earlier ones and those the earlier

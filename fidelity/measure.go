@@ -16,10 +16,11 @@ type Fidelity struct {
 }
 
 // Measure measures what compacted (summary message and kept messages) kept of rng, the
-// summarized range, with the rules Check enforces.
+// summarized range, with the rules Check enforces (the head compacted keeps may hold the
+// task: RangeRequests).
 func Measure(rng, compacted []*compactorv1.Message) Fidelity {
 	hay := NewHaystack(nil, compacted)
-	reqs := Requests(rng)
+	reqs := RangeRequests(rng, compacted)
 	paths := Paths(rng, reqs)
 	f := Fidelity{Requests: 1, Paths: 1, NumRequests: len(reqs), NumPaths: len(paths)}
 	if len(reqs) > 0 {

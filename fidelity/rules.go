@@ -44,8 +44,29 @@ func summarized(m *compactorv1.Message) bool {
 // them are kept in the head, transient reminders may go). Requests without a line of
 // MinLineChars are left out (nothing to check).
 func Requests(msgs []*compactorv1.Message) []Request {
+	return requests(msgs, engine.Requests(msgs))
+}
+
+// RangeRequests is Requests of a summarized range rng beside the messages kept before it
+// (the head): when the head keeps the task (engine.HeadTask), the range's first user message
+// is a request only if it reads as one, not as the task.
+func RangeRequests(rng, kept []*compactorv1.Message) []Request {
+	if !engine.HeadTask(kept) {
+		return Requests(rng)
+	}
+	var idx []int
+	for i, k := range engine.ClassifyUsers(rng, true) {
+		if k == engine.UserRequest {
+			idx = append(idx, i)
+		}
+	}
+	return requests(rng, idx)
+}
+
+// requests is the requests of msgs at indexes idx that have a line to check.
+func requests(msgs []*compactorv1.Message, idx []int) []Request {
 	var out []Request
-	for _, i := range engine.Requests(msgs) {
+	for _, i := range idx {
 		text := engine.UserWords(msgs[i])
 		if lines := Lines(text); len(lines) > 0 {
 			out = append(out, Request{Index: i, Text: text, Lines: lines})

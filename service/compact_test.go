@@ -863,3 +863,42 @@ func TestCompactDoesNotServeASummaryWrittenForASmallerRoom(t *testing.T) {
 		t.Errorf("cache %v: the summary written for this room was not stored for the next call", again.GetCacheStatus())
 	}
 }
+
+// TestCompactRangeAfterAHeadTaskQuotesNoObservation: a mini-swe-agent task is standing
+// instructions with the user's words, kept in the head; the summarized range after it starts
+// with a tool observation posing as a user turn (<returncode>…), which is no request: the
+// summary does not quote it as one, and the check neither appends it nor reports a request
+// dropped.
+func TestCompactRangeAfterAHeadTaskQuotesNoObservation(t *testing.T) {
+	client := startReplica(t, replicaConfig{cache: cache.NewMemory(cache.MemoryOptions{})})
+	msgs := liftCorpus(t, client, "minisweagent-gemini3-django__django-11141.openai.json")
+	if !engine.HeadTask(msgs[:2]) {
+		t.Fatal("the corpus's mini-swe-agent task is not a head task: the test proves nothing")
+	}
+	resp, err := client.Compact(t.Context(), &compactorv1.CompactRequest{Messages: msgs[:56], Force: true,
+		Policy: &compactorv1.Policy{ContextWindow: 13000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.GetCompacted() {
+		t.Fatalf("not compacted: %s", resp.GetReason())
+	}
+	for _, m := range resp.GetMessages() {
+		if m.GetKind() != compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY {
+			continue
+		}
+		text := engine.SummaryText(m)
+		if _, reqs, ok := strings.Cut(text, "## User requests (verbatim)"); ok {
+			reqs, _, _ = strings.Cut(reqs, "\n## ")
+			if strings.Contains(reqs, "<returncode>") {
+				t.Errorf("the summary quotes a tool observation as a request:\n%s", reqs)
+			}
+		}
+		if strings.Contains(text, "Request 1") && strings.Contains(text, "<returncode>") {
+			t.Errorf("the check appended a tool observation as a request:\n%s", text)
+		}
+	}
+	if d := resp.GetSummary().GetRequestsDropped(); len(d) > 0 {
+		t.Errorf("requests dropped %v, warnings %q: the range has no request the summary could not hold", d, resp.GetWarnings())
+	}
+}

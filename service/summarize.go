@@ -126,7 +126,8 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 	res, err := c.sum.Summarize(ctx, summarize.Request{
 		Attributes: append([]attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
 			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())}, j.attrs...),
-		SummaryInput:    engine.SummaryInput{Messages: j.in, Positions: j.pos, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions()},
+		SummaryInput: engine.SummaryInput{Messages: j.in, Positions: j.pos, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions(),
+			TaskInHead: engine.HeadTask(c.msgs[:c.cut])},
 		MaxOutputTokens: j.budget,
 		Count:           c.count,
 		Agent:           agent,
@@ -194,7 +195,7 @@ func (c *compaction) check(text string, end, budget int, count func(string) int)
 	for _, n := range rep.RequestsDropped {
 		at := si // a request the previous summary carried
 		if k := n - 1 - len(earlier.Requests); k >= 0 {
-			at = pos[fidelity.Requests(rng)[k].Index]
+			at = pos[fidelity.RangeRequests(rng, kept)[k].Index]
 		}
 		rep.DroppedMessages = append(rep.DroppedMessages, at)
 	}

@@ -85,7 +85,7 @@ func ExtractiveSummary(in engine.SummaryInput, opt ExtractiveOptions) string {
 	x := newExtractor(in.Kept, instructionTerms(ins))
 	x.anchor(in.Anchor)
 	msgs, pos := in.Numbered()
-	x.walk(msgs, pos, in.Anchor != "")
+	x.walk(msgs, pos, in.Anchor != "" || in.TaskInHead)
 	x.build()
 	if ins == "" {
 		return x.render(opt)
@@ -155,10 +155,10 @@ func (x *extractor) next() int {
 	return x.seq
 }
 
-// walk reads the messages in order, pos[i] the index msgs[i] is cited by; compacted says
-// the range follows an earlier summary.
-func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, compacted bool) {
-	kinds := engine.ClassifyUsers(msgs, compacted)
+// walk reads the messages in order, pos[i] the index msgs[i] is cited by; taskBefore says
+// the conversation's task comes before the range (an earlier summary, the head).
+func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool) {
+	kinds := engine.ClassifyUsers(msgs, taskBefore)
 	for i, m := range msgs {
 		if engine.InHead(m) {
 			continue // kept beside the summary, never in it

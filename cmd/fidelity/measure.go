@@ -135,7 +135,7 @@ func measureOne(ctx context.Context, srv *service.Server, sumName, path string, 
 	// What the summary must hold: the requests the plan did not keep beside it, and the
 	// paths, each as the check would append it.
 	var must strings.Builder
-	reqs := fidelity.Requests(rng)
+	reqs := fidelity.RangeRequests(rng, msgs[:p.GetCutIndex()])
 	for _, q := range reqs {
 		if p.GetDispositions()[rngIdx[q.Index]] != compactorv1.Disposition_DISPOSITION_KEEP_REQUEST {
 			must.WriteString(q.Text + "\n")
