@@ -213,7 +213,7 @@ func (c *compaction) reserveMarker() {
 	// it can take: the room is then the same for every compaction of this prefix, whatever
 	// follows the cut (a preparation and the compaction at the trigger share one summary).
 	reserve := c.s.textMessageTokens(engine.SourceMarker("", rng), c.tokenizer()) + markerHashTokens
-	if c.room-reserve < 2*minSummaryTokens {
+	if c.room-reserve < minSummaryTokens {
 		return
 	}
 	c.room -= reserve
