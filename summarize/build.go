@@ -435,15 +435,18 @@ func (x *extractor) stale(c *call) bool {
 }
 
 // callLines renders a call with its outcome once for each excerpt limit, in the order of
-// limits: "label → ok: excerpt", "label → failed: line". The output is ranked once, whatever
-// the number of limits; only the fill depends on the limit, so each line is what excerpting
-// the output within that limit alone gives. Each call is rendered by one callLines.
+// limits: "label → ok: excerpt", "label → failed: line". A failed call is named with every
+// argument it was given (what the next turn makes again, mended); a successful one with them
+// too where the limit allows a long excerpt. The output is ranked once, whatever the number
+// of limits; only the fill depends on the limit, so each line is what excerpting the output
+// within that limit alone gives. Each call is rendered by one callLines.
 func (x *extractor) callLines(c *call, limits ...int) []string {
 	lines := make([]string, len(limits))
+	whole := cmp.Or(c.whole, c.label)
 	switch c.status {
 	case callFailed:
 		for i := range lines {
-			lines[i] = c.label + " → failed: " + cmp.Or(c.detail, "(no output)")
+			lines[i] = whole + " → failed: " + cmp.Or(c.detail, "(no output)")
 		}
 	case callPending:
 		for i := range lines {
@@ -452,10 +455,14 @@ func (x *extractor) callLines(c *call, limits ...int) []string {
 	default:
 		r := x.rank(c.output, c.outSeq)
 		for i, limit := range limits {
+			label := c.label
+			if limit >= excerptBytesLong {
+				label = whole
+			}
 			if ex := r.fill(limit); ex != "" {
-				lines[i] = c.label + " → " + ex
+				lines[i] = label + " → " + ex
 			} else {
-				lines[i] = c.label + " → ok"
+				lines[i] = label + " → ok"
 			}
 		}
 	}
@@ -480,7 +487,7 @@ func (x *extractor) rank(output string, seq int) ranked {
 		return ranked{}
 	}
 	if fields := jsonFields(output); fields != nil {
-		return x.rankParts(fields, ", ", seq)
+		return x.rankParts(fields, "; ", seq)
 	}
 	var lines []string
 	for _, l := range strings.Split(output, "\n") {
@@ -576,8 +583,11 @@ func (r ranked) fill(limit int) string {
 	return strings.Join(out, r.sep)
 }
 
-// jsonFields returns the distinct scalar fields of a JSON object or array as key=value, in
-// document order (nested keys by their own name), or nil when s is not JSON.
+// jsonFields returns what a JSON object or array states, as parts in document order, or nil
+// when s is not JSON: the top object's scalar fields each alone, every other object's
+// together, as one record ("key: a=1, b=x",
+// key the name the object stands under unless a field holds it, so an id a record is filed by
+// stays with the record it names), the scalars of an array of them each alone; repeated parts once.
 func jsonFields(s string) []string {
 	if s[0] != '{' && s[0] != '[' {
 		return nil
@@ -588,8 +598,14 @@ func jsonFields(s string) []string {
 	}
 	var out []string
 	seen := map[string]bool{}
-	var walk func(key string, v any)
-	walk = func(key string, v any) {
+	emit := func(part string) {
+		if part != "" && !seen[part] {
+			seen[part] = true
+			out = append(out, part)
+		}
+	}
+	var walk func(key string, v any, root bool)
+	walk = func(key string, v any, root bool) {
 		switch t := v.(type) {
 		case map[string]any:
 			keys := make([]string, 0, len(t))
@@ -597,28 +613,57 @@ func jsonFields(s string) []string {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
+			var fields []string
 			for _, k := range keys {
-				walk(k, t[k])
+				if f, ok := scalar(k, t[k]); ok {
+					fields = append(fields, f)
+				}
+			}
+			if root {
+				for _, f := range fields {
+					emit(f) // the reply itself: each field a part, ranked on its own
+				}
+				fields = nil
+			}
+			if len(fields) > 0 {
+				record := strings.Join(fields, ", ")
+				if key != "" && !strings.Contains(record, "="+key) {
+					record = key + ": " + record
+				}
+				emit(record)
+			}
+			for _, k := range keys {
+				if _, ok := scalar(k, t[k]); !ok {
+					walk(k, t[k], false)
+				}
 			}
 		case []any:
 			for _, e := range t {
-				walk(key, e)
+				walk(key, e, false)
 			}
-		case nil:
 		default:
-			b, _ := json.Marshal(t)
-			field := strings.Trim(string(b), `"`)
-			if key != "" {
-				field = key + "=" + field
-			}
-			if !seen[field] {
-				seen[field] = true
-				out = append(out, field)
+			if f, ok := scalar(key, t); ok {
+				emit(f)
 			}
 		}
 	}
-	walk("", v)
+	walk("", v, true)
 	return out
+}
+
+// scalar renders a JSON scalar under key as key=value (the value alone without a key); ok
+// is false for an object, an array and null.
+func scalar(key string, v any) (string, bool) {
+	switch v.(type) {
+	case map[string]any, []any, nil:
+		return "", false
+	}
+	b, _ := json.Marshal(v)
+	field := strings.Trim(string(b), `"`)
+	if key != "" {
+		field = key + "=" + field
+	}
+	return field, true
 }
 
 // buildNotes keeps the agent's statements (the latest too, unless the last intent says all

@@ -32,9 +32,12 @@ type call struct {
 	outSeq int    // the event of its output; 0 while it has none
 	tool   string // the tool's name; "shell" for a text-protocol command
 	label  string // how the summary writes it: `command` or tool(key=value, …)
-	key    string // identifies a retry of the same call: the tool and its path and command
-	short  string // the tool and its path or command, cut: what an error line names
-	acts   []fileAct
+	// whole is the label with every argument (each cut to callWholeArgBytes): what a call that
+	// changed something, or failed and is to be made again, was given.
+	whole string
+	key   string // identifies a retry of the same call: the tool and its path and command
+	short string // the tool and its path or command, cut: what an error line names
+	acts  []fileAct
 	// reads is set for calls whose output is content (reading, searching, listing): its
 	// words never make the call a failure.
 	reads  bool
@@ -56,10 +59,11 @@ type fileText struct{ path, text string }
 
 // Caps on what a call line shows, in bytes.
 const (
-	callArgBytes     = 100
-	callShortBytes   = 60
-	callCommandBytes = 200
-	errorLineBytes   = 200
+	callArgBytes      = 100
+	callWholeArgBytes = 300
+	callShortBytes    = 60
+	callCommandBytes  = 200
+	errorLineBytes    = 200
 )
 
 // keyArgs are the tool-call arguments worth showing, most telling first; those before
@@ -109,7 +113,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		}
 		return keys[i] < keys[j]
 	})
-	var args, keyParts []string
+	var args, all, keyParts []string
 	var path, command, first string
 	var pathless []string // text written without a path argument: into the file the call acts on
 	for _, k := range keys {
@@ -139,12 +143,18 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 				pathless = append(pathless, s)
 			}
 		}
-		if len(args) < 3 && !(editTextArgs[k] && len(s) > callArgBytes) {
-			args = append(args, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
+		if !(editTextArgs[k] && len(s) > callArgBytes) {
+			if len(args) < 3 {
+				args = append(args, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
+			}
+			all = append(all, k+"="+oneLine(engine.Truncate(s, callWholeArgBytes)))
 		}
 		if first == "" {
 			first = s
 		}
+	}
+	if len(keys) > len(all) {
+		all = append(all, "…")
 	}
 	if len(keys) > len(args) {
 		args = append(args, "…")
@@ -153,6 +163,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
+	c.whole = c.tool + "(" + strings.Join(all, ", ") + ")"
 	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
 	c.short = c.tool + "(" + oneLine(engine.Truncate(cmp.Or(path, command, first), callShortBytes)) + ")"
 	action := toolAction(c.tool, command)
@@ -202,6 +213,8 @@ func (x *extractor) settle(c *call, output string, failed, known bool, detail st
 	case !c.reads:
 		if line := failureLine(output); line != "" {
 			c.status, c.detail = callFailed, line
+		} else if first := firstLine(output); errorReply(first) {
+			c.status, c.detail = callFailed, first
 		} else {
 			c.status = callOK
 		}

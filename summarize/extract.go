@@ -261,6 +261,12 @@ func (x *extractor) result(tr *compactorv1.ToolResultPart) {
 	}
 }
 
+// errorReply reports whether the first line of a tool's reply says the tool refused the call
+// ("Error: payment amount does not add up"): a tool that answers in text reports failure so.
+func errorReply(first string) bool {
+	return len(first) > len("error:") && strings.EqualFold(first[:len("error:")], "error:")
+}
+
 // observation settles the latest text-protocol command with the output an agent sent back
 // as a user message.
 func (x *extractor) observation(text string) {
