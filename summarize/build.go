@@ -33,6 +33,7 @@ const (
 	worthRequest     = 3   // the user's own words: what the work is for
 	worthEdit        = 4   // a file the agent changed: the state the next turn builds on
 	worthEditShown   = 1.0 // … with what its last edit wrote and how the run after it went: the state of the work
+	worthDefines     = 1.5 // … when it wrote the file whole, the names it defines: what the work after it calls
 	worthRead        = 1.5 // a file it read or searched: where it looked, so it need not look again
 	worthNamedFile   = 0.2 // a file only named: a pointer, seldom needed
 	worthOpenError   = 2   // an error not fixed yet: the next turn must deal with it
@@ -40,6 +41,7 @@ const (
 	worthCall        = 0.5 // a command and its result: evidence, superseded as the work moves on
 	worthUsedResult  = 1.5 // … whose output the agent went on to use: a value it relies on
 	worthStaleRead   = 0.1 // a read of files the agent changed afterwards: what they held before, superseded
+	worthEcho        = 0.1 // the output of a tool call that wrote a file whole: the file back, which the ledger states
 	worthNote        = 0.3 // a remark of the agent
 	worthFinding     = 1.5 // … stating a finding or a decision: what it learned, what it chose
 	worthEarlier     = 0.3 // a line an earlier summary carried: context, already summarized once
@@ -300,8 +302,12 @@ func (x *extractor) buildFiles() {
 			x.add(short)
 			continue
 		}
+		shown := worthEditShown
+		if x.definesWhole(c, f.path) {
+			shown += worthDefines
+		}
 		long := short
-		long.prio, long.base = prioChosen, base+worthEditShown
+		long.prio, long.base = prioChosen, base+shown
 		long.text = f.line(x.editStatement(c, f.path, editLinesBytes))
 		long.to = max(long.to, c.outSeq)
 		if run := x.runAfter(c); run != nil {
@@ -309,7 +315,7 @@ func (x *extractor) buildFiles() {
 			long.to = max(long.to, run.outSeq)
 		}
 		mid := short
-		mid.prio, mid.base = prioChosen, base+worthEditShown/2
+		mid.prio, mid.base = prioChosen, base+shown/2
 		mid.text = f.line(x.editStatement(c, f.path, editLineBytes))
 		x.alternatives(short, mid, long)
 	}
@@ -319,18 +325,9 @@ func (x *extractor) buildFiles() {
 // wrote whole, the definitions it holds (their signature lines); else the first lines it
 // wrote.
 func (x *extractor) editStatement(c *call, path string, limit int) string {
-	whole := false
-	for _, a := range c.acts {
-		whole = whole || a.path == path && (a.action == actWrite || a.action == actCreate)
-	}
-	var text string
-	for _, e := range c.edits {
-		if e.path == path {
-			text = e.text
-		}
-	}
+	whole := wroteWhole(c, path)
 	var defs, lines []string
-	for _, l := range strings.Split(text, "\n") {
+	for _, l := range strings.Split(editText(c, path), "\n") {
 		if l = oneLine(l); l == "" {
 			continue
 		}
@@ -341,6 +338,8 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 	}
 	what := "last edit wrote "
 	if whole && len(defs) > 0 {
+		// What the file provides before what tests it.
+		sort.SliceStable(defs, func(i, j int) bool { return !testDefinition(defs[i]) && testDefinition(defs[j]) })
 		what, lines = "it defines ", defs
 	}
 	var b strings.Builder
@@ -359,6 +358,41 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 	return what + b.String()
 }
 
+// wroteWhole reports whether the call c wrote path whole (a write or a create, not an edit).
+func wroteWhole(c *call, path string) bool {
+	for _, a := range c.acts {
+		if a.path == path && (a.action == actWrite || a.action == actCreate) {
+			return true
+		}
+	}
+	return false
+}
+
+// editText is the text the call c wrote into path, its last edit of it.
+func editText(c *call, path string) string {
+	var text string
+	for _, e := range c.edits {
+		if e.path == path {
+			text = e.text
+		}
+	}
+	return text
+}
+
+// definesWhole reports whether the call c wrote path whole with definitions in it: what the
+// file provides, which the work after it calls.
+func (x *extractor) definesWhole(c *call, path string) bool {
+	if !wroteWhole(c, path) {
+		return false
+	}
+	for _, l := range strings.Split(editText(c, path), "\n") {
+		if definition(oneLine(l)) {
+			return true
+		}
+	}
+	return false
+}
+
 // definitionStarts begin the lines that define something in the languages agents edit.
 var definitionStarts = []string{"def ", "async def ", "class ", "fn ", "pub fn ", "pub(crate) fn ", "struct ", "pub struct ", "enum ", "pub enum ",
 	"impl ", "trait ", "pub trait ", "func ", "type ", "interface ", "function ", "export function ", "export class ", "export const ", "const ", "module "}
@@ -373,11 +407,22 @@ func definition(l string) bool {
 	return false
 }
 
-// runAfter is the first call after c that ran or tested something (not a read) and has an
+// testDefinition reports whether a definition line defines a test (its name starts with
+// test or Test).
+func testDefinition(l string) bool {
+	for _, p := range definitionStarts {
+		if name, ok := strings.CutPrefix(l, p); ok {
+			return strings.HasPrefix(name, "test") || strings.HasPrefix(name, "Test")
+		}
+	}
+	return false
+}
+
+// runAfter is the first call after c that ran or tested something (not a read, not a plan) and has an
 // outcome: how the edit c went.
 func (x *extractor) runAfter(c *call) *call {
 	for _, r := range x.calls {
-		if r.seq > c.seq && !r.reads && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed) {
+		if r.seq > c.seq && !r.reads && !r.plan && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed) {
 			return r
 		}
 	}
@@ -406,6 +451,9 @@ func (x *extractor) buildCalls() {
 func (x *extractor) callWorth(c *call) float64 {
 	if x.stale(c) {
 		return worthStaleRead
+	}
+	if c.status == callOK && c.wroteWhole {
+		return worthEcho
 	}
 	if c.status == callOK && len(x.use.carriedWords(c.output, c.outSeq)) > 0 {
 		return worthCall + worthUsedResult

@@ -48,6 +48,9 @@ type call struct {
 	fixedBy *call
 	// edits are what an edit wrote, per file (new text), for the names it defined.
 	edits []fileText
+	// wroteWhole is set on a tool call that wrote a file whole through its arguments (not a
+	// command): its output gives back the file, whose definitions the ledger states.
+	wroteWhole bool
 	// shown is set once the call is written as the last action.
 	shown bool
 	// plan is set on a call that wrote the agent's plan or todo list (the plan section).
@@ -173,6 +176,9 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		for _, s := range pathless {
 			c.edits = append(c.edits, fileText{c.acts[0].path, s})
 		}
+	}
+	for _, e := range c.edits {
+		c.wroteWhole = c.wroteWhole || command == "" && wroteWhole(c, e.path)
 	}
 	if command != "" && strings.ContainsAny(command, " \t\n") {
 		c.reads = c.reads || shellReads(command)
