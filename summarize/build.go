@@ -33,7 +33,7 @@ const (
 	worthRequest     = 3   // the user's own words: what the work is for
 	worthEdit        = 4   // a file the agent changed: the state the next turn builds on
 	worthEditShown   = 1.0 // … with what its last edit wrote and how the run after it went: the state of the work
-	worthDefines     = 1.5 // … when it wrote the file whole, the names it defines: what the work after it calls
+	worthDefines     = 3   // … when it wrote the file whole, the names it defines: what the work after it calls
 	worthRead        = 1.5 // a file it read or searched: where it looked, so it need not look again
 	worthNamedFile   = 0.2 // a file only named: a pointer, seldom needed
 	worthOpenError   = 2   // an error not fixed yet: the next turn must deal with it
@@ -338,8 +338,8 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 	}
 	what := "last edit wrote "
 	if whole && len(defs) > 0 {
-		// What the file provides before what tests it.
-		sort.SliceStable(defs, func(i, j int) bool { return !testDefinition(defs[i]) && testDefinition(defs[j]) })
+		// What the file provides before how it implements it, and that before what tests it.
+		sort.SliceStable(defs, func(i, j int) bool { return definitionRank(defs[i]) < definitionRank(defs[j]) })
 		what, lines = "it defines ", defs
 	}
 	var b strings.Builder
@@ -407,15 +407,26 @@ func definition(l string) bool {
 	return false
 }
 
-// testDefinition reports whether a definition line defines a test (its name starts with
-// test or Test).
-func testDefinition(l string) bool {
+// definitionRank orders a file's definition lines by what they tell of what it provides:
+// exported ones (pub, export) first, then the others, then implementations of a trait or
+// type (impl), then tests (a name starting with test or Test).
+func definitionRank(l string) int {
 	for _, p := range definitionStarts {
-		if name, ok := strings.CutPrefix(l, p); ok {
-			return strings.HasPrefix(name, "test") || strings.HasPrefix(name, "Test")
+		name, ok := strings.CutPrefix(l, p)
+		if !ok {
+			continue
 		}
+		switch {
+		case strings.HasPrefix(name, "test") || strings.HasPrefix(name, "Test"):
+			return 3
+		case p == "impl ":
+			return 2
+		case strings.HasPrefix(p, "pub") || strings.HasPrefix(p, "export"):
+			return 0
+		}
+		return 1
 	}
-	return false
+	return 1
 }
 
 // runAfter is the first call after c that ran or tested something (not a read, not a plan) and has an
