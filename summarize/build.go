@@ -169,7 +169,12 @@ func (x *extractor) buildStopped() {
 	}
 	x.buildPriorStopped(len(x.statements) > 0, last != nil, len(x.calls) > 0)
 	if last != nil {
-		lines := x.callLines(last, excerptBytes, excerptBytesLong)
+		// What a read or a search found is what the next turn acts on: more of it.
+		first := excerptBytes
+		if last.reads {
+			first = excerptBytesLastRead
+		}
+		lines := x.callLines(last, first, excerptBytesLong)
 		short, long := lines[0], lines[1]
 		x.add(item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- last action: " + short})
 		if long != short {

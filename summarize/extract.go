@@ -45,9 +45,11 @@ const (
 	codeBytes        = 500
 	excerptBytes     = 160
 	excerptBytesLong = 700
-	excerptBytesFull = 1800
-	excerptLineBytes = 120
-	wroteBytes       = 900
+	// excerptBytesLastRead bounds the last action's excerpt when it read or searched.
+	excerptBytesLastRead = 350
+	excerptBytesFull     = 1800
+	excerptLineBytes     = 120
+	wroteBytes           = 900
 )
 
 // ExtractiveSummary returns a deterministic summary of in.Messages built from the
