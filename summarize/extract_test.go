@@ -491,6 +491,34 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 			contains: []string{"HAT170", "credit_card_4421486", "ZFA04Y"},
 		},
 		{
+			name: "a record filed under an id stays whole, the id with it",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Book it with my Visa."),
+				irtest.Assistant("", irtest.Call("g1", "get_user_details", `{"user_id":"noah_muller_9847"}`)),
+				irtest.Result("g1", "get_user_details", irtest.OutText(`{"payment_methods":{"credit_card_6040264":{"brand":"visa","last_four":"2076"}},"membership":"gold"}`)),
+			}},
+			contains: []string{"credit_card_6040264: brand=visa, last_four=2076", "membership=gold"},
+		},
+		{
+			name: "a tool answering 'Error:' failed, and the call is stated with every argument to make again",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Book HAT082 and HAT025 for three."),
+				irtest.Assistant("", irtest.Call("b1", "book_reservation", `{"user_id":"noah_muller_9847","origin":"SFO","destination":"JFK","flight_type":"one_way","cabin":"economy","flights":[{"flight_number":"HAT082","date":"2024-05-17"}],"payment_methods":[{"payment_id":"credit_card_6040264","amount":957}]}`)),
+				irtest.Result("b1", "book_reservation", irtest.OutText("Error: payment amount does not add up, total price is 1002, but paid 957")),
+			}},
+			contains: []string{"flight_type=one_way", `"flight_number":"HAT082"`, `"payment_id":"credit_card_6040264"`,
+				"→ failed: Error: payment amount does not add up, total price is 1002, but paid 957"},
+		},
+		{
+			name: "a file written whole states what it exports before its implementations and tests",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Port math_utils to Rust."),
+				irtest.Assistant("", irtest.Call("w1", "Write", `{"file_path":"src/math_utils.rs","content":"use std::fmt;\n\n#[cfg(test)]\nmod tests {\nfn test_factorial() {}\n}\nimpl fmt::Display for NegativeInputError {}\nfn helper() {}\npub struct NegativeInputError;\npub fn factorial(n: i64) -> u64 { 1 }\n"}`)),
+				irtest.Result("w1", "Write", irtest.OutText("File created successfully at: src/math_utils.rs")),
+			}},
+			contains: []string{"- src/math_utils.rs: written; it defines `pub struct NegativeInputError;`, `pub fn factorial(n: i64) -> u64 { 1 }`, `fn helper() {}`, `impl fmt::Display for NegativeInputError {}`, `fn test_factorial() {}`"},
+		},
+		{
 			name: "the latest plan, in full",
 			in: engine.SummaryInput{Messages: []*compactorv1.Message{
 				task,
