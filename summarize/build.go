@@ -742,6 +742,9 @@ func (x *extractor) buildNotes() {
 		long := oneLine(clip.Prefix(shortenFences(s.text), noteBytesLong))
 		if short == "" {
 			short = long
+		} else if strings.HasSuffix(short, ":") {
+			// "The issue is in line 1950:" says nothing without what follows: keep the start of that.
+			short = oneLine(clip.Prefix(shortenFences(strings.TrimSpace(s.text)), noteBytes))
 		}
 		if short == "" {
 			continue

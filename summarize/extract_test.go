@@ -519,6 +519,15 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 			contains: []string{"- src/math_utils.rs: written; it defines `pub struct NegativeInputError;`, `pub fn factorial(n: i64) -> u64 { 1 }`, `fn helper() {}`, `impl fmt::Display for NegativeInputError {}`, `fn test_factorial() {}`"},
 		},
 		{
+			name: "a note that introduces what follows keeps the start of it",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				task,
+				irtest.Assistant("THOUGHT: The issue seems to be in line 1950:\n\n```python\ndata = PandasIndexAdapter(self._data.array.copy(deep=True))\n```\n\nIt loses the dtype."),
+				irtest.Assistant("Next I will fix it."),
+			}},
+			contains: []string{"- THOUGHT: The issue seems to be in line 1950: ```python data = PandasIndexAdapter(self._data.array.copy(deep=True))"},
+		},
+		{
 			name: "the latest plan, in full",
 			in: engine.SummaryInput{Messages: []*compactorv1.Message{
 				task,
