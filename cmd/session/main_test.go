@@ -207,10 +207,13 @@ func TestSharedPrefix(t *testing.T) {
 
 func TestConsecutive(t *testing.T) {
 	reqs := []request{{}, {compacted: true}, {compacted: true}, {}, {compacted: true}}
-	// trigger − target = 1,500.
+	// trigger − the previous compaction's target = 1,500; this one's target is lower (the
+	// median turn moved), which does not shrink the headroom the previous one left.
 	at := func(req int, added int64) compaction {
-		return compaction{n: 1, request: req, added: added, trigger: 6000, target: 4500, usable: 7500, after: 4000, needed: 1}
+		return compaction{n: 1, request: req, added: added, trigger: 6000, target: 2500, usable: 7500, after: 4000, needed: 1, headroom: 1500}
 	}
+	aboveTarget := at(2, 100)
+	aboveTarget.headroom = 0 // the previous compaction landed above its target: no headroom
 	tests := []struct {
 		c                    compaction
 		consecutive, allowed bool
@@ -218,6 +221,7 @@ func TestConsecutive(t *testing.T) {
 		{at(1, 9000), false, true}, // the request before did not compact
 		{at(2, 2000), true, true},  // grew by more than the gap in one turn
 		{at(2, 1500), true, false}, // not more than the gap
+		{aboveTarget, true, true},
 		{at(4, 100), false, false},
 	}
 	var m means
@@ -230,8 +234,8 @@ func TestConsecutive(t *testing.T) {
 		}
 		m.addCompaction(tt.c, reqs)
 	}
-	if m.consecutive != 2 || m.allowed != 1 {
-		t.Errorf("means: %d consecutive, %d allowed; want 2, 1", m.consecutive, m.allowed)
+	if m.consecutive != 3 || m.allowed != 2 {
+		t.Errorf("means: %d consecutive, %d allowed; want 3, 2", m.consecutive, m.allowed)
 	}
 }
 

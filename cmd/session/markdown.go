@@ -67,7 +67,7 @@ func writeMethod(w io.Writer, rep report) {
 	fmt.Fprintf(w, "Each conversation is replayed as a host runs it, in process (`service.Server`, memory cache, summarizer `%s`, one tenant): the host holds what it persisted, at first nothing; before each assistant message it calls Plan at `context_window` = max(%d, ratio × N) (N: the conversation's tokens; every other policy field at its default), which is one model request; when the plan acts it calls Compact (not forced, the same policy) and persists what it returns; then it appends the message. ", rep.opt.summarizer, minWindow)
 	fmt.Fprintf(w, "Claude Code conversations (Anthropic bodies named `claudecode-*`/`claudetrace-*`, or whose first user message opens with a CLAUDE.md `<system-reminder>`) carry the CLAUDE.md block of `%s` as the first text part of their first user message, unless they carry their own. ", measure.ClaudeTrace)
 	fmt.Fprintf(w, "**Requests**: for each user request of the conversation (`engine.Requests`; the task included, without the CLAUDE.md block), the share of its lines of %d+ characters (whitespace-normalised) found verbatim in what the model is sent at the end (`engine.Sent`, summaries included); mean over requests, then sessions. **CLAUDE.md**: the same for the block's lines. ", fidelity.MinLineChars)
-	fmt.Fprintf(w, "**Identifiers**: for a compaction before the assistant message at turn t, the identifiers (`fidelity.Needed`) the conversation held before it that the agent writes from t on, and the share of them it holds right after. **Consecutive**: a compaction on the model request right after one that compacted; *allowed* when the conversation grew by more than trigger − target in that one turn. **Size**: the tokens right after a compaction (a Plan of them) over the usable window. ")
+	fmt.Fprintf(w, "**Identifiers**: for a compaction before the assistant message at turn t, the identifiers (`fidelity.Needed`) the conversation held before it that the agent writes from t on, and the share of them it holds right after. **Consecutive**: a compaction on the model request right after one that compacted; *allowed* when the conversation grew by more than trigger − target in that one turn (the target of the compaction before, the headroom it left; none when it landed above its target, as its reason said). **Size**: the tokens right after a compaction (a Plan of them) over the usable window. ")
 	fmt.Fprintf(w, "**Cache cost**: request i of L_i tokens whose first P_i tokens are messages identical (proto.Equal) to the previous request's leading ones costs %v × P_i + %v × (L_i − P_i) (Anthropic: cache read %v×, cache write %v× the input price); ideally %v × min(L_i, L_i−1) + %v × max(0, L_i − L_i−1); the first request %v × L_0 in both; the figure is Σ actual / Σ ideal per session. ",
 		cacheReadPrice, cacheWritePrice, cacheReadPrice, cacheWritePrice, cacheReadPrice, cacheWritePrice, cacheWritePrice)
 	if rep.warm != nil {
@@ -105,7 +105,7 @@ func writeMeans(w io.Writer, head string, cols []string, ms []means) {
 		}
 		return strings.Join(parts, " / ")
 	})
-	row("compactions on the turn right after another (allowed: that turn added more than trigger − target)", func(m means) string {
+	row("compactions on the turn right after another (allowed: that turn added more than trigger − the previous target)", func(m means) string {
 		return fmt.Sprintf("%d (%d allowed)", m.consecutive, m.allowed)
 	})
 	row("size right after a compaction, share of the usable window: mean, max", func(m means) string {
@@ -188,7 +188,7 @@ func writeSessions(w io.Writer, results []result) {
 }
 
 func writeCompactions(w io.Writer, results []result) {
-	fmt.Fprintf(w, "Turn: the index of the assistant message the compaction came before. Tokens: before (the host's plan), after (a Plan of what Compact returned) and the Compact response's tokens_after; target, trigger and usable window from the host's plan. Consecutive: `yes` on the request right after another compaction, `allowed` when that turn added more than trigger − target (its growth given). Requests and CLAUDE.md: what the conversation holds right after the compaction of the requests made before it and of the block.\n\n")
+	fmt.Fprintf(w, "Turn: the index of the assistant message the compaction came before. Tokens: before (the host's plan), after (a Plan of what Compact returned) and the Compact response's tokens_after; target, trigger and usable window from the host's plan. Consecutive: `yes` on the request right after another compaction, `allowed` when that turn added more than trigger − the previous compaction's target (its growth given). Requests and CLAUDE.md: what the conversation holds right after the compaction of the requests made before it and of the block.\n\n")
 	fmt.Fprintf(w, "| session | # | turn | action | before | after | tokens_after | target | trigger | usable | consecutive | identifiers kept / needed | requests | CLAUDE.md | cache | plan's reason |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		for _, c := range r.tr.compactions {

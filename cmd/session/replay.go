@@ -47,6 +47,10 @@ type compaction struct {
 	// added is the tokens the conversation grew by since the previous request: the one turn
 	// behind this compaction when the previous request compacted too.
 	added int64
+	// headroom is trigger − target of the previous compaction, the headroom it left (the
+	// target follows the session's median turn, so it moves); 0 when that compaction landed
+	// above its target, as its reason said, leaving none.
+	headroom int64
 	// needed are the identifiers the agent wrote from this turn on that the conversation held
 	// before the compaction; kept how many of them it held right after.
 	needed, kept int
@@ -73,8 +77,9 @@ func (c compaction) consecutive(reqs []request) bool {
 }
 
 // allowed reports whether a compaction on the turn right after another is one the issue
-// allows: that turn alone added more tokens than the gap between trigger and target.
-func (c compaction) allowed() bool { return c.added > c.trigger-c.target }
+// allows: that turn alone added more tokens than the gap between the trigger and the previous
+// compaction's target (the headroom it left), as the session property test reads it.
+func (c compaction) allowed() bool { return c.added > c.headroom }
 
 // failure is a Plan or Compact call that failed.
 type failure struct {
@@ -197,6 +202,11 @@ func (r *replayer) compact(ctx context.Context, t int, held []*compactorv1.Messa
 	}
 	if n := len(r.tr.requests); n > 0 {
 		c.added = c.before - r.tr.requests[n-1].tokens
+	}
+	if n := len(r.tr.compactions); n > 0 {
+		if prev := r.tr.compactions[n-1]; prev.after <= prev.target {
+			c.headroom = c.trigger - prev.target
+		}
 	}
 	needed := fidelity.Needed(sentOf(held), r.s.msgs[t:])
 	c.needed = len(needed)
