@@ -123,3 +123,36 @@ func TestReplacedProviderCompaction(t *testing.T) {
 		t.Errorf("the replacement's opening line is content:\n%s", got)
 	}
 }
+
+// TestAnchorFileCitations: a file only the earlier summary named keeps that summary's
+// citations of it and gains none to the summary itself, however many compactions carry it;
+// a file the range acted on again is cited there too.
+func TestAnchorFileCitations(t *testing.T) {
+	anchor := "## Files (what was done to each)\n- src/parse.py: read ×2 [s1a2b3c4d m12–18]\n- src/lex.go: read [s1a2b3c4d m20–21]\n"
+	msgs := []*compactorv1.Message{
+		irtest.User("Go on with the port, please."),
+		irtest.Assistant("Reading the lexer again.", irtest.Call("c1", "Read", `{"file_path":"src/lex.go"}`)),
+		irtest.Result("c1", "Read", irtest.OutText("package lex\n\nfunc Next() Token { return Token{} }")),
+		irtest.Assistant("The lexer returns an empty token."),
+	}
+	line := func(summary, path string) string {
+		for _, l := range strings.Split(summary, "\n") {
+			if strings.HasPrefix(l, "- "+path+":") {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in:\n%s", path, summary)
+		return ""
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	for range 3 { // each compaction carries the previous summary
+		got = ExtractiveSummary(engine.SummaryInput{Anchor: got, Messages: msgs[:1]}, ExtractiveOptions{MaxTokens: 2048})
+	}
+	if l := line(got, "src/parse.py"); len(engine.ParseCitations(l)) != 1 || !strings.HasSuffix(l, "[s1a2b3c4d m12–18]") {
+		t.Errorf("a file only the earlier summary named is cited as %q, want its earlier citation alone", l)
+	}
+	first := ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	if l := line(first, "src/lex.go"); len(engine.ParseCitations(l)) != 2 {
+		t.Errorf("a file read again is cited as %q, want the earlier citation and the new read", l)
+	}
+}

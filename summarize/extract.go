@@ -131,6 +131,7 @@ type extractor struct {
 	todoSeq      int                // the call that wrote it
 	priorPlan    []string           // the plan of an anchor
 	priorStopped []string           // where an anchor's range stopped, one line per item
+	fromAnchor   map[int]bool       // the events an anchor's lines were read as
 	demos        int                // few-shot demonstrations left out
 
 	legend bool   // render writes the legend of citations
