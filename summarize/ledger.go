@@ -75,8 +75,9 @@ func (f *ledgerFile) line(detail string) string {
 	}
 	sort.Slice(acts, func(i, j int) bool { return order(acts[i]) < order(acts[j]) })
 	words := make([]string, 0, len(acts)+1)
-	if f.prior != "" {
-		words = append(words, f.prior)
+	prior, priorDetail, _ := strings.Cut(f.prior, "; ")
+	if prior != "" {
+		words = append(words, prior)
 	}
 	for _, a := range acts {
 		w := a
@@ -89,20 +90,31 @@ func (f *ledgerFile) line(detail string) string {
 	if len(words) == 0 {
 		line = "- " + f.path + ": named"
 	}
-	if detail != "" {
+	switch {
+	case detail != "":
 		line += "; " + detail
+	case priorDetail != "" && !f.changedHere():
+		// What the earlier summary said was last written to it still holds; an edit in
+		// this range supersedes it.
+		line += "; " + priorDetail
 	}
 	return line
 }
 
-// changed reports whether the agent changed the file: created, wrote, edited or deleted it.
-func (f *ledgerFile) changed() bool {
+// changedHere reports whether the agent changed the file in the range being summarized
+// (not only before it, as an earlier summary says).
+func (f *ledgerFile) changedHere() bool {
 	for _, a := range []string{actCreate, actWrite, actEdit, actDelete} {
 		if f.acts[a] > 0 {
 			return true
 		}
 	}
-	return strings.Contains(f.prior, actEdit) || strings.Contains(f.prior, actCreate)
+	return false
+}
+
+// changed reports whether the agent changed the file: created, wrote, edited or deleted it.
+func (f *ledgerFile) changed() bool {
+	return f.changedHere() || strings.Contains(f.prior, actEdit) || strings.Contains(f.prior, actCreate)
 }
 
 // toolAction is what a structured tool call does to the file it names, from the tool's name

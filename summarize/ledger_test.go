@@ -77,3 +77,29 @@ func TestLedgerLine(t *testing.T) {
 		t.Errorf("line = %q, want %q", got, want)
 	}
 }
+
+// TestLedgerLineWithPrior: a file an earlier summary stated is one line, its actions then
+// this range's, and one detail: what the range's last edit wrote, else what the earlier
+// summary said was last written while the range did not change the file again.
+func TestLedgerLineWithPrior(t *testing.T) {
+	prior := "read ×2, edited; last edit wrote `x = 1`; then `python t.py` → ok"
+	tests := []struct {
+		name   string
+		acts   map[string]int
+		detail string
+		want   string
+	}{
+		{"read again", map[string]int{actRead: 1}, "", "- a.py: read ×2, edited, read; last edit wrote `x = 1`; then `python t.py` → ok"},
+		{"edited again, shown", map[string]int{actEdit: 2}, "last edit wrote `x = 2`", "- a.py: read ×2, edited, edited ×2; last edit wrote `x = 2`"},
+		{"edited again, short", map[string]int{actEdit: 1}, "", "- a.py: read ×2, edited, edited"},
+		{"a failed edit changes nothing", map[string]int{actEdit + failedSuffix: 1}, "", "- a.py: read ×2, edited, edited (failed); last edit wrote `x = 1`; then `python t.py` → ok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &ledgerFile{path: "a.py", acts: tt.acts, prior: prior}
+			if got := f.line(tt.detail); got != tt.want {
+				t.Errorf("line(%q) = %q, want %q", tt.detail, got, tt.want)
+			}
+		})
+	}
+}
