@@ -156,3 +156,22 @@ func TestAnchorFileCitations(t *testing.T) {
 		t.Errorf("a file read again is cited as %q, want the earlier citation and the new read", l)
 	}
 }
+
+// TestAnchorPendingAnswered: when the range opens with the output of the one call the
+// earlier summary said was waiting for its result, the summary states that call with its
+// outcome, and no longer says it is waiting.
+func TestAnchorPendingAnswered(t *testing.T) {
+	anchor := "## Where it stopped\n- last intent: run the tests [s1a2b3c4d m39]\n- waiting for the result of: `pytest tests/test_a.py` [s1a2b3c4d m40]\n"
+	msgs := []*compactorv1.Message{
+		irtest.User("<returncode>0</returncode>\n<output>\n3 passed in 0.12s\n</output>"),
+		irtest.Assistant("The tests pass; now the docs.\n\n```bash\ncat docs/a.md\n```"),
+		irtest.User("<returncode>0</returncode>\n<output>\n# A\n</output>"),
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	if !strings.Contains(got, "- `pytest tests/test_a.py` [s1a2b3c4d m40] → 3 passed in 0.12s") {
+		t.Errorf("the answered call is not stated with its outcome:\n%s", got)
+	}
+	if strings.Contains(got, "waiting for the result of: `pytest") || strings.Contains(got, "(output)") {
+		t.Errorf("the summary still says the call waits, or names its output alone:\n%s", got)
+	}
+}

@@ -164,7 +164,7 @@ func (x *extractor) buildStopped() {
 	}
 	for _, c := range x.calls {
 		if c.status == callPending {
-			x.add(item{section: secStopped, seq: c.seq, from: c.seq, prio: prioPending, text: "- waiting for the result of: " + clip.Prefix(c.label, callCommandBytes)})
+			x.add(item{section: secStopped, seq: c.seq, from: c.seq, prio: prioPending, text: "- " + waitingPrefix + clip.Prefix(c.label, callCommandBytes)})
 		}
 	}
 	x.buildPriorStopped(len(x.statements) > 0, last != nil, len(x.calls) > 0)

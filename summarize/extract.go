@@ -2,6 +2,7 @@ package summarize
 
 import (
 	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -276,6 +277,11 @@ func (x *extractor) observation(text string) {
 	c := x.lastShell
 	if c == nil || c.status != callPending {
 		c = &call{seq: x.next(), tool: "shell", label: "(output)", key: "output", short: "output", reads: true}
+		if len(x.calls) == 0 {
+			if label, ok := x.answersPrior(); ok {
+				c.label, c.key = label, "shell("+label+")"
+			}
+		}
 		x.calls = append(x.calls, c)
 	}
 	if rc, ok := returnCode(text); ok {
@@ -283,6 +289,32 @@ func (x *extractor) observation(text string) {
 	} else {
 		x.settle(c, text, false, false, "")
 	}
+}
+
+// waitingPrefix opens the line of where a range stopped that names a call still waiting
+// for its result (buildStopped).
+const waitingPrefix = "waiting for the result of: "
+
+// answersPrior returns the call an earlier summary said was waiting for its result, with
+// that summary's citation of it, when the range opens with its output: the one call it
+// named, which the range now answers (its line of where it stopped is then said by the
+// output's own). ok is false when the earlier summary named no such call, or several.
+func (x *extractor) answersPrior() (label string, ok bool) {
+	k := -1
+	for i, l := range x.priorStopped {
+		if strings.HasPrefix(unbullet(l), waitingPrefix) {
+			if k >= 0 {
+				return "", false
+			}
+			k = i
+		}
+	}
+	if k < 0 {
+		return "", false
+	}
+	label = strings.TrimPrefix(unbullet(x.priorStopped[k]), waitingPrefix)
+	x.priorStopped = slices.Delete(x.priorStopped, k, k+1)
+	return oneLine(label), true
 }
 
 // exitDetail says how a run with a non-zero return code failed: its failure line, else the
