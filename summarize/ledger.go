@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/compactord/compactord/engine"
@@ -63,8 +64,17 @@ func (l *ledger) note(path, action string, seq int) {
 // line renders f as "- path: read ×2, edited; detail": each action with its count, then
 // detail (what was done, when not "").
 func (f *ledgerFile) line(detail string) string {
-	acts := make([]string, 0, len(f.acts))
-	for a := range f.acts {
+	prior, priorDetail, _ := strings.Cut(f.prior, "; ")
+	counts := f.acts
+	if n, ok := actCounts(prior); ok {
+		// The earlier summary's actions and the range's, counted once each.
+		counts, prior = n, ""
+		for a, k := range f.acts {
+			counts[a] += k
+		}
+	}
+	acts := make([]string, 0, len(counts))
+	for a := range counts {
 		acts = append(acts, a)
 	}
 	order := func(a string) int {
@@ -75,13 +85,12 @@ func (f *ledgerFile) line(detail string) string {
 	}
 	sort.Slice(acts, func(i, j int) bool { return order(acts[i]) < order(acts[j]) })
 	words := make([]string, 0, len(acts)+1)
-	prior, priorDetail, _ := strings.Cut(f.prior, "; ")
 	if prior != "" {
 		words = append(words, prior)
 	}
 	for _, a := range acts {
 		w := a
-		if n := f.acts[a]; n > 1 {
+		if n := counts[a]; n > 1 {
 			w = fmt.Sprintf("%s ×%d", a, n)
 		}
 		words = append(words, w)
@@ -99,6 +108,30 @@ func (f *ledgerFile) line(detail string) string {
 		line += "; " + priorDetail
 	}
 	return line
+}
+
+// actCounts reads the actions of a ledger line as line writes them ("read ×2, edited"),
+// each with its count; ok is false when a part is not one (an LLM's words about the file).
+func actCounts(s string) (counts map[string]int, ok bool) {
+	if s == "" {
+		return nil, false
+	}
+	counts = map[string]int{}
+	for _, p := range strings.Split(s, ", ") {
+		a, n := p, 1
+		if i := strings.LastIndex(p, " ×"); i > 0 {
+			k, err := strconv.Atoi(p[i+len(" ×"):])
+			if err != nil || k < 1 {
+				return nil, false
+			}
+			a, n = p[:i], k
+		}
+		if _, known := actOrder[strings.TrimSuffix(a, failedSuffix)]; !known {
+			return nil, false
+		}
+		counts[a] += n
+	}
+	return counts, true
 }
 
 // changedHere reports whether the agent changed the file in the range being summarized

@@ -78,8 +78,8 @@ func TestLedgerLine(t *testing.T) {
 	}
 }
 
-// TestLedgerLineWithPrior: a file an earlier summary stated is one line, its actions then
-// this range's, and one detail: what the range's last edit wrote, else what the earlier
+// TestLedgerLineWithPrior: a file an earlier summary stated is one line, its actions and
+// this range's counted together (words of another form kept before them), and one detail: what the range's last edit wrote, else what the earlier
 // summary said was last written while the range did not change the file again.
 func TestLedgerLineWithPrior(t *testing.T) {
 	prior := "read ×2, edited; last edit wrote `x = 1`; then `python t.py` → ok"
@@ -89,10 +89,24 @@ func TestLedgerLineWithPrior(t *testing.T) {
 		detail string
 		want   string
 	}{
-		{"read again", map[string]int{actRead: 1}, "", "- a.py: read ×2, edited, read; last edit wrote `x = 1`; then `python t.py` → ok"},
-		{"edited again, shown", map[string]int{actEdit: 2}, "last edit wrote `x = 2`", "- a.py: read ×2, edited, edited ×2; last edit wrote `x = 2`"},
-		{"edited again, short", map[string]int{actEdit: 1}, "", "- a.py: read ×2, edited, edited"},
+		{"read again", map[string]int{actRead: 1}, "", "- a.py: read ×3, edited; last edit wrote `x = 1`; then `python t.py` → ok"},
+		{"edited again, shown", map[string]int{actEdit: 2}, "last edit wrote `x = 2`", "- a.py: read ×2, edited ×3; last edit wrote `x = 2`"},
+		{"edited again, short", map[string]int{actEdit: 1}, "", "- a.py: read ×2, edited ×2"},
 		{"a failed edit changes nothing", map[string]int{actEdit + failedSuffix: 1}, "", "- a.py: read ×2, edited, edited (failed); last edit wrote `x = 1`; then `python t.py` → ok"},
+	}
+	other := []struct {
+		prior string
+		acts  map[string]int
+		want  string
+	}{
+		{"read, then edited `parseExpr`", map[string]int{actRead: 1}, "- a.py: read, then edited `parseExpr`, read"},
+		{"read ×x", map[string]int{actRead: 1}, "- a.py: read ×x, read"},
+	}
+	for _, tt := range other {
+		f := &ledgerFile{path: "a.py", acts: tt.acts, prior: tt.prior}
+		if got := f.line(""); got != tt.want {
+			t.Errorf("with prior %q: line = %q, want %q", tt.prior, got, tt.want)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
