@@ -201,7 +201,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 			if text != "" {
 				seq := x.next()
 				x.use.note(withoutFences(text), seq, fromAgentText)
-				x.statements = append(x.statements, textAt{text, seq})
+				x.statements = append(x.statements, textAt{unlabeled(text), seq})
 				x.mentions(text)
 				observed := i+1 < len(msgs) && kinds[i+1] == engine.UserObservation
 				if c := x.lastShell; c != nil && c.status == callPending {
@@ -289,6 +289,21 @@ func (x *extractor) observation(text string) {
 	} else {
 		x.settle(c, text, false, false, "")
 	}
+}
+
+// statementLabels open an agent's text in some harnesses' formats (mini-SWE-agent's
+// "THOUGHT:", SWE-agent's "DISCUSSION"): the format's, not what the agent said.
+var statementLabels = []string{"THOUGHT:", "DISCUSSION\n", "DISCUSSION:"}
+
+// unlabeled returns an agent's text without the harness's label opening it.
+func unlabeled(text string) string {
+	t := strings.TrimSpace(text)
+	for _, l := range statementLabels {
+		if rest, ok := strings.CutPrefix(t, l); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return text
 }
 
 // waitingPrefix opens the line of where a range stopped that names a call still waiting

@@ -144,7 +144,7 @@ func keepsWhatMattersCases() []keepsCase {
 				"## Errors\n- `python repro.py`: FAIL: Year is not zero-padded\n",
 				"- last action: `sed -i 's/%d/%04d/' django/utils/dateformat.py` → ok\n",
 				"## Files (what was done to each)\n- repro.py: ran (failed)\n- django/utils/dateformat.py: edited; last edit wrote `%04d`\n",
-				"- last intent: THOUGHT: fix it.\n",
+				"- last intent: fix it.\n",
 			},
 			absent: []string{"<returncode>"},
 		},
@@ -525,7 +525,7 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 				irtest.Assistant("THOUGHT: The issue seems to be in line 1950:\n\n```python\ndata = PandasIndexAdapter(self._data.array.copy(deep=True))\n```\n\nIt loses the dtype."),
 				irtest.Assistant("Next I will fix it."),
 			}},
-			contains: []string{"- THOUGHT: The issue seems to be in line 1950: ```python data = PandasIndexAdapter(self._data.array.copy(deep=True))"},
+			contains: []string{"- The issue seems to be in line 1950: ```python data = PandasIndexAdapter(self._data.array.copy(deep=True))"},
 		},
 		{
 			name: "the latest plan, in full",
@@ -609,5 +609,20 @@ func checkCited(t *testing.T, got string, n int) {
 	}
 	if k := strings.Count(got, engine.CitationLegend); k > 1 || cited > 0 && len(got) > 4*len(engine.CitationLegend)*legendShare && k != 1 {
 		t.Errorf("the summary states the legend of citations %d times", strings.Count(got, engine.CitationLegend))
+	}
+}
+
+// TestUnlabeled: the label a harness opens the agent's text with is not part of its words.
+func TestUnlabeled(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"THOUGHT: The bug is in parse.py.", "The bug is in parse.py."},
+		{"DISCUSSION\nThe test passes now.", "The test passes now."},
+		{"The THOUGHT: label only opens a text.", "The THOUGHT: label only opens a text."},
+		{"  I will read the file.\n", "  I will read the file.\n"},
+	}
+	for _, tt := range tests {
+		if got := unlabeled(tt.in); got != tt.want {
+			t.Errorf("unlabeled(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
