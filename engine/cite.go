@@ -88,11 +88,16 @@ func citationOf(m []string) (Citation, bool) {
 	return Citation{Source: m[1], Range: SourceRange{First: first, Last: last}}, true
 }
 
-// ParseCitation reads one citation: as String writes it ("[s1a2b3c4d m12–18]"), or an
-// unqualified range in any form ParseRange reads ("m12–m18", "12-18").
+// ParseCitation reads one citation: as String writes it ("[s1a2b3c4d m12–18]"), its brackets
+// left out or not (as a client passes on what a model copied), or an unqualified range in
+// any form ParseRange reads ("m12–m18", "12-18").
 func ParseCitation(s string) (Citation, error) {
 	s = strings.TrimSpace(s)
-	if m := citationRE.FindStringSubmatch(s); m != nil && m[0] == s {
+	b := s
+	if !strings.HasPrefix(b, "[") {
+		b = "[" + b + "]"
+	}
+	if m := citationRE.FindStringSubmatch(b); m != nil && m[0] == b {
 		if c, ok := citationOf(m); ok {
 			return c, nil
 		}
