@@ -12,7 +12,7 @@ import (
 // indexes counted from 0 in the conversation the summary's source marker names (the messages
 // Compact received, which Expand returns). A line carried from an earlier summary cites that
 // summary's source, qualified by the first SourcePrefixLen hex digits of its hash:
-// "[s1a2b3c4 m12–18]". This file is the one place that writes and reads them.
+// "[s1a2b3c4d m12–18]". This file is the one place that writes and reads them.
 
 // SourcePrefixLen is how many hex digits of a source hash qualify a citation.
 const SourcePrefixLen = 8
@@ -27,7 +27,7 @@ type Citation struct {
 	Range  SourceRange
 }
 
-// String writes c: "[m12]", "[m12–18]", "[s1a2b3c4 m12–18]".
+// String writes c: "[m12]", "[m12–18]", "[s1a2b3c4d m12–18]".
 func (c Citation) String() string {
 	var b strings.Builder
 	b.WriteByte('[')
@@ -88,11 +88,16 @@ func citationOf(m []string) (Citation, bool) {
 	return Citation{Source: m[1], Range: SourceRange{First: first, Last: last}}, true
 }
 
-// ParseCitation reads one citation: as String writes it ("[s1a2b3c4 m12–18]"), or an
-// unqualified range in any form ParseRange reads ("m12–m18", "12-18").
+// ParseCitation reads one citation: as String writes it ("[s1a2b3c4d m12–18]"), its brackets
+// left out or not (as a client passes on what a model copied), or an unqualified range in
+// any form ParseRange reads ("m12–m18", "12-18").
 func ParseCitation(s string) (Citation, error) {
 	s = strings.TrimSpace(s)
-	if m := citationRE.FindStringSubmatch(s); m != nil && m[0] == s {
+	b := s
+	if !strings.HasPrefix(b, "[") {
+		b = "[" + b + "]"
+	}
+	if m := citationRE.FindStringSubmatch(b); m != nil && m[0] == b {
 		if c, ok := citationOf(m); ok {
 			return c, nil
 		}
@@ -103,7 +108,7 @@ func ParseCitation(s string) (Citation, error) {
 }
 
 // CutCitations splits the citations that end line from the rest of it: "- edited a.go
-// [m3] [s1a2b3c4 m1–2]" gives "- edited a.go" and both citations.
+// [m3] [s1a2b3c4d m1–2]" gives "- edited a.go" and both citations.
 func CutCitations(line string) (string, []Citation) {
 	rest := strings.TrimRight(line, " ")
 	var out []Citation

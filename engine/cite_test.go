@@ -55,6 +55,7 @@ func TestParseCitation(t *testing.T) {
 	}{
 		{"[m12–18]", Citation{Range: SourceRange{12, 18}}, true},
 		{"[s1a2b3c4d m12–18]", Citation{Source: "1a2b3c4d", Range: SourceRange{12, 18}}, true},
+		{"s1a2b3c4d m12–18", Citation{Source: "1a2b3c4d", Range: SourceRange{12, 18}}, true},
 		{"m12-m18", Citation{Range: SourceRange{12, 18}}, true},
 		{"12", Citation{Range: SourceRange{12, 12}}, true},
 		{"[s1a2b3c4d m18–12]", Citation{}, false},

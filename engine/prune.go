@@ -45,9 +45,11 @@ func (p PrunedPart) Marker() string {
 	if p.Input {
 		return inputMarker(p.Tool, p.Tokens)
 	}
-	m := outputMarker(p.Tool, p.Tokens, p.Duplicate)
+	var m string
 	if p.Part < 0 {
 		m = observationMarker(p.Tokens)
+	} else {
+		m = outputMarker(p.Tool, p.Tokens, p.Duplicate)
 	}
 	if p.Source != "" {
 		m += outputRef(p.Source, p.Message)

@@ -100,7 +100,7 @@ func SummaryPrompt(in SummaryInput, opt TranscriptOptions) string {
 	return summaryPromptWith(in, NumberedTranscript(in, opt))
 }
 
-// numberedTranscript is the transcript of in's messages, each headed by the position a
+// NumberedTranscript is the transcript of in's messages, each headed by the position a
 // summary cites it by, and the messages in in.Kept headed as kept verbatim after the summary.
 func NumberedTranscript(in SummaryInput, opt TranscriptOptions) string {
 	msgs, pos := in.Numbered()

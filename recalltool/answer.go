@@ -145,8 +145,12 @@ func (a Answerer) expand(ctx context.Context, hash, rng string) ([]Source, error
 		if err != nil {
 			return nil, fmt.Errorf("recall_context: expanding %s %s: %w", hash, rng, err)
 		}
+		read := hash // the source read: an earlier one when rng names it by its prefix
+		if h := page.GetSourceHash(); h != "" {
+			read = h
+		}
 		for k, m := range page.GetMessages() {
-			out = append(out, Source{Hash: hash, Index: int(page.GetFirstIndex()) + k, Message: m})
+			out = append(out, Source{Hash: read, Index: int(page.GetFirstIndex()) + k, Message: m})
 		}
 		if page.GetNextPageToken() == "" {
 			return out, nil

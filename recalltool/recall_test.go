@@ -31,6 +31,7 @@ func TestParseCitation(t *testing.T) {
 		{in: strings.ToUpper(hashA) + ":m3-m4", want: Citation{Source: hashA, Range: "m3-m4"}},
 		{in: "compactord source " + hashB + " m0–m40", want: Citation{Source: hashB, Range: "m0–m40"}},
 		{in: "[compactord source " + hashB + " m0–m40: the original messages, for Expand]", want: Citation{Source: hashB, Range: "m0–m40"}},
+		{in: "[s1a2b3c4d m12–18]", want: Citation{Range: "s1a2b3c4d m12–18"}},
 		{in: "", bad: true},
 		{in: "the deploy step", bad: true},
 		{in: "abc m3", bad: true},

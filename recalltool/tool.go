@@ -66,15 +66,16 @@ func ParseCall(inputJSON string) (Call, error) {
 
 // Citation is a citation split into the source it names (64 hex digits; "" for the newest
 // source of the conversation) and its range of messages, as Expand's range takes it
-// ("m12–m18", "m12-18", "m12", "12-18"): the server parses the range, so every form a
+// ("m12–m18", "m12-18", "m12", "12-18", "s1a2b3c4d m12–18"): the server parses the range, so every form a
 // summary writes is read in one place.
 type Citation struct{ Source, Range string }
 
 // citationRE reads a citation: optionally "compactord source" and a source hash, then the
-// range; a bracket, a trailing ": …" (a copied source marker) and spaces around it are
-// ignored.
+// range, which may name an earlier source by its hash prefix as a summary's carried lines
+// do ("s1a2b3c4d m12–18", engine.Citation; the server resolves it); a bracket, a trailing
+// ": …" (a copied source marker) and spaces around it are ignored.
 var citationRE = regexp.MustCompile(`^\[?\s*(?:compactord\s+source\s+)?(?:([0-9a-fA-F]{64})[\s:/@#]*)?` +
-	`\[?(m?\d{1,9}(?:\s*(?:–|—|-|\.\.)\s*m?\d{1,9})?)\]?\s*(?:[:,;].*)?\]?$`)
+	`\[?((?:s[0-9a-f]{8,64} )?m?\d{1,9}(?:\s*(?:–|—|-|\.\.)\s*m?\d{1,9})?)\]?\s*(?:[:,;].*)?\]?$`)
 
 // ParseCitation splits a citation into its source and its range.
 func ParseCitation(s string) (Citation, error) {

@@ -191,7 +191,7 @@ func expandTarget(req *compactorv1.ExpandRequest) (hash string, c engine.Citatio
 	c.Range = r
 	if req.GetRange() != "" {
 		if c, err = engine.ParseCitation(req.GetRange()); err != nil {
-			return "", c, false, invalid("range", fmt.Sprintf("%q: %v (want a citation such as [m12–18], [s1a2b3c4 m12–18], m12–m18, or 12-18)", clip.String(req.GetRange(), 64), err))
+			return "", c, false, invalid("range", fmt.Sprintf("%q: %v (want a citation such as [m12–18], [s1a2b3c4d m12–18], m12–m18, or 12-18)", clip.String(req.GetRange(), 64), err))
 		}
 		whole = false
 	}
