@@ -66,7 +66,7 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 		if n < maxChunks {
 			end = start + max(1, summarize.Fit(c.sum, summarize.Request{Count: c.count,
 				SummaryInput: engine.SummaryInput{Messages: j.in[start:], Positions: j.pos[start:], Kept: j.kept, Anchor: anchor, Instructions: ins,
-					TaskInHead: engine.HeadTask(c.msgs[:c.cut])}}))
+					TaskInHead: c.headTask}}))
 		}
 		if end < len(j.in) {
 			if ends == nil {
