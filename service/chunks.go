@@ -59,14 +59,14 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 	}
 	anchor, anchorTokens := j.anchor, c.s.textMessageTokens(j.anchor, c.tokenizer())
 	replaced := anchorTokens // what the summary so far stands for
-	var usage summary.Output
-	var ends []bool // summarize.TurnEnds of j.in, once chunked
+	var spent summary.Output // the usage of the chunks summarized so far
+	var ends []bool          // summarize.TurnEnds of j.in, once chunked
 	for start, n := 0, 1; ; n++ {
 		end := len(j.in)
 		if n < maxChunks {
 			end = start + max(1, summarize.Fit(c.sum, summarize.Request{Count: c.count,
 				SummaryInput: engine.SummaryInput{Messages: j.in[start:], Positions: j.pos[start:], Kept: j.kept, Anchor: anchor, Instructions: ins,
-					TaskInHead: engine.HeadTask(c.msgs[:c.cut])}}))
+					TaskInHead: c.headTask}}))
 		}
 		if end < len(j.in) {
 			if ends == nil {
@@ -84,20 +84,15 @@ func (c *compaction) chunks(ctx context.Context, j summaryJob) (summarize.Result
 		cj.inTokens = replaced
 		cj.attrs = []attribute.KeyValue{attrChunk.Int(n), attrChunkFirst.Int(j.pos[start]), attrChunkEnd.Int(cj.end)}
 		res, err := c.call(ctx, cj)
-		usage.InputTokens += res.InputTokens
-		usage.OutputTokens += res.OutputTokens
-		usage.CacheReadTokens += res.CacheReadTokens
-		usage.CacheWriteTokens += res.CacheWriteTokens
-		usage.Cost += res.Cost
 		if err != nil {
 			return res, fmt.Errorf("%w (chunk %d, messages %d to %d)", err, n, j.pos[start], cj.end-1)
 		}
 		if end == len(j.in) {
 			trace.SpanFromContext(ctx).SetAttributes(attrChunks.Int(n))
-			res.InputTokens, res.OutputTokens = usage.InputTokens, usage.OutputTokens
-			res.CacheReadTokens, res.CacheWriteTokens, res.Cost = usage.CacheReadTokens, usage.CacheWriteTokens, usage.Cost
+			addUsage(&res.Output, spent) // the summary's usage: every chunk's
 			return res, nil
 		}
+		addUsage(&spent, res.Output)
 		anchor = c.chunkDone(ctx, cj, res.Output, end > j.released)
 		anchorTokens, start = c.s.textMessageTokens(anchor, c.tokenizer()), end
 	}
@@ -162,6 +157,15 @@ func (c *compaction) storeChunk(ctx context.Context, end int, out summary.Output
 // scope is the cache scope of this compaction's summaries.
 func (c *compaction) scope(ctx context.Context) cache.Scope {
 	return cache.Scope{Tenant: tenant(ctx), Summarizer: c.sum.Fingerprint().String(), Instructions: c.req.GetInstructions()}
+}
+
+// addUsage adds the tokens and cost of what p cost to o's.
+func addUsage(o *summary.Output, p summary.Output) {
+	o.InputTokens += p.InputTokens
+	o.OutputTokens += p.OutputTokens
+	o.CacheReadTokens += p.CacheReadTokens
+	o.CacheWriteTokens += p.CacheWriteTokens
+	o.Cost += p.Cost
 }
 
 // onGrid moves the end of the chunk j.in[start:end] back to the last turn end whose prefix is

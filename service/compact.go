@@ -112,6 +112,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer, src *sourceWrite) (*compaction, error) {
 	plan := d.Response
 	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests, src: src}
+	c.headTask = engine.HeadTask(msgs[:c.cut])
 	c.kept = c.keptPositions()
 	for _, i := range plan.GetInstructionIndexes() {
 		if disp := plan.GetDispositions()[i]; int(i) < c.cut && disp != compactorv1.Disposition_DISPOSITION_KEEP {
@@ -194,6 +195,9 @@ type compaction struct {
 	plan *compactorv1.PlanResponse
 	sum  summarize.Summarizer
 	cut  int
+	// headTask is engine.HeadTask of msgs[0:cut]: the head keeps the task, so the range's
+	// first user message is a request only if it reads as one (every call of the summary).
+	headTask bool
 	// chain is h[0..cut] of the prefix hash chain.
 	chain [][32]byte
 	// kept are the positions of the requests before the cut the plan keeps verbatim after

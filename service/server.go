@@ -98,11 +98,11 @@ func New(o Options) *Server {
 		fill: o.Fill, maxSummaryRatio: o.MaxSummaryRatio, metrics: o.Metrics, admit: o.Admit, logger: o.Logger,
 		sources: o.Sources, maxMessageBytes: o.MaxMessageBytes,
 		prepareTimeout: o.PrepareTimeout, maxPreparations: o.MaxPreparations}
-	if s.sources == nil && !o.DiscardSources {
-		s.sources = cache.NewMemorySources(cache.MemorySourcesOptions{})
-	}
-	if o.DiscardSources {
+	switch {
+	case o.DiscardSources:
 		s.sources = nil
+	case s.sources == nil:
+		s.sources = cache.NewMemorySources(cache.MemorySourcesOptions{})
 	}
 	if s.maxMessageBytes <= 0 {
 		s.maxMessageBytes = DefaultMaxMessageBytes

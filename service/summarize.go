@@ -127,7 +127,7 @@ func (c *compaction) call(ctx context.Context, j summaryJob) (summarize.Result, 
 		Attributes: append([]attribute.KeyValue{attrPrefixHash.String(c.plan.GetPrefixHash()), cache.AttrHit.Bool(false),
 			attrTokensBefore.Int64(c.plan.GetTokensBefore()), attrTokensAfter.Int64(c.plan.GetTokensAfter())}, j.attrs...),
 		SummaryInput: engine.SummaryInput{Messages: j.in, Positions: j.pos, Kept: j.kept, Anchor: j.anchor, Instructions: c.req.GetInstructions(),
-			TaskInHead: engine.HeadTask(c.msgs[:c.cut])},
+			TaskInHead: c.headTask},
 		MaxOutputTokens: j.budget,
 		Count:           c.count,
 		Agent:           agent,
@@ -192,10 +192,14 @@ func (c *compaction) check(text string, end, budget int, count func(string) int)
 	}
 	text, rep := fidelity.Check(fidelity.CheckInput{Summary: text, Range: rng, Kept: kept, Budget: budget, Count: count,
 		EarlierRequests: earlier.Requests, EarlierPaths: earlier.Paths})
+	var reqs []fidelity.Request // the range's requests, once one of them is dropped
 	for _, n := range rep.RequestsDropped {
 		at := si // a request the previous summary carried
 		if k := n - 1 - len(earlier.Requests); k >= 0 {
-			at = pos[fidelity.RangeRequests(rng, kept)[k].Index]
+			if reqs == nil {
+				reqs = fidelity.RangeRequests(rng, kept)
+			}
+			at = pos[reqs[k].Index]
 		}
 		rep.DroppedMessages = append(rep.DroppedMessages, at)
 	}
