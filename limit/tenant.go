@@ -179,7 +179,7 @@ var extendScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
-if not score then return 0 end
+if not score or tonumber(score) <= now then return 0 end
 redis.call('ZADD', KEYS[1], 'GT', now + tonumber(ARGV[1]), ARGV[2])
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], last[2])
