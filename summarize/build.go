@@ -3,10 +3,10 @@ package summarize
 import (
 	"cmp"
 	"encoding/json"
-	"github.com/compactord/compactord/engine"
 	"sort"
 	"strings"
 
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
 )
 
