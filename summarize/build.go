@@ -301,8 +301,9 @@ func (x *extractor) buildFiles() {
 		for _, c := range f.priorCites {
 			short.cite += " " + c.String()
 		}
-		if len(f.priorCites) > 0 && x.fromAnchor[f.first] && x.fromAnchor[f.seq] {
-			// Only the earlier summary named it: its own citations say where, one to the
+		if len(f.priorCites) > 0 && f.seq <= x.anchorEnd {
+			// Only the earlier summary named it (its last mention, so its first too, is one of
+			// the anchor's events): its own citations say where, one to the
 			// summary that carried them adds nothing (and would grow with every compaction).
 			short.from, short.to = 0, 0
 		}
