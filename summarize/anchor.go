@@ -258,14 +258,7 @@ func (x *extractor) anchor(a string) {
 	if a == "" {
 		return
 	}
-	defer func(start int) {
-		for s := start + 1; s <= x.seq; s++ {
-			if x.fromAnchor == nil {
-				x.fromAnchor = map[int]bool{}
-			}
-			x.fromAnchor[s] = true
-		}
-	}(x.seq)
+	defer func() { x.anchorEnd = x.seq }()
 	items := readAnchor(a)
 	if items == nil {
 		x.use.note(a, 0, fromOutput)

@@ -3,10 +3,10 @@ package summarize
 import (
 	"cmp"
 	"encoding/json"
-	"github.com/compactord/compactord/engine"
 	"sort"
 	"strings"
 
+	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
 )
 
@@ -250,8 +250,7 @@ func (x *extractor) editedBetween(c, f *call) string {
 	for _, e := range x.calls {
 		if e.seq > c.seq && e.seq < f.seq && e.status == callOK {
 			for _, a := range e.acts {
-				switch a.action {
-				case actEdit, actWrite, actCreate:
+				if writes(a.action) {
 					path = a.path
 				}
 			}
@@ -302,8 +301,9 @@ func (x *extractor) buildFiles() {
 		for _, c := range f.priorCites {
 			short.cite += " " + c.String()
 		}
-		if len(f.priorCites) > 0 && x.fromAnchor[f.first] && x.fromAnchor[f.seq] {
-			// Only the earlier summary named it: its own citations say where, one to the
+		if len(f.priorCites) > 0 && f.seq <= x.anchorEnd {
+			// Only the earlier summary named it (its last mention, so its first too, is one of
+			// the anchor's events): its own citations say where, one to the
 			// summary that carried them adds nothing (and would grow with every compaction).
 			short.from, short.to = 0, 0
 		}
@@ -488,19 +488,31 @@ func (x *extractor) stale(c *call) bool {
 		return false
 	}
 	for _, a := range c.acts {
-		changed := false
-		for _, e := range x.calls {
-			if e.seq > c.seq && e.status == callOK {
-				for _, b := range e.acts {
-					changed = changed || b.path == a.path && (b.action == actEdit || b.action == actWrite || b.action == actCreate)
-				}
-			}
-		}
-		if !changed {
+		if !x.changedAfter(a.path, c.seq) {
 			return false
 		}
 	}
 	return true
+}
+
+// changedAfter reports whether a successful call after seq wrote into path.
+func (x *extractor) changedAfter(path string, seq int) bool {
+	for _, e := range x.calls {
+		if e.seq <= seq || e.status != callOK {
+			continue
+		}
+		for _, a := range e.acts {
+			if a.path == path && writes(a.action) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writes reports whether a file action writes into the file: an edit, a write or a create.
+func writes(action string) bool {
+	return action == actEdit || action == actWrite || action == actCreate
 }
 
 // callLines renders a call with its outcome once for each excerpt limit, in the order of

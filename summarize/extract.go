@@ -132,7 +132,7 @@ type extractor struct {
 	todoSeq      int                // the call that wrote it
 	priorPlan    []string           // the plan of an anchor
 	priorStopped []string           // where an anchor's range stopped, one line per item
-	fromAnchor   map[int]bool       // the events an anchor's lines were read as
+	anchorEnd    int                // the events 1..anchorEnd are an anchor's lines (read before the walk)
 	demos        int                // few-shot demonstrations left out
 
 	legend bool   // render writes the legend of citations

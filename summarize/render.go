@@ -135,23 +135,10 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 				continue
 			}
 			v := it.base * x.recency(it.seq)
+			n := uncovered(it.carried, covered)
 			if prev >= 0 {
 				v -= x.items[prev].base * x.recency(x.items[prev].seq)
-			}
-			n := 0
-			for _, w := range it.carried {
-				if !covered[w] && n < carriedCap {
-					n++
-				}
-			}
-			if prev >= 0 {
-				m := 0
-				for _, w := range x.items[prev].carried {
-					if !covered[w] && m < carriedCap {
-						m++
-					}
-				}
-				n -= m
+				n -= uncovered(x.items[prev].carried, covered)
 			}
 			v += worthCarried * float64(n)
 			v /= float64(max(c, 1))
@@ -194,6 +181,18 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 // legendShare: the legend of citations is written when it takes at most 1/legendShare of
 // the budget; a smaller summary spends its room on what happened (its citations still parse).
 const legendShare = 8
+
+// uncovered is how many of carried no chosen item shows yet (not in covered), at most
+// carriedCap: what an item adds beyond the items chosen before it.
+func uncovered(carried []string, covered map[string]bool) int {
+	n := 0
+	for _, w := range carried {
+		if !covered[w] {
+			n++
+		}
+	}
+	return min(n, carriedCap)
+}
 
 // recency scales the worth of an item at seq: from recencyFloor at the range's start to 1 at
 // its end.

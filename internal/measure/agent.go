@@ -23,7 +23,7 @@ const AgentModel = "fake-model"
 // requests would have written.
 type Agent struct {
 	provider *llmtest.Provider
-	format   compactorv1.Provider
+	api      providerAPI // the wire format its requests use
 	// Request is what a CompactRequest carries for the summary request to be sent as the
 	// agent's own (CompactRequest.agent_request); nil when the summarizer sends its own.
 	Request *compactorv1.AgentRequest
@@ -60,7 +60,7 @@ func providerSummarizer(s *Summarizer, name string) (*summarize.Config, bool) {
 	agentCache := strings.HasSuffix(name, "-agent")
 	p := llmtest.StartProvider()
 	s.close = p.Close
-	s.Agent = &Agent{provider: p, format: api.format}
+	s.Agent = &Agent{provider: p, api: api}
 	if agentCache {
 		s.Agent.Request = &compactorv1.AgentRequest{Provider: api.format, Model: AgentModel, BaseBody: api.base}
 	}
@@ -80,16 +80,11 @@ func (a *Agent) Send(ctx context.Context, sent []*compactorv1.Message) error {
 	if len(sent) == 0 {
 		return nil
 	}
-	api := providerAPIs["anthropic"]
-	for _, v := range providerAPIs {
-		if v.format == a.format {
-			api = v
-		}
-	}
-	if a.format == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
+	api := a.api
+	if api.format == compactorv1.Provider_PROVIDER_ANTHROPIC_MESSAGES {
 		sent = append(sent[:len(sent)-1:len(sent)-1], summarize.WithCacheBreakpoint(sent[len(sent)-1]))
 	}
-	low, err := format.Lower(&compactorv1.LowerRequest{Messages: sent, Provider: a.format, Model: AgentModel, BaseBody: api.base})
+	low, err := format.Lower(&compactorv1.LowerRequest{Messages: sent, Provider: api.format, Model: AgentModel, BaseBody: api.base})
 	if err != nil {
 		return fmt.Errorf("agent request: %w", err)
 	}
