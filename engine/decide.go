@@ -67,7 +67,56 @@ func (dc *deciding) decide() shape {
 		// Too few turns to summarize, and pruning is enough or nothing is due (forced).
 		return dc.withoutSummary(turns)
 	}
-	return dc.compact(turns)
+	// A summary room the caller set (summary_max_tokens) holds the marker within it: this
+	// source's own when the bound of any does not fit beside the least text, none when
+	// that does not either.
+	for _, m := range [...]int64{pol.markerExact, 0} {
+		if pol.roomGrows || pol.markerTokens == 0 || dc.minRoom() <= pol.summaryRoom {
+			break
+		}
+		pol.markerTokens = m
+	}
+	sh := dc.compact(turns)
+	if pol.markerTokens > 0 && (sh.irreducible || sh.after > pol.target) {
+		sh = dc.withMarker(turns, sh)
+	}
+	return sh
+}
+
+// withMarker returns the shape to compact to when the summary's source marker, in sh, may
+// have cost what the next turns need: the marker yields to the window, the trigger, the
+// newest turns and the requests kept verbatim, in that order. The shapes with the bound
+// of any marker (sh), with this source's own marker, and without one (the summary then
+// names no source; the cut outputs' notes and the pruned outputs' markers still do) are
+// compared, and the first that keeps the most is taken. Only here does the room depend on
+// the hash (see sourceMarkerTokens).
+func (dc *deciding) withMarker(turns int, sh shape) shape {
+	pol := &dc.pol
+	best, marker := sh, pol.markerTokens
+	for _, m := range [...]int64{pol.markerExact, 0} {
+		pol.markerTokens = m
+		if o := dc.compact(turns); keepsMore(o, best, pol.trigger) {
+			best, marker = o, m
+		}
+	}
+	pol.markerTokens = marker
+	return best
+}
+
+// keepsMore reports whether shape a keeps more than b: it fits the window where b does not,
+// the trigger where b does not, more turns verbatim, or more of the requests.
+func keepsMore(a, b shape, trigger int64) bool {
+	switch {
+	case a.irreducible != b.irreducible:
+		return b.irreducible
+	case (a.after <= trigger) != (b.after <= trigger):
+		return a.after <= trigger
+	case a.action != b.action || a.action != compactorv1.Action_ACTION_SUMMARIZE:
+		return false
+	case a.k != b.k:
+		return a.k < b.k
+	}
+	return a.reqs > b.reqs
 }
 
 // shape is one way to compact the conversation: what stays, and what it costs.
@@ -299,8 +348,9 @@ func headSizes(head []int64, lay *layout, base int64, split []int64) {
 	}
 }
 
-// minRoom is the least summary room: the framing and MinSummaryTextTokens of text.
-func (dc *deciding) minRoom() int64 { return dc.frame + MinSummaryTextTokens }
+// minRoom is the least summary room: the framing, the source marker when the compaction
+// keeps a source, and MinSummaryTextTokens of text.
+func (dc *deciding) minRoom() int64 { return dc.frame + dc.pol.markerTokens + MinSummaryTextTokens }
 
 // roomFloor is the least summary room a shape reserves to reach the target (rather than the
 // trigger): half the policy's room, at least minRoom.

@@ -30,6 +30,11 @@ type Decision struct {
 	Cuts []CutPart
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
+	// MarkerTokens is what the summary room holds for the source marker (SourceMarker) when
+	// the compaction keeps a source (Options.Source, SUMMARIZE only): SourceMarkerTokens, or
+	// the marker's own count when that bound would not fit the window; 0 when even that does
+	// not, and the summary names no source.
+	MarkerTokens int64
 	// LeadingRequests is the number of user messages the tail opens with that are the user's
 	// requests (SUMMARIZE only): with the requests kept verbatim, the user messages right
 	// after the summary that its framing says are requests (SummaryMessage), so that the next

@@ -185,7 +185,7 @@ func TestCopyPlanResponseCopiesEveryField(t *testing.T) {
 // TestPolicyEqualCoversEveryField fails when a field is added to policy without deciding how
 // policy.equal and policyHash treat it.
 func TestPolicyEqualCoversEveryField(t *testing.T) {
-	if n := reflect.TypeOf(policy{}).NumField(); n != 26 {
+	if n := reflect.TypeOf(policy{}).NumField(); n != 28 {
 		t.Errorf("policy has %d fields: update policy.equal, policyHash and this test", n)
 	}
 	base, err := resolved(&compactorv1.Policy{ContextWindow: 100000, Prune: &compactorv1.PrunePolicy{ExcludeTools: []string{"a"}}})
@@ -204,6 +204,7 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 		func(p *policy) { p.targetFromTurns = !p.targetFromTurns }, func(p *policy) { p.headroomTurns++ },
 		func(p *policy) { p.cacheRead += 0.01 }, func(p *policy) { p.cacheWrite += 0.01 },
 		func(p *policy) { p.source = "5eed" }, func(p *policy) { p.refTokens++ },
+		func(p *policy) { p.markerTokens++ }, func(p *policy) { p.markerExact++ },
 	} {
 		p := *base
 		change(&p)

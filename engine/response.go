@@ -50,6 +50,7 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 			}
 		}
 		d.TailTurns = len(dc.lay.turnStarts) - sh.k
+		d.MarkerTokens = pol.markerTokens
 		for i := cut; i < len(dc.msgs) && dc.kinds[i] == UserRequest; i++ {
 			d.LeadingRequests++
 		}

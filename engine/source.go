@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -98,24 +99,65 @@ func OutputSource(hash string, i int) string {
 	return "full output in compactord source " + hash + " m" + strconv.Itoa(i) + ", for Expand"
 }
 
-// keepSource sets the source the plan's markers name (Options.Source) and refTokens, the
-// most tokens the reference to it adds to a marker of a conversation of n messages: as a
-// bracket of its own after a pruned output's marker (outputRef), counted at the largest
-// index of as many digits as the last one (a BPE tokenizer splits the index from the words
-// around it, and the approx count grows with the length), which also bounds what it adds to
-// a cut note over "the full output is gone".
+// keepSource sets the source the plan's markers name (Options.Source), refTokens, the most
+// tokens the reference to it adds to a marker of a conversation of n messages: as a bracket
+// of its own after a pruned output's marker (outputRef), counted at the largest index of as
+// many digits as the last one (a BPE tokenizer splits the index from the words around it,
+// and the approx count grows with the length), which also bounds what it adds to a cut note
+// over "the full output is gone"; and markerTokens, what the summary's source marker takes
+// at most (sourceMarkerTokens), and markerExact, what this hash's marker takes.
 func (p *policy) keepSource(hash string, n int) error {
 	tc, err := tokenizer.New(p.tokenizer)
 	if err != nil {
 		return err
 	}
-	widest := 9
-	for k := 10; k <= n; k *= 10 {
-		widest = widest*10 + 9
-	}
-	p.source, p.refTokens = hash, tc.Count(outputRef(hash, widest))
+	w := widestIndex(n)
+	p.source, p.refTokens = hash, tc.Count(outputRef(hash, w))
+	p.markerTokens = sourceMarkerTokens(tc, n)
+	p.markerExact = MessageOverheadTokens + tc.Count(SourceMarker(hash, SourceRange{First: w - 1, Last: w}))
 	return nil
 }
+
+// widestIndex is the largest index of as many digits as n−1, the last index of n messages.
+func widestIndex(n int) int {
+	w := 9
+	for k := 10; k <= n; k *= 10 {
+		w = w*10 + 9
+	}
+	return w
+}
+
+// SourceMarkerTokens bounds the tokens the source marker (SourceMarker, WithSourceMarker)
+// adds to the summary message of a conversation of n messages under the named tokenizer ("" =
+// o200k_base). The plan reserves them in the summary room when the compaction keeps a
+// source (Options.Source); the room left for the summary's text is the room less the
+// framing (SummaryFrameTokens) and this. The error is a *ValidationError for an unknown
+// tokenizer name.
+func SourceMarkerTokens(name string, n int) (int64, error) {
+	id, ok := tokenizer.Parse(name)
+	if !ok {
+		return 0, Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", name))
+	}
+	tc, err := tokenizer.New(id)
+	if err != nil {
+		return 0, err
+	}
+	return sourceMarkerTokens(tc, n), nil
+}
+
+// sourceMarkerTokens is SourceMarkerTokens under tc: the marker counted as a message of its
+// own (its framing outweighs the line break that joins it to the summary's text), for a range
+// of the widest indexes n messages have, its hash at one token a hex digit, the most it can
+// take. It depends on n and the tokenizer only, so every compaction of a prefix reserves the
+// same (a preparation and the compaction at the trigger share one summary).
+func sourceMarkerTokens(tc tokenizer.Text, n int) int64 {
+	w := widestIndex(n)
+	return MessageOverheadTokens + tc.Count(SourceMarker("", SourceRange{First: w - 1, Last: w})) + markerHashTokens
+}
+
+// markerHashTokens bounds the tokens of a source hash in a marker: 64 hex digits, at most one
+// token each.
+const markerHashTokens = 64
 
 // outputRef is what a pruned output's marker is followed by when its source is kept.
 func outputRef(hash string, i int) string { return " [" + OutputSource(hash, i) + "]" }

@@ -303,16 +303,29 @@ func fitTokens(s string, limit int, count func(string) int) (string, bool) {
 	return "", true
 }
 
-// cut keeps the head and tail of s in n bytes (cut at rune boundaries) with a marker between.
+// cut keeps the head and tail of s in at most about n bytes with a marker between: whole
+// lines when s has more than one (a summary's lines are its facts, and half a line says less
+// than none), else cut at rune boundaries.
 func cut(s string, n int) string {
 	if n >= len(s) {
 		return s
 	}
 	h := n * 2 / 3
-	for h > 0 && h < len(s) && s[h]&0xC0 == 0x80 {
+	t := len(s) - (n - h)
+	if strings.Contains(s, "\n") {
+		h = strings.LastIndexByte(s[:h], '\n') + 1
+		if s[t-1] != '\n' {
+			if i := strings.IndexByte(s[t:], '\n'); i >= 0 {
+				t += i + 1
+			} else {
+				t = len(s)
+			}
+		}
+		return s[:h] + CutMarker + "\n" + s[t:]
+	}
+	for h > 0 && s[h]&0xC0 == 0x80 {
 		h--
 	}
-	t := len(s) - (n - h)
 	for t < len(s) && s[t]&0xC0 == 0x80 {
 		t++
 	}

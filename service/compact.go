@@ -58,7 +58,10 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 	}
 	msgs, warnings := replaceForeignCompactions(msgs, req.GetTargetProvider())
 	force := req.GetForce() || len(warnings) > 0
-	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: force})
+	// The plan names the source the compaction keeps, in the markers of what it prunes and
+	// cuts and in the summary's, and counts them so.
+	hash := s.sourceHash(req.GetMessages(), req.GetPolicy())
+	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: force, Source: hash})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -78,14 +81,8 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		}
 		return &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}, nil
 	}
-	src := s.keepSource(ctx, req.GetMessages(), req.GetPolicy())
+	src := s.keepSource(ctx, req.GetMessages(), hash)
 	defer src.join()
-	if src != nil && (len(d.Pruned) > 0 || len(d.Cuts) > 0) {
-		// The markers of what it prunes and cuts name the source, which the plan counts.
-		if d, err = engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: force, Source: src.hash}); err != nil {
-			return nil, toStatus(err)
-		}
-	}
 	plan := d.Response
 	span.SetAttributes(attrAction.String(plan.GetAction().String()),
 		attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
@@ -127,7 +124,7 @@ func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compacto
 	if c.room, err = c.textRoom(); err != nil {
 		return nil, err
 	}
-	c.reserveMarker()
+	c.reserveMarker(d.MarkerTokens)
 	return c, nil
 }
 

@@ -99,7 +99,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) prepareNow(ctx context.Context, req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer) (*compactorv1.CompactResponse, error) {
 	var err error
 	if d.Response.GetAction() == compactorv1.Action_ACTION_NONE {
-		if d, err = engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true}); err != nil {
+		if d, err = s.decidePrepared(req, msgs); err != nil {
 			return nil, toStatus(err)
 		}
 	}
@@ -125,12 +125,18 @@ func (s *Server) prepareAhead(ctx context.Context, req *compactorv1.CompactReque
 		plan.GetTokensBefore() <= at || plan.GetTokensBefore() > plan.GetTriggerAtTokens() {
 		return nil
 	}
-	d, err := engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true})
+	d, err := s.decidePrepared(req, msgs)
 	if err != nil || d.Response.GetAction() != compactorv1.Action_ACTION_SUMMARIZE {
 		return err
 	}
 	_, err = s.startPreparation(ctx, req, msgs, d, sum)
 	return err
+}
+
+// decidePrepared is the compaction of msgs a preparation prepares the summary of: forced, and
+// counting the source marker as the compaction at the trigger will.
+func (s *Server) decidePrepared(req *compactorv1.CompactRequest, msgs []*compactorv1.Message) (*engine.Decision, error) {
+	return engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true, Source: s.sourceHash(req.GetMessages(), req.GetPolicy())})
 }
 
 // planAhead is prepareAhead for a Plan: the summarizer and instructions are those of the

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -29,15 +30,26 @@ type sourceWrite struct {
 	err  error
 }
 
-// keepSource starts writing the source of req (its messages as they arrived) for the
-// caller's tenant, or returns nil when sources are off (no store, or policy.discard_sources).
-// The write goes on while the compaction runs; wait for its outcome.
-func (s *Server) keepSource(ctx context.Context, msgs []*compactorv1.Message, p *compactorv1.Policy) *sourceWrite {
+// sourceHash is the hash the source of a Compact of msgs (its messages as they arrived) is
+// kept under, in hex, or "" when sources are off (no store, or policy.discard_sources). The
+// plan names it (engine.Options.Source); keepSource writes the source under it.
+func (s *Server) sourceHash(msgs []*compactorv1.Message, p *compactorv1.Policy) string {
 	if s.sources == nil || p.GetDiscardSources() {
+		return ""
+	}
+	return engine.HexHash(s.counter.PrefixHash(msgs))
+}
+
+// keepSource starts writing msgs, the messages of a Compact as they arrived, for the
+// caller's tenant under hash (sourceHash), or returns nil for no hash (sources off). The
+// write goes on while the compaction runs; wait for its outcome.
+func (s *Server) keepSource(ctx context.Context, msgs []*compactorv1.Message, hash string) *sourceWrite {
+	if hash == "" {
 		return nil
 	}
-	h := s.counter.PrefixHash(msgs)
-	w := &sourceWrite{hash: engine.HexHash(h), done: make(chan struct{})}
+	w := &sourceWrite{hash: hash, done: make(chan struct{})}
+	var h [32]byte
+	_, _ = hex.Decode(h[:], []byte(hash)) // sourceHash's hex
 	ref := cache.NewSourceRef(tenant(ctx), h)
 	if s.keptRecently.fresh(ref, time.Now()) {
 		close(w.done)
@@ -195,36 +207,24 @@ func sourced(resp *compactorv1.CompactResponse, w *sourceWrite, target compactor
 	return nil
 }
 
-// reserveMarker takes the source marker's tokens from the summary room, so the summary
-// message, marker included, stays within the room the plan counted. A room too small to
-// take it and a summary worth writing keeps the room, and the summary names no source
+// reserveMarker takes the source marker's tokens, as the plan reserved them
+// (engine.Decision.MarkerTokens), from the summary room, so the summary message, marker
+// included, stays within the room the plan counted. A plan that reserved none (sources off,
+// or a window too small for a summary with a marker) leaves the summary naming no source
 // (CompactResponse.source_hash still does).
-func (c *compaction) reserveMarker() {
-	if c.s.sources == nil || c.req.GetPolicy().GetDiscardSources() {
+func (c *compaction) reserveMarker(reserved int64) {
+	if reserved == 0 {
 		return
 	}
-	first := 0
-	for first < c.cut && c.plan.GetDispositions()[first] == compactorv1.Disposition_DISPOSITION_KEEP {
-		first++
-	}
-	rng := engine.SourceRange{First: first, Last: c.cut - 1}
-	// The marker counted as a message of its own (its framing outweighs the line break that
-	// joins it to the summary message's text), its hash at one token a hex digit, the most
-	// it can take: the room is then the same for every compaction of this prefix, whatever
-	// follows the cut (a preparation and the compaction at the trigger share one summary).
-	reserve := c.s.textMessageTokens(engine.SourceMarker("", rng), c.tokenizer()) + markerHashTokens
-	if c.room-reserve < minSummaryTokens {
-		return
-	}
-	c.room -= reserve
+	c.room -= reserved
 	if c.src != nil {
-		c.marker = engine.SourceMarker(c.src.hash, rng)
+		first := 0
+		for first < c.cut && c.plan.GetDispositions()[first] == compactorv1.Disposition_DISPOSITION_KEEP {
+			first++
+		}
+		c.marker = engine.SourceMarker(c.src.hash, engine.SourceRange{First: first, Last: c.cut - 1})
 	}
 }
-
-// markerHashTokens bounds the tokens of a source hash in a marker: 64 hex digits, at most one
-// token each.
-const markerHashTokens = 64
 
 // recallToolJSON holds recalltool.Tool in each provider's format (format.ToolJSON), by provider.
 var recallToolJSON = sync.OnceValue(func() map[compactorv1.Provider]string {

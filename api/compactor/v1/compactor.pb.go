@@ -382,7 +382,10 @@ type Policy struct {
 	// default min(2000, 15% of (context_window − reserve_output_tokens)), and the default grows
 	// into what the target leaves unused, up to twice that. When the conversation cannot
 	// otherwise fit under the trigger, a compaction reserves less (down to the framing and 64
-	// tokens of text).
+	// tokens of text). A compaction that keeps its source reserves the summary's source marker
+	// here too; the marker yields to a room set here that cannot hold it beside 64 tokens of
+	// text, to the window, the trigger, the newest turns and the requests kept verbatim, and
+	// the summary then names no source (CompactResponse.source_hash still does).
 	SummaryMaxTokens int64 `protobuf:"varint,11,opt,name=summary_max_tokens,json=summaryMaxTokens,proto3" json:"summary_max_tokens,omitempty"`
 	// The user's requests in the summarized range stay in the compacted conversation as the
 	// user messages they were, right after the summary, up to this many tokens: the newest
