@@ -50,9 +50,12 @@ func agentInstruction(p *AgentPrompt, after int, instructions string) string {
 	}
 	b.WriteString("Do not call any tool.")
 	if len(p.Kept) > 0 {
-		b.WriteString(" These user requests stay verbatim after the summary: do not repeat them.\n<kept>\n")
-		b.WriteString(engine.Transcript(p.Kept, engine.TranscriptOptions{}))
-		b.WriteString("</kept>\n")
+		// Named by their openings, not repeated: they are in the conversation above, which
+		// the provider reads from its cache, while this instruction is billed in full.
+		b.WriteString(" These user requests above stay verbatim after the summary: do not repeat them.\n")
+		for _, k := range p.Kept {
+			fmt.Fprintf(&b, "- the one that begins %q\n", opening(k))
+		}
 	}
 	b.WriteString(" Use these sections:\n\n")
 	for i, s := range engine.SummarySections {

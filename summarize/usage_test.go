@@ -16,6 +16,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/engine/format"
+	"github.com/compactord/compactord/internal/irtest"
 	"github.com/compactord/compactord/internal/llmtest"
 )
 
@@ -355,5 +356,22 @@ func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
 				t.Errorf("the summary request read %d tokens of the agent's request's %d", bill.CacheRead, whole)
 			}
 		})
+	}
+}
+
+// TestAgentInstructionNamesKeptRequests: the instruction after the agent's own request names
+// the requests kept verbatim by their openings and does not repeat them: they are in the
+// conversation above it, read from the cache, while the instruction is billed in full.
+func TestAgentInstructionNamesKeptRequests(t *testing.T) {
+	task := irtest.User("Port the word counter to Rust. " + strings.Repeat("Keep the CLI flags as they are and match the output byte for byte. ", 20))
+	msgs := []*compactorv1.Message{task, irtest.Assistant("Reading the code."), irtest.User("now the tests")}
+	p := testAgentPrompt(nil, msgs, 2)
+	p.Kept = []*compactorv1.Message{task}
+	got := agentInstruction(p, 1, "")
+	if !strings.Contains(got, opening(task)) {
+		t.Errorf("the instruction does not name the kept request by its opening %q:\n%s", opening(task), got)
+	}
+	if strings.Contains(got, "match the output byte for byte") {
+		t.Errorf("the instruction repeats the kept request:\n%s", got)
 	}
 }
