@@ -31,7 +31,7 @@ type Decision struct {
 	// TailTurns is the number of turns kept verbatim after the cut (SUMMARIZE only).
 	TailTurns int
 	// MarkerTokens is what the summary room holds for the source marker (SourceMarker) when
-	// the compaction keeps a source (Options.Source, SUMMARIZE only): SourceMarkerTokens, or
+	// the compaction keeps a source (Options.Source, SUMMARIZE only): a bound of any marker's, or
 	// the marker's own count when that bound would not fit the window; 0 when even that does
 	// not, and the summary names no source.
 	MarkerTokens int64

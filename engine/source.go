@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -127,28 +126,12 @@ func widestIndex(n int) int {
 	return w
 }
 
-// SourceMarkerTokens bounds the tokens the source marker (SourceMarker, WithSourceMarker)
-// adds to the summary message of a conversation of n messages under the named tokenizer ("" =
-// o200k_base). The plan reserves them in the summary room when the compaction keeps a
-// source (Options.Source); the room left for the summary's text is the room less the
-// framing (SummaryFrameTokens) and this. The error is a *ValidationError for an unknown
-// tokenizer name.
-func SourceMarkerTokens(name string, n int) (int64, error) {
-	id, ok := tokenizer.Parse(name)
-	if !ok {
-		return 0, Invalid("policy.tokenizer", fmt.Sprintf("unknown tokenizer %q", name))
-	}
-	tc, err := tokenizer.New(id)
-	if err != nil {
-		return 0, err
-	}
-	return sourceMarkerTokens(tc, n), nil
-}
-
-// sourceMarkerTokens is SourceMarkerTokens under tc: the marker counted as a message of its
-// own (its framing outweighs the line break that joins it to the summary's text), for a range
-// of the widest indexes n messages have, its hash at one token a hex digit, the most it can
-// take. It depends on n and the tokenizer only, so every compaction of a prefix reserves the
+// sourceMarkerTokens bounds the tokens the source marker (SourceMarker, WithSourceMarker) adds
+// to the summary message of a conversation of n messages under tc, which the plan reserves in
+// the summary room when the compaction keeps a source (Options.Source): the marker counted as
+// a message of its own (its framing outweighs the line break that joins it to the summary's
+// text), for a range of the widest indexes n messages have, its hash at one token a hex
+// digit, the most it can take. It depends on n and the tokenizer only, so every compaction of a prefix reserves the
 // same (a preparation and the compaction at the trigger share one summary).
 func sourceMarkerTokens(tc tokenizer.Text, n int) int64 {
 	w := widestIndex(n)

@@ -65,15 +65,11 @@ func TestSummaryRoomHoldsTheSourceMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := SourceMarkerTokens("", len(msgs))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var p policy
 	if err := p.keepSource(testSource, len(msgs)); err != nil {
 		t.Fatal(err)
 	}
-	exact := p.markerExact
+	bound, exact := p.markerTokens, p.markerExact
 	if exact >= bound || exact <= MessageOverheadTokens {
 		t.Fatalf("this marker takes %d tokens, the bound %d", exact, bound)
 	}
