@@ -67,14 +67,11 @@ func (dc *deciding) decide() shape {
 		// Too few turns to summarize, and pruning is enough or nothing is due (forced).
 		return dc.withoutSummary(turns)
 	}
-	// A summary room the caller set (summary_max_tokens) holds the marker within it: this
-	// source's own when the bound of any does not fit beside the least text, none when
-	// that does not either.
-	for _, m := range [...]int64{pol.markerExact, 0} {
-		if pol.roomGrows || pol.markerTokens == 0 || dc.minRoom() <= pol.summaryRoom {
-			break
-		}
-		pol.markerTokens = m
+	// A summary room the caller set (summary_max_tokens) holds the marker within it, or no
+	// marker when it cannot beside the least text (not this source's own count: the room
+	// would then depend on the hash, and a preparation's differ from its compaction's).
+	if !pol.roomGrows && pol.markerTokens > 0 && dc.minRoom() > pol.summaryRoom {
+		pol.markerTokens = 0
 	}
 	sh := dc.compact(turns)
 	if pol.markerTokens > 0 && (sh.irreducible || sh.after > pol.target) {
@@ -89,7 +86,8 @@ func (dc *deciding) decide() shape {
 // of any marker (sh), with this source's own marker, and without one (the summary then
 // names no source; the cut outputs' notes and the pruned outputs' markers still do) are
 // compared, and the first that keeps the most is taken. Only here does the room depend on
-// the hash (see sourceMarkerTokens).
+// the hash (see sourceMarkerTokens): in a window too small for the bound, where a
+// preparation's room may differ from its compaction's by a few tokens.
 func (dc *deciding) withMarker(turns int, sh shape) shape {
 	pol := &dc.pol
 	best, marker := sh, pol.markerTokens

@@ -104,7 +104,8 @@ func OutputSource(hash string, i int) string {
 // many digits as the last one (a BPE tokenizer splits the index from the words around it,
 // and the approx count grows with the length), which also bounds what it adds to a cut note
 // over "the full output is gone"; and markerTokens, what the summary's source marker takes
-// at most (sourceMarkerTokens), and markerExact, what this hash's marker takes.
+// at most (sourceMarkerTokens), and markerExact, what this hash's marker takes for the
+// indexes of n messages.
 func (p *policy) keepSource(hash string, n int) error {
 	tc, err := tokenizer.New(p.tokenizer)
 	if err != nil {
@@ -112,7 +113,7 @@ func (p *policy) keepSource(hash string, n int) error {
 	}
 	w := widestIndex(n)
 	p.source, p.refTokens = hash, tc.Count(outputRef(hash, w))
-	p.markerTokens = sourceMarkerTokens(tc, n)
+	p.markerTokens = sourceMarkerTokens(tc)
 	p.markerExact = MessageOverheadTokens + tc.Count(SourceMarker(hash, SourceRange{First: w - 1, Last: w}))
 	return nil
 }
@@ -127,15 +128,16 @@ func widestIndex(n int) int {
 }
 
 // sourceMarkerTokens bounds the tokens the source marker (SourceMarker, WithSourceMarker) adds
-// to the summary message of a conversation of n messages under tc, which the plan reserves in
-// the summary room when the compaction keeps a source (Options.Source): the marker counted as
-// a message of its own (its framing outweighs the line break that joins it to the summary's
-// text), for a range of the widest indexes n messages have, its hash at one token a hex
-// digit, the most it can take. It depends on n and the tokenizer only, so every compaction of a prefix reserves the
-// same (a preparation and the compaction at the trigger share one summary).
-func sourceMarkerTokens(tc tokenizer.Text, n int) int64 {
-	w := widestIndex(n)
-	return MessageOverheadTokens + tc.Count(SourceMarker("", SourceRange{First: w - 1, Last: w})) + markerHashTokens
+// to a summary message under tc, which the plan reserves in the summary room when the
+// compaction keeps a source (Options.Source): the marker counted as a message of its own (its
+// framing outweighs the line break that joins it to the summary's text), for a range of the
+// widest indexes a marker names (nine digits: ParseSourceMarker reads no more), its hash at
+// one token a hex digit, the most it can take. It depends on the tokenizer only, so every
+// compaction of a prefix reserves the same, whatever follows the cut (a preparation and the
+// compaction at the trigger share one summary).
+func sourceMarkerTokens(tc tokenizer.Text) int64 {
+	const widest = 999_999_999
+	return MessageOverheadTokens + tc.Count(SourceMarker("", SourceRange{First: widest - 1, Last: widest})) + markerHashTokens
 }
 
 // markerHashTokens bounds the tokens of a source hash in a marker: 64 hex digits, at most one

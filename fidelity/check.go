@@ -304,24 +304,24 @@ func fitTokens(s string, limit int, count func(string) int) (string, bool) {
 }
 
 // cut keeps the head and tail of s in at most about n bytes with a marker between: whole
-// lines when s has more than one (a summary's lines are its facts, and half a line says less
-// than none), else cut at rune boundaries.
+// lines (a summary's lines are its facts, and half a line says less than none) when they keep
+// at least half of n, else cut at rune boundaries (a summary of a few long lines).
 func cut(s string, n int) string {
 	if n >= len(s) {
 		return s
 	}
 	h := n * 2 / 3
 	t := len(s) - (n - h)
-	if strings.Contains(s, "\n") {
-		h = strings.LastIndexByte(s[:h], '\n') + 1
-		if s[t-1] != '\n' {
-			if i := strings.IndexByte(s[t:], '\n'); i >= 0 {
-				t += i + 1
-			} else {
-				t = len(s)
-			}
+	lh, lt := strings.LastIndexByte(s[:h], '\n')+1, t
+	if s[t-1] != '\n' {
+		if i := strings.IndexByte(s[t:], '\n'); i >= 0 {
+			lt += i + 1
+		} else {
+			lt = len(s)
 		}
-		return s[:h] + CutMarker + "\n" + s[t:]
+	}
+	if lh+len(s)-lt >= n/2 {
+		return s[:lh] + CutMarker + "\n" + s[lt:]
 	}
 	for h > 0 && s[h]&0xC0 == 0x80 {
 		h--
