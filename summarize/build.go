@@ -457,11 +457,20 @@ func (x *extractor) buildCalls() {
 		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered {
 			continue // a plan's call: the plan section holds it
 		}
+		report := c.delegated && c.status == callOK
+		limits := []int{excerptBytes, excerptBytesLong, excerptBytesFull}
+		if report {
+			limits = limits[1:] // a report cut to a line says nothing of what it found
+		}
 		var alts []item
-		for _, line := range x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull) {
+		for _, line := range x.callLines(c, limits...) {
 			text := "- " + line
+			base := x.callWorth(c)
+			if report { // each line of another agent's report is a finding, as the agent's own statement of one is
+				base = worthFinding * float64(strings.Count(line, excerptSep)+1)
+			}
 			if len(alts) == 0 || alts[len(alts)-1].text != text {
-				alts = append(alts, item{section: secCalls, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: x.callWorth(c)})
+				alts = append(alts, item{section: secCalls, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: base})
 			}
 		}
 		x.alternatives(alts...)
@@ -537,7 +546,7 @@ func (x *extractor) callLines(c *call, limits ...int) []string {
 		r := x.rank(c.output, c.outSeq)
 		for i, limit := range limits {
 			label := c.label
-			if limit >= excerptBytesLong {
+			if limit >= excerptBytesLong && !c.delegated { // a report says more than its instructions
 				label = whole
 			}
 			if ex := r.fill(limit); ex != "" {
@@ -576,8 +585,11 @@ func (x *extractor) rank(output string, seq int) ranked {
 			lines = append(lines, l)
 		}
 	}
-	return x.rankParts(lines, " / ", seq)
+	return x.rankParts(lines, excerptSep, seq)
 }
+
+// excerptSep joins the lines of a text output's excerpt.
+const excerptSep = " / "
 
 // bareLineNumber reports whether an output line is a line number with nothing at it (an
 // empty line of a numbered listing: "7:", "12→"): a line number says something only with

@@ -55,6 +55,10 @@ type call struct {
 	shown bool
 	// plan is set on a call that wrote the agent's plan or todo list (the plan section).
 	plan bool
+	// delegated is set on a call that handed a task to another agent (a sub-agent, as
+	// Claude Code's Task tool starts): its arguments give that agent its instructions and
+	// name no file or command; its output is the other agent's report.
+	delegated bool
 }
 
 // fileText is text a call wrote to a file.
@@ -165,6 +169,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	if todos := todoItems(obj); todos != nil {
 		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
+	c.delegated = path == "" && command == "" && delegation(obj)
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
 	c.whole = c.tool + "(" + strings.Join(all, ", ") + ")"
 	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
@@ -185,6 +190,25 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		c.edits = append(c.edits, shellEdits(command)...)
 	}
 	return c
+}
+
+// delegationArgs are the arguments in which a call gives another agent its instructions.
+var delegationArgs = []string{"prompt", "instructions", "task"}
+
+// delegationWords is the fewest words instructions to another agent have: a sentence or
+// more, not a search query or a name.
+const delegationWords = 12
+
+// delegation reports whether a call's arguments hand a task to another agent: one of
+// delegationArgs holds instructions of delegationWords words or more.
+func delegation(obj map[string]json.RawMessage) bool {
+	for _, k := range delegationArgs {
+		var s string
+		if json.Unmarshal(obj[k], &s) == nil && len(strings.Fields(s)) >= delegationWords {
+			return true
+		}
+	}
+	return false
 }
 
 // shellCall reads a command a text-protocol agent wrote in a fenced block.

@@ -626,3 +626,48 @@ func TestUnlabeled(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryCarriesASubAgentsReport: a call that hands another agent its instructions (a
+// prompt of a sentence or more, no file or command: Claude Code's Task) is answered by that
+// agent's report, whose lines are findings: the summary carries them even when the agent's
+// own reads and edits compete for the room, while a call whose prompt is a short query is an
+// ordinary call.
+func TestSummaryCarriesASubAgentsReport(t *testing.T) {
+	report := strings.Join([]string{"I explored the project. Here is what you need to port it:",
+		"- src/strings.py defines reverse_string(s) and is tested by tests/test_strings.py",
+		"- src/mathx.py defines factorial(n), which raises NegativeInputError below zero",
+		"- src/valid.py defines is_valid_email(email); it rejects user@nodot and user@@double.com",
+		"- coverage must stay at 100% (fail_under = 100 in pyproject.toml)"}, "\n")
+	delegate := `{"description":"Explore the project","prompt":"Explore this Python project thoroughly and tell me every module, function, error type and test so that I can port it to Rust.","subagent_type":"Explore"}`
+	query := `{"description":"find it","prompt":"where is factorial defined?"}`
+	for _, tc := range []struct {
+		name, input string
+		carried     bool
+	}{
+		{"a sub-agent's report", delegate, true},
+		{"a short query", query, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := []*compactorv1.Message{irtest.User("Port this Python project to Rust and keep 100% coverage."),
+				irtest.Assistant("", irtest.Call("t1", "Task", tc.input)), irtest.Result("t1", "Task", irtest.OutText(report))}
+			for i := range 6 {
+				id := fmt.Sprintf("r%d", i)
+				msgs = append(msgs, irtest.Assistant("", irtest.Call(id, "Write", fmt.Sprintf(`{"file_path":"src/m%d.rs","content":"pub fn f%d() {}\n"}`, i, i))),
+					irtest.Result(id, "Write", irtest.OutText(fmt.Sprintf("File created successfully at: src/m%d.rs", i))))
+			}
+			got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 600})
+			kept := 0
+			for _, name := range []string{"reverse_string", "NegativeInputError", "is_valid_email", "fail_under"} {
+				if strings.Contains(got, name) {
+					kept++
+				}
+			}
+			if tc.carried && kept < 3 {
+				t.Errorf("the report's findings kept: %d of 4\n%s", kept, got)
+			}
+			if !tc.carried && kept > 1 {
+				t.Errorf("a short query's output carried as a report: %d of 4 findings\n%s", kept, got)
+			}
+		})
+	}
+}
