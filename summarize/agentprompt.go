@@ -52,9 +52,15 @@ func agentInstruction(p *AgentPrompt, after int, instructions string) string {
 	if len(p.Kept) > 0 {
 		// Named by their openings, not repeated: they are in the conversation above, which
 		// the provider reads from its cache, while this instruction is billed in full.
+		named, whole := keptOpenings(p)
 		b.WriteString(" These user requests above stay verbatim after the summary: do not repeat them.\n")
-		for _, k := range p.Kept {
-			fmt.Fprintf(&b, "- the one that begins %q\n", opening(k))
+		for _, o := range named {
+			fmt.Fprintf(&b, "- the one that begins %q\n", o)
+		}
+		if len(whole) > 0 {
+			b.WriteString("<kept>\n")
+			b.WriteString(engine.Transcript(whole, engine.TranscriptOptions{}))
+			b.WriteString("</kept>\n")
 		}
 	}
 	b.WriteString(" Use these sections:\n\n")
@@ -80,6 +86,53 @@ func opening(m *compactorv1.Message) string {
 		t = string(r[:openingRunes])
 	}
 	return t
+}
+
+// keptOpenings names each of p.Kept by the start of the user's own words in it
+// (engine.UserWords, on one line: a host's blocks before them would name every request
+// alike), at least openingRunes long and as much longer as it takes for no other user
+// message of the conversation to start the same way. A request another message starts with
+// in full, or with no words of the user's, is returned whole, to be quoted.
+func keptOpenings(p *AgentPrompt) (named []string, whole []*compactorv1.Message) {
+	words := func(m *compactorv1.Message) []rune {
+		return []rune(strings.Join(strings.Fields(engine.UserWords(m)), " "))
+	}
+	var others [][]rune
+	for _, m := range p.Messages {
+		if m.GetRole() == compactorv1.Role_ROLE_USER {
+			others = append(others, words(m))
+		}
+	}
+	for _, k := range p.Kept {
+		w := words(k)
+		n, self := openingRunes, 0
+		for ; n < len(w); n *= 2 {
+			if startsWith(others, w[:n]) <= 1 {
+				break
+			}
+		}
+		if n >= len(w) {
+			self = 1 // k itself, among p.Messages, starts with all of w
+			n = len(w)
+		}
+		if len(w) == 0 || n == len(w) && startsWith(others, w) > self {
+			whole = append(whole, k)
+			continue
+		}
+		named = append(named, string(w[:n]))
+	}
+	return named, whole
+}
+
+// startsWith counts the texts of texts that start with prefix.
+func startsWith(texts [][]rune, prefix []rune) int {
+	c := 0
+	for _, t := range texts {
+		if len(t) >= len(prefix) && string(t[:len(prefix)]) == string(prefix) {
+			c++
+		}
+	}
+	return c
 }
 
 // agentBody returns the body of req's summary request sent as the agent's own (see

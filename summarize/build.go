@@ -457,17 +457,19 @@ func (x *extractor) buildCalls() {
 		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered {
 			continue // a plan's call: the plan section holds it
 		}
-		report := c.delegated && c.status == callOK
 		limits := []int{excerptBytes, excerptBytesLong, excerptBytesFull}
-		if report {
-			limits = limits[1:] // a report cut to a line says nothing of what it found
+		var report ranked // a sub-agent's report, ranked as callLines ranks it
+		if c.delegated && c.status == callOK {
+			report = x.rank(c.output, c.outSeq)
 		}
 		var alts []item
-		for _, line := range x.callLines(c, limits...) {
+		for i, line := range x.callLines(c, limits...) {
 			text := "- " + line
 			base := x.callWorth(c)
-			if report { // each line of another agent's report is a finding, as the agent's own statement of one is
-				base = worthFinding * float64(strings.Count(line, excerptSep)+1)
+			if n := len(report.choose(limits[i])); n > 0 {
+				// Each line of another agent's report is a finding, as the agent's own
+				// statement of one is, up to reportFindings of them.
+				base = max(base, worthFinding*float64(min(n, reportFindings)))
 			}
 			if len(alts) == 0 || alts[len(alts)-1].text != text {
 				alts = append(alts, item{section: secCalls, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: base})
@@ -591,6 +593,11 @@ func (x *extractor) rank(output string, seq int) ranked {
 // excerptSep joins the lines of a text output's excerpt.
 const excerptSep = " / "
 
+// reportFindings bounds the lines of a sub-agent's report that count as findings: beyond a
+// few a report is a document, whose further lines are worth the names they carry, so that a
+// long one does not crowd out the plan, the errors and the requests.
+const reportFindings = 4
+
 // bareLineNumber reports whether an output line is a line number with nothing at it (an
 // empty line of a numbered listing: "7:", "12→"): a line number says something only with
 // what is at it.
@@ -652,11 +659,22 @@ func (x *extractor) rankParts(parts []string, sep string, seq int) ranked {
 	return r
 }
 
-// fill returns the excerpt within limit bytes: it takes the parts most worth first, skipping
-// those that would go past limit (the first one is always taken) and stopping once limit is
-// reached, and joins them in the output's order; "" when there are no parts.
+// fill returns the excerpt within limit bytes: the parts choose takes, joined in the
+// output's order; "" when there are no parts.
 func (r ranked) fill(limit int) string {
-	var chosen []int // indexes into r.parts
+	chosen := r.choose(limit)
+	out := make([]string, len(chosen))
+	for i, k := range chosen {
+		out[i] = r.parts[k]
+	}
+	return strings.Join(out, r.sep)
+}
+
+// choose returns the parts an excerpt within limit bytes takes, as indexes into r.parts in the
+// output's order: the parts most worth first, skipping those that would go past limit (the
+// first one is always taken), until limit is reached.
+func (r ranked) choose(limit int) []int {
+	var chosen []int
 	used := 0
 	for k, p := range r.parts {
 		if used+len(p) > limit && len(chosen) > 0 {
@@ -669,11 +687,7 @@ func (r ranked) fill(limit int) string {
 		}
 	}
 	sort.Slice(chosen, func(a, b int) bool { return r.pos[chosen[a]] < r.pos[chosen[b]] })
-	out := make([]string, len(chosen))
-	for i, k := range chosen {
-		out[i] = r.parts[k]
-	}
-	return strings.Join(out, r.sep)
+	return chosen
 }
 
 // jsonFields returns what a JSON object or array states, as parts in document order, or nil

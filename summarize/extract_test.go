@@ -671,3 +671,38 @@ func TestSummaryCarriesASubAgentsReport(t *testing.T) {
 		})
 	}
 }
+
+// TestLongSubAgentReportDoesNotCrowdOut: a sub-agent's report of many short lines counts as a
+// few findings, not one per line: in a small summary it does not push out the errors and the
+// user's constraints, and at a small budget it is still excerpted, not dropped.
+func TestLongSubAgentReportDoesNotCrowdOut(t *testing.T) {
+	var lines []string
+	for i := range 120 {
+		lines = append(lines, fmt.Sprintf("- pkg/m%03d.py: ok", i))
+	}
+	delegate := `{"description":"Explore the project","prompt":"Explore this Python project thoroughly and tell me every module, function, error type and test so that I can port it to Rust."}`
+	msgs := []*compactorv1.Message{irtest.User("Port this Python project to Rust and keep 100% coverage.")}
+	for i := range 5 {
+		id := fmt.Sprintf("b%d", i)
+		msgs = append(msgs,
+			irtest.Assistant("", irtest.Call(id, "Bash", fmt.Sprintf(`{"command":"cargo build -p crate%d","description":"build"}`, i))),
+			irtest.Result(id, "Bash", irtest.OutError(fmt.Sprintf("error[E05%02d]: no method named `split_%d` found for struct `Lines%d`", i, i, i))),
+			irtest.User(fmt.Sprintf("Constraint %d: keep flag --opt%d behaving exactly as in Python.", i, i)))
+	}
+	msgs = append(msgs, irtest.Assistant("", irtest.Call("t1", "Task", delegate)), irtest.Result("t1", "Task", irtest.OutText(strings.Join(lines, "\n"))),
+		irtest.Assistant("", irtest.Call("bz", "Bash", `{"command":"cargo test","description":"run tests"}`)),
+		irtest.Result("bz", "Bash", irtest.OutError("error[E0425]: cannot find function `parse_header` in module `wc`")),
+		irtest.User("Latest: fix parse_header first."))
+	for _, budget := range []int64{400, 700, 800} {
+		got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: budget})
+		if n := strings.Count(got, "Constraint "); n < 5 {
+			t.Errorf("budget %d: %d of 5 constraints kept\n%s", budget, n, got)
+		}
+		if budget >= 700 && strings.Count(got, "error[E05") < 5 {
+			t.Errorf("budget %d: errors crowded out\n%s", budget, got)
+		}
+		if !strings.Contains(got, ".py: ok") {
+			t.Errorf("budget %d: the report is dropped\n%s", budget, got)
+		}
+	}
+}

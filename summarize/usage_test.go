@@ -360,18 +360,62 @@ func TestAgentRequestReadsTheAgentsLatestRequest(t *testing.T) {
 }
 
 // TestAgentInstructionNamesKeptRequests: the instruction after the agent's own request names
-// the requests kept verbatim by their openings and does not repeat them: they are in the
-// conversation above it, read from the cache, while the instruction is billed in full.
+// the requests kept verbatim by the start of the user's words and does not repeat them: they
+// are in the conversation above it, read from the cache, while the instruction is billed in
+// full. Each opening tells its request from every other user message (a host's block before
+// the words is left out, and an opening grows past openingRunes where another message starts
+// alike); a request another message starts with in full is quoted whole.
 func TestAgentInstructionNamesKeptRequests(t *testing.T) {
-	task := irtest.User("Port the word counter to Rust. " + strings.Repeat("Keep the CLI flags as they are and match the output byte for byte. ", 20))
-	msgs := []*compactorv1.Message{task, irtest.Assistant("Reading the code."), irtest.User("now the tests")}
-	p := testAgentPrompt(nil, msgs, 2)
-	p.Kept = []*compactorv1.Message{task}
-	got := agentInstruction(p, 1, "")
-	if !strings.Contains(got, opening(task)) {
-		t.Errorf("the instruction does not name the kept request by its opening %q:\n%s", opening(task), got)
-	}
-	if strings.Contains(got, "match the output byte for byte") {
-		t.Errorf("the instruction repeats the kept request:\n%s", got)
+	reminder := "<system-reminder>\nAs you answer the user's questions, you can use the following context: the project uses pnpm.\n</system-reminder>\n"
+	long := "Port the word counter to Rust. " + strings.Repeat("Keep the CLI flags as they are and match the output byte for byte. ", 20)
+	same := "Please update the changelog for the release, then bump the version in package.json to "
+	for _, tc := range []struct {
+		name    string
+		kept    []string // the kept requests, in the conversation in this order
+		others  []string // summarized user messages after them
+		named   []string // the openings the instruction gives
+		quoted  []string // text quoted whole
+		missing []string // text the instruction must not hold
+	}{
+		{"a long request", []string{long}, nil, []string{"Port the word counter to Rust. Keep the CLI flags as they ar"}, nil, []string{"match the output byte for byte"}},
+		{"host blocks first", []string{reminder + "Add a dark mode toggle to the settings page.", reminder + "Now add tests for it."}, nil,
+			[]string{"Add a dark mode toggle to the settings page.", "Now add tests for it."}, nil, []string{"[user]", "system-reminder"}},
+		{"alike for longer than an opening", []string{same + "2.0.0 and tag it."}, []string{same + "2.1.0 instead."},
+			[]string{same + "2.0.0 and tag it."}, nil, nil},
+		{"another starts with it all", []string{"run the tests"}, []string{"run the tests again, with -race this time"},
+			nil, []string{"<kept>\n[user]\nrun the tests\n"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var msgs, kept []*compactorv1.Message
+			for _, k := range tc.kept {
+				m := irtest.User(k)
+				msgs, kept = append(msgs, m, irtest.Assistant("On it.")), append(kept, m)
+			}
+			for _, o := range tc.others {
+				msgs = append(msgs, irtest.User(o), irtest.Assistant("Done."))
+			}
+			msgs = append(msgs, irtest.User("what next?"))
+			p := testAgentPrompt(nil, msgs, len(msgs)-1)
+			p.Kept = kept
+			got := agentInstruction(p, 1, "")
+			for _, o := range tc.named {
+				if !strings.Contains(got, fmt.Sprintf("- the one that begins %q\n", o)) {
+					t.Errorf("no opening %q in:\n%s", o, got)
+				}
+			}
+			if n := strings.Count(got, "- the one that begins"); n != len(tc.named) {
+				t.Errorf("%d openings, want %d:\n%s", n, len(tc.named), got)
+			}
+			for _, q := range tc.quoted {
+				if !strings.Contains(got, q) {
+					t.Errorf("%q not quoted whole in:\n%s", q, got)
+				}
+			}
+			for _, m := range tc.missing {
+				if strings.Contains(got[strings.Index(got, "These user requests"):], m) {
+					t.Errorf("the instruction holds %q:\n%s", m, got)
+				}
+			}
+		})
 	}
 }
