@@ -91,7 +91,7 @@ func (dc *deciding) decide() shape {
 func (dc *deciding) withMarker(turns int, sh shape) shape {
 	pol := &dc.pol
 	best, marker := sh, pol.markerTokens
-	for _, m := range [...]int64{pol.markerExact, 0} {
+	for _, m := range [...]int64{pol.exactMarkerTokens(), 0} {
 		pol.markerTokens = m
 		if o := dc.compact(turns); keepsMore(o, best, pol.trigger) {
 			best, marker = o, m

@@ -85,7 +85,7 @@ func policyHash(kr *keyer, pol *policy) uint64 {
 		{uint64(pol.keepRequests), b2u(pol.roomGrows) | b2u(pol.targetFromTurns)<<1 | uint64(pol.headroomTurns)<<2},
 		{math.Float64bits(pol.cacheRead), math.Float64bits(pol.cacheWrite)},
 		{maphash.String(kr.seed, pol.source), uint64(pol.refTokens)},
-		{uint64(pol.markerTokens), uint64(pol.markerExact)},
+		{uint64(pol.markerTokens), uint64(pol.sourceMessages)},
 	} {
 		h = wymix(w[0]^k[1], w[1]^h)
 	}
@@ -107,7 +107,7 @@ func (r *policy) equal(o *policy) bool {
 		r.targetFromTurns == o.targetFromTurns && r.headroomTurns == o.headroomTurns &&
 		r.cacheRead == o.cacheRead && r.cacheWrite == o.cacheWrite &&
 		r.source == o.source && r.refTokens == o.refTokens &&
-		r.markerTokens == o.markerTokens && r.markerExact == o.markerExact
+		r.markerTokens == o.markerTokens && r.sourceMessages == o.sourceMessages
 }
 
 // planMemo is the Counter's memo of plans.

@@ -204,7 +204,7 @@ func TestPolicyEqualCoversEveryField(t *testing.T) {
 		func(p *policy) { p.targetFromTurns = !p.targetFromTurns }, func(p *policy) { p.headroomTurns++ },
 		func(p *policy) { p.cacheRead += 0.01 }, func(p *policy) { p.cacheWrite += 0.01 },
 		func(p *policy) { p.source = "5eed" }, func(p *policy) { p.refTokens++ },
-		func(p *policy) { p.markerTokens++ }, func(p *policy) { p.markerExact++ },
+		func(p *policy) { p.markerTokens++ }, func(p *policy) { p.sourceMessages++ },
 	} {
 		p := *base
 		change(&p)

@@ -88,16 +88,16 @@ type policy struct {
 	roomGrows       bool  // the room is the default, which grows into what the target leaves unused
 	keepRequests    int64 // the budget of the requests kept verbatim; < 0: only the newest
 	tokenizer       tokenizer.ID
-	// source is Options.Source, refTokens the most tokens naming it in an output's marker
-	// or cut note takes, and markerTokens what the summary room holds for the summary's
-	// source marker: at first its bound, then markerExact when that does not fit (see
-	// keepSource and deciding.decide).
-	source       string
-	refTokens    int64
-	markerTokens int64
-	markerExact  int64
-	usageTokens  int64
-	usageCount   int
+	// source is Options.Source for a conversation of sourceMessages messages, refTokens the
+	// most tokens naming it in an output's marker or cut note takes, and markerTokens what
+	// the summary room holds for the summary's source marker (see keepSource and
+	// deciding.decide).
+	source         string
+	sourceMessages int
+	refTokens      int64
+	markerTokens   int64
+	usageTokens    int64
+	usageCount     int
 
 	pruneOff     bool
 	keepResults  int

@@ -98,24 +98,33 @@ func OutputSource(hash string, i int) string {
 	return "full output in compactord source " + hash + " m" + strconv.Itoa(i) + ", for Expand"
 }
 
-// keepSource sets the source the plan's markers name (Options.Source), refTokens, the most
-// tokens the reference to it adds to a marker of a conversation of n messages: as a bracket
-// of its own after a pruned output's marker (outputRef), counted at the largest index of as
-// many digits as the last one (a BPE tokenizer splits the index from the words around it,
-// and the approx count grows with the length), which also bounds what it adds to a cut note
-// over "the full output is gone"; and markerTokens, what the summary's source marker takes
-// at most (sourceMarkerTokens), and markerExact, what this hash's marker takes for the
-// indexes of n messages.
+// keepSource sets the source the plan's markers name (Options.Source) for a conversation of n
+// messages: refTokens, the most tokens the reference to it adds to a marker, as a bracket of
+// its own after a pruned output's marker (outputRef), counted at the largest index of as many
+// digits as the last one (a BPE tokenizer splits the index from the words around it, and the
+// approx count grows with the length), which also bounds what it adds to a cut note over "the
+// full output is gone"; and markerTokens, what the summary's source marker takes at most
+// (sourceMarkerTokens).
 func (p *policy) keepSource(hash string, n int) error {
 	tc, err := tokenizer.New(p.tokenizer)
 	if err != nil {
 		return err
 	}
-	w := widestIndex(n)
-	p.source, p.refTokens = hash, tc.Count(outputRef(hash, w))
+	p.source, p.sourceMessages = hash, n
+	p.refTokens = tc.Count(outputRef(hash, widestIndex(n)))
 	p.markerTokens = sourceMarkerTokens(tc)
-	p.markerExact = MessageOverheadTokens + tc.Count(SourceMarker(hash, SourceRange{First: w - 1, Last: w}))
 	return nil
+}
+
+// exactMarkerTokens is what this source's own marker takes, for the indexes of its messages:
+// where the bound (sourceMarkerTokens) does not fit (see deciding.withMarker).
+func (p *policy) exactMarkerTokens() int64 {
+	tc, err := tokenizer.New(p.tokenizer)
+	if err != nil { // keepSource made one
+		return p.markerTokens
+	}
+	w := widestIndex(p.sourceMessages)
+	return MessageOverheadTokens + tc.Count(SourceMarker(p.source, SourceRange{First: w - 1, Last: w}))
 }
 
 // widestIndex is the largest index of as many digits as n−1, the last index of n messages.

@@ -69,7 +69,7 @@ func TestSummaryRoomHoldsTheSourceMarker(t *testing.T) {
 	if err := p.keepSource(testSource, len(msgs)); err != nil {
 		t.Fatal(err)
 	}
-	bound, exact := p.markerTokens, p.markerExact
+	bound, exact := p.markerTokens, p.exactMarkerTokens()
 	if exact >= bound || exact <= MessageOverheadTokens {
 		t.Fatalf("this marker takes %d tokens, the bound %d", exact, bound)
 	}

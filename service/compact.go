@@ -69,14 +69,14 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 		return nil, toStatus(err)
 	}
 	if req.GetPrepare() {
-		return s.prepareNow(ctx, req, msgs, d, sum)
+		return s.prepareNow(ctx, req, msgs, d, sum, hash)
 	}
 	span := trace.SpanFromContext(ctx)
 	if d.Response.GetAction() == compactorv1.Action_ACTION_NONE {
 		plan := d.Response
 		span.SetAttributes(attrAction.String(plan.GetAction().String()),
 			attrTokensBefore.Int64(plan.GetTokensBefore()), attrTokensAfter.Int64(plan.GetTokensAfter()))
-		if err := s.prepareAhead(ctx, req, msgs, plan, sum); err != nil {
+		if err := s.prepareAhead(ctx, req, msgs, plan, sum, hash); err != nil {
 			return nil, toStatus(err)
 		}
 		return &compactorv1.CompactResponse{Plan: plan, Warnings: warnings}, nil

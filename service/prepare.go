@@ -95,11 +95,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // prepareNow answers a Compact with prepare set: it starts the preparation of the summary the
 // compaction d would write (forced when the conversation is under the trigger) and answers at
-// once, uncompacted, with that compaction's plan and a reason saying what was started.
-func (s *Server) prepareNow(ctx context.Context, req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer) (*compactorv1.CompactResponse, error) {
+// once, uncompacted, with that compaction's plan and a reason saying what was started. hash is
+// the source hash of req's messages (sourceHash).
+func (s *Server) prepareNow(ctx context.Context, req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer, hash string) (*compactorv1.CompactResponse, error) {
 	var err error
 	if d.Response.GetAction() == compactorv1.Action_ACTION_NONE {
-		if d, err = s.decidePrepared(req, msgs); err != nil {
+		if d, err = s.decidePrepared(req, msgs, hash); err != nil {
 			return nil, toStatus(err)
 		}
 	}
@@ -116,16 +117,20 @@ func (s *Server) prepareNow(ctx context.Context, req *compactorv1.CompactRequest
 
 // prepareAhead starts the preparation Policy.prepare_ratio asks for when plan, the plan of msgs
 // under req's policy, takes no action and finds the conversation above the ratio of the usable
-// window: the summary a compaction forced now would write. Nothing is reported: the call is
-// answered as without it.
-func (s *Server) prepareAhead(ctx context.Context, req *compactorv1.CompactRequest, msgs []*compactorv1.Message, plan *compactorv1.PlanResponse, sum summarize.Summarizer) error {
+// window: the summary a compaction forced now would write. hash is the source hash of req's
+// messages (sourceHash), "" when not computed yet. Nothing is reported: the call is answered
+// as without it.
+func (s *Server) prepareAhead(ctx context.Context, req *compactorv1.CompactRequest, msgs []*compactorv1.Message, plan *compactorv1.PlanResponse, sum summarize.Summarizer, hash string) error {
 	ratio := req.GetPolicy().GetPrepareRatio()
 	at := int64(math.Floor(ratio*float64(plan.GetUsableTokens()) + 1e-6))
 	if ratio <= 0 || plan.GetAction() != compactorv1.Action_ACTION_NONE ||
 		plan.GetTokensBefore() <= at || plan.GetTokensBefore() > plan.GetTriggerAtTokens() {
 		return nil
 	}
-	d, err := s.decidePrepared(req, msgs)
+	if hash == "" { // not hashed yet (a Plan), or sources off: then this is "" again
+		hash = s.sourceHash(req.GetMessages(), req.GetPolicy())
+	}
+	d, err := s.decidePrepared(req, msgs, hash)
 	if err != nil || d.Response.GetAction() != compactorv1.Action_ACTION_SUMMARIZE {
 		return err
 	}
@@ -134,9 +139,9 @@ func (s *Server) prepareAhead(ctx context.Context, req *compactorv1.CompactReque
 }
 
 // decidePrepared is the compaction of msgs a preparation prepares the summary of: forced, and
-// counting the source marker as the compaction at the trigger will.
-func (s *Server) decidePrepared(req *compactorv1.CompactRequest, msgs []*compactorv1.Message) (*engine.Decision, error) {
-	return engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true, Source: s.sourceHash(req.GetMessages(), req.GetPolicy())})
+// counting the source marker (hash, sourceHash's) as the compaction at the trigger will.
+func (s *Server) decidePrepared(req *compactorv1.CompactRequest, msgs []*compactorv1.Message, hash string) (*engine.Decision, error) {
+	return engine.Decide(msgs, req.GetPolicy(), s.counter, engine.Options{Force: true, Source: hash})
 }
 
 // planAhead is prepareAhead for a Plan: the summarizer and instructions are those of the
@@ -155,7 +160,7 @@ func (s *Server) planAhead(ctx context.Context, req *compactorv1.PlanRequest, pl
 	if err := s.checkInstructions(creq); err != nil {
 		return err
 	}
-	return s.prepareAhead(ctx, creq, req.GetMessages(), plan, sum)
+	return s.prepareAhead(ctx, creq, req.GetMessages(), plan, sum, "")
 }
 
 // startPreparation starts, detached from the call of ctx, the preparation of the summary the
