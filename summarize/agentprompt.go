@@ -3,6 +3,7 @@ package summarize
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -64,14 +65,30 @@ func agentInstruction(p *AgentPrompt, after int, instructions string) string {
 		}
 	}
 	b.WriteString(" Use these sections:\n\n")
-	for i, s := range engine.SummarySections {
-		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, s.Heading, s.Ask)
-	}
+	writeSections(&b)
 	if ins := strings.TrimSpace(instructions); ins != "" {
 		b.WriteString("\nAdditional instructions for this summary:\n<instructions>\n")
 		b.WriteString(ins)
 		b.WriteString("\n</instructions>\n")
 	}
+	return b.String()
+}
+
+// writeSections writes the sections a summary has, numbered, each with what it holds.
+func writeSections(b *strings.Builder) {
+	for i, s := range engine.SummarySections {
+		fmt.Fprintf(b, "%d. %s: %s\n", i+1, s.Heading, s.Ask)
+	}
+}
+
+// AgentRules is what every summary instruction sent as the agent's own holds whatever the
+// conversation: the summarizer's rules and the sections to write. It is the least such an
+// instruction takes (cmd/session reports its tokens beside the instructions' own).
+func AgentRules() string {
+	var b strings.Builder
+	b.WriteString(engine.SummarySystemPrompt())
+	b.WriteString("\n\n")
+	writeSections(&b)
 	return b.String()
 }
 
@@ -104,18 +121,13 @@ func keptOpenings(p *AgentPrompt) (named []string, whole []*compactorv1.Message)
 		}
 	}
 	for _, k := range p.Kept {
+		// k is among p.Messages: a start more than one of them has is k's and another's.
 		w := words(k)
-		n, self := openingRunes, 0
-		for ; n < len(w); n *= 2 {
-			if startsWith(others, w[:n]) <= 1 {
-				break
-			}
+		n := min(openingRunes, len(w))
+		for n < len(w) && startsWith(others, w[:n]) > 1 {
+			n = min(2*n, len(w))
 		}
-		if n >= len(w) {
-			self = 1 // k itself, among p.Messages, starts with all of w
-			n = len(w)
-		}
-		if len(w) == 0 || n == len(w) && startsWith(others, w) > self {
+		if n == 0 || startsWith(others, w[:n]) > 1 {
 			whole = append(whole, k)
 			continue
 		}
@@ -128,7 +140,7 @@ func keptOpenings(p *AgentPrompt) (named []string, whole []*compactorv1.Message)
 func startsWith(texts [][]rune, prefix []rune) int {
 	c := 0
 	for _, t := range texts {
-		if len(t) >= len(prefix) && string(t[:len(prefix)]) == string(prefix) {
+		if len(t) >= len(prefix) && slices.Equal(t[:len(prefix)], prefix) {
 			c++
 		}
 	}

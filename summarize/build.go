@@ -174,7 +174,7 @@ func (x *extractor) buildStopped() {
 		if last.reads {
 			first = excerptBytesLastRead
 		}
-		lines := x.callLines(last, first, excerptBytesLong)
+		lines, _ := x.callLines(last, first, excerptBytesLong)
 		short, long := lines[0], lines[1]
 		x.add(item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- last action: " + short})
 		if long != short {
@@ -321,7 +321,8 @@ func (x *extractor) buildFiles() {
 		long.text = f.line(x.editStatement(c, f.path, editLinesBytes))
 		long.to = max(long.to, c.outSeq)
 		if run := x.runAfter(c); run != nil {
-			long.text += "; then " + x.callLines(run, excerptBytes)[0]
+			lines, _ := x.callLines(run, excerptBytes)
+			long.text += "; then " + lines[0]
 			long.to = max(long.to, run.outSeq)
 		}
 		mid := short
@@ -457,19 +458,15 @@ func (x *extractor) buildCalls() {
 		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered {
 			continue // a plan's call: the plan section holds it
 		}
-		limits := []int{excerptBytes, excerptBytesLong, excerptBytesFull}
-		var report ranked // a sub-agent's report, ranked as callLines ranks it
-		if c.delegated && c.status == callOK {
-			report = x.rank(c.output, c.outSeq)
-		}
+		lines, parts := x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull)
 		var alts []item
-		for i, line := range x.callLines(c, limits...) {
+		for i, line := range lines {
 			text := "- " + line
 			base := x.callWorth(c)
-			if n := len(report.choose(limits[i])); n > 0 {
+			if c.delegated && c.status == callOK && parts[i] > 0 {
 				// Each line of another agent's report is a finding, as the agent's own
 				// statement of one is, up to reportFindings of them.
-				base = max(base, worthFinding*float64(min(n, reportFindings)))
+				base = max(base, worthFinding*float64(min(parts[i], reportFindings)))
 			}
 			if len(alts) == 0 || alts[len(alts)-1].text != text {
 				alts = append(alts, item{section: secCalls, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: base})
@@ -527,13 +524,15 @@ func writes(action string) bool {
 }
 
 // callLines renders a call with its outcome once for each excerpt limit, in the order of
-// limits: "label → ok: excerpt", "label → failed: line". A failed call is named with every
-// argument it was given (what the next turn makes again, mended); a successful one with them
-// too where the limit allows a long excerpt. The output is ranked once, whatever the number
-// of limits; only the fill depends on the limit, so each line is what excerpting the output
-// within that limit alone gives. Each call is rendered by one callLines.
-func (x *extractor) callLines(c *call, limits ...int) []string {
-	lines := make([]string, len(limits))
+// limits: "label → ok: excerpt", "label → failed: line", and says how many parts of the
+// output each line shows. A failed call is named with every argument it was given (what the
+// next turn makes again, mended); a successful one with them too where the limit allows a
+// long excerpt, unless it handed another agent a task (its report says more than its
+// instructions). The output is ranked once, whatever the number of limits; only the choice
+// of parts depends on the limit, so each line is what excerpting the output within that
+// limit alone gives. Each call is rendered by one callLines.
+func (x *extractor) callLines(c *call, limits ...int) (lines []string, parts []int) {
+	lines, parts = make([]string, len(limits)), make([]int, len(limits))
 	whole := cmp.Or(c.whole, c.label)
 	switch c.status {
 	case callFailed:
@@ -548,17 +547,18 @@ func (x *extractor) callLines(c *call, limits ...int) []string {
 		r := x.rank(c.output, c.outSeq)
 		for i, limit := range limits {
 			label := c.label
-			if limit >= excerptBytesLong && !c.delegated { // a report says more than its instructions
+			if limit >= excerptBytesLong && !c.delegated {
 				label = whole
 			}
-			if ex := r.fill(limit); ex != "" {
-				lines[i] = label + " → " + ex
+			chosen := r.choose(limit)
+			if parts[i] = len(chosen); parts[i] > 0 {
+				lines[i] = label + " → " + r.join(chosen)
 			} else {
 				lines[i] = label + " → ok"
 			}
 		}
 	}
-	return lines
+	return lines, parts
 }
 
 // ranked is what an output says that the next turn may need, ranked once so that excerpts
@@ -659,10 +659,8 @@ func (x *extractor) rankParts(parts []string, sep string, seq int) ranked {
 	return r
 }
 
-// fill returns the excerpt within limit bytes: the parts choose takes, joined in the
-// output's order; "" when there are no parts.
-func (r ranked) fill(limit int) string {
-	chosen := r.choose(limit)
+// join joins the parts chosen (indexes into r.parts) with r's separator.
+func (r ranked) join(chosen []int) string {
 	out := make([]string, len(chosen))
 	for i, k := range chosen {
 		out[i] = r.parts[k]

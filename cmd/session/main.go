@@ -36,12 +36,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/compactord/compactord/internal/measure"
+	"github.com/compactord/compactord/summarize"
 )
 
 func main() {
@@ -100,11 +102,21 @@ func run(ctx context.Context, o options, out string) error {
 				100*ratio, b.billed/float64(max(b.sessions, 1)), b.sessions, b.calls, perCall(b.billed, b.calls),
 				perCall(b.uncached, b.calls), perCall(b.read, b.calls), perCall(b.written, b.calls))
 			if b.agentCalls > 0 {
-				fmt.Fprintf(os.Stderr, "session at %.0f%%: of which %d calls as the agent's request, per call %d instruction tokens; %d calls on the own prompt (no request of the agent to read), %.0f billed in all\n",
-					100*ratio, b.agentCalls, perCall(b.instruction, b.agentCalls), b.calls-b.agentCalls, b.ownBilled)
+				fmt.Fprintf(os.Stderr, "session at %.0f%%: of which %d calls as the agent's request, per call %d instruction tokens (the rules and sections alone %d); %d calls on the own prompt (no request of the agent to read), %.0f billed in all\n",
+					100*ratio, b.agentCalls, perCall(b.instruction, b.agentCalls), rulesTokens(), b.calls-b.agentCalls, b.ownBilled)
 			}
 		}
 	}
 	fmt.Fprintf(os.Stderr, "session: %s\n", rep.env.elapsed.Round(time.Second))
 	return nil
+}
+
+// rulesTokens is what an instruction sent as the agent's request holds whatever the
+// conversation (summarize.AgentRules), in the fake provider's tokens: 4 bytes of JSON.
+func rulesTokens() int {
+	b, err := json.Marshal(summarize.AgentRules())
+	if err != nil {
+		panic(err) // a string always encodes
+	}
+	return (len(b) + 3) / 4
 }
