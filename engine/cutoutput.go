@@ -260,16 +260,20 @@ func chooseCuts(cands []cutCandidate, need int64, source string, allowance int64
 			hi = mid - 1
 		}
 	}
+	refs := make([]string, len(cands)) // where each full output is: the same on every pass
+	for k, c := range cands {
+		refs[k] = CutPart{Message: c.msg, Source: source}.ref()
+	}
 	var out []CutPart
 	for keep := lo; ; {
 		out = out[:0]
 		var saved int64
-		for _, c := range cands {
+		for k, c := range cands {
 			if c.tokens <= keep+allowance {
 				continue
 			}
 			cp := CutPart{Message: c.msg, Part: c.part, Keep: keep, Tokens: c.tokens, Source: source}
-			n := cutSpan(c.texts, c.counts, c.tokens, keep, tc).bound(c.tokens, cp.ref(), tc)
+			n := cutSpan(c.texts, c.counts, c.tokens, keep, tc).bound(c.tokens, refs[k], tc)
 			if n >= c.tokens {
 				continue
 			}

@@ -110,7 +110,7 @@ const maxSourceHops = 8
 func (s *Server) earlierSource(ctx context.Context, hash string, entries [][]byte, prefix string) (string, [][]byte, error) {
 	seen := map[string]bool{hash: true}
 	for range maxSourceHops {
-		var next []string
+		newest := "" // the newest summary's source holds the older ones
 		for i, e := range entries {
 			m, err := decodeMessage(e)
 			if err != nil {
@@ -125,13 +125,13 @@ func (s *Server) earlierSource(ctx context.Context, hash string, entries [][]byt
 					return h, found, err
 				}
 				seen[h] = true
-				next = append(next, h)
+				newest = h
 			}
 		}
-		if len(next) == 0 {
+		if newest == "" {
 			break
 		}
-		hash = next[len(next)-1] // the newest summary's source holds the older ones
+		hash = newest
 		var err error
 		if entries, err = s.loadSource(ctx, hash); err != nil {
 			return "", nil, err

@@ -154,7 +154,7 @@ func (x *extractor) buildStopped() {
 	if n := len(x.statements); n > 0 {
 		last := x.statements[n-1]
 		p := lastParagraph(last.text, intentBytes)
-		x.add(item{section: secStopped, seq: last.seq, from: last.seq, prio: prioIntent, text: "- last intent: " + oneLine(p)})
+		x.add(item{section: secStopped, seq: last.seq, from: last.seq, prio: prioIntent, text: "- " + lastIntentPrefix + oneLine(p)})
 	}
 	var last *call
 	for _, c := range x.calls {
@@ -176,7 +176,7 @@ func (x *extractor) buildStopped() {
 		}
 		lines, _ := x.callLines(last, first, excerptBytesLong)
 		short, long := lines[0], lines[1]
-		x.add(item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- last action: " + short})
+		x.add(item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- " + lastActionPrefix + short})
 		if long != short {
 			x.add(item{section: secCalls, seq: last.seq, from: last.seq, to: last.outSeq, text: "- " + long, base: x.callWorth(last)})
 		}
@@ -189,13 +189,13 @@ func (x *extractor) buildStopped() {
 // others as where it stopped, for nothing newer replaced them.
 func (x *extractor) buildPriorStopped(intent, action, calls bool) {
 	for _, l := range x.priorStopped {
-		t := strings.TrimPrefix(l, "- ")
+		t := unbullet(l)
 		var newer bool
 		prio := prioIntent
 		switch {
-		case strings.HasPrefix(t, "last intent:"):
+		case strings.HasPrefix(t, lastIntentPrefix):
 			newer = intent
-		case strings.HasPrefix(t, "last action:"):
+		case strings.HasPrefix(t, lastActionPrefix):
 			newer, prio = action, prioLastAction
 		default: // waiting for a result, or a line of another form
 			newer, prio = calls, prioPending
@@ -460,9 +460,10 @@ func (x *extractor) buildCalls() {
 		}
 		lines, parts := x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull)
 		var alts []item
+		worth := x.callWorth(c)
 		for i, line := range lines {
 			text := "- " + line
-			base := x.callWorth(c)
+			base := worth
 			if c.delegated && c.status == callOK && parts[i] > 0 {
 				// Each line of another agent's report is a finding, as the agent's own
 				// statement of one is, up to reportFindings of them.

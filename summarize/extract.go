@@ -310,6 +310,14 @@ func unlabeled(text string) string {
 // for its result (buildStopped).
 const waitingPrefix = "waiting for the result of: "
 
+// lastIntentPrefix and lastActionPrefix open the lines of where a range stopped that say the
+// agent's last intent and its last action; the next summary reads them back
+// (buildPriorStopped).
+const (
+	lastIntentPrefix = "last intent: "
+	lastActionPrefix = "last action: "
+)
+
 // answersPrior returns the call an earlier summary said was waiting for its result, with
 // that summary's citation of it, when the range opens with its output: the one call it
 // named, which the range now answers (its line of where it stopped is then said by the
