@@ -65,7 +65,7 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 		}
 		m := dc.msgs[i]
 		if dc.observation(i) {
-			if pruned[[2]int{i, -1}] {
+			if pruned[[2]int{i, -1}] && dc.prunedSaved(sh, i) > 0 {
 				continue
 			}
 			if c, ok := dc.partsCandidate(i, -1, m.GetParts(), dc.counted(i)-MessageOverheadTokens); ok {
@@ -75,7 +75,7 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 		}
 		for j, p := range m.GetParts() {
 			r := p.GetToolResult()
-			if r == nil || pruned[[2]int{i, j}] {
+			if r == nil || pruned[[2]int{i, j}] && dc.prunedSaved(sh, i) > 0 {
 				continue
 			}
 			if c, ok := dc.outputCandidate(i, j, r.GetOutput()); ok {

@@ -245,6 +245,14 @@ func TestPruneEveryOutputShape(t *testing.T) {
 			}
 			p := &compactorv1.Policy{ContextWindow: 4000, KeepRecentTurns: 10}
 			counter := NewCounter(1 << 20)
+			// Pruning to the target cuts the output when that frees enough (prunetarget.go);
+			// asked to free more than a cut can (it keeps MinCutOutputTokens and a note), the
+			// plan prunes it.
+			if d := mustDecide(t, msgs, p, counter, Options{}); len(d.Cuts) != 1 || len(d.Pruned) != 0 {
+				t.Fatalf("cuts %+v, pruned %+v: want the old output cut to reach the target (%s)", d.Cuts, d.Pruned, d.Response.Reason)
+			} else {
+				p.Prune = &compactorv1.PrunePolicy{ClearAtLeastTokens: d.Cuts[0].Tokens - MinCutOutputTokens}
+			}
 			for _, source := range []string{"", testSource} {
 				d := mustDecide(t, msgs, p, counter, Options{Source: source})
 				if d.Response.Action != compactorv1.Action_ACTION_PRUNE || len(d.Pruned) != 1 || d.Pruned[0].Message != 3 {

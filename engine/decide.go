@@ -11,7 +11,8 @@ import (
 //
 //  1. under the trigger: nothing (unless forced);
 //  2. pruning old tool outputs reaches the target, removing enough to pay back the prompt
-//     cache it rewrites (clearAtLeast): prune;
+//     cache it rewrites (clearAtLeast): prune, the oldest outputs only, until both are met
+//     (prunetarget.go);
 //  3. otherwise compact to the target: summarize the older turns, keeping the newest ones
 //     verbatim (as many as the tail budget allows, at least keep_recent_turns) and the
 //     user's requests after the summary. Toward the target the shape gives up, each step
@@ -61,7 +62,7 @@ func (dc *deciding) decide() shape {
 	}
 	turns := len(dc.lay.turnStarts)
 	if !dc.opt.Force && pr.total > 0 && pr.total >= dc.clearAtLeast() && sz.before-pr.total <= pol.target {
-		return shape{action: compactorv1.Action_ACTION_PRUNE, after: sz.before - pr.total, pruned: true, enough: true}
+		return dc.pruneToTarget()
 	}
 	if turns <= pol.keepTurns && sz.before-pr.total <= pol.target {
 		// Too few turns to summarize, and pruning is enough or nothing is due (forced).
@@ -121,6 +122,9 @@ func keepsMore(a, b shape, trigger int64) bool {
 type shape struct {
 	action compactorv1.Action
 	pruned bool // the prunable tool outputs are pruned
+	// spare, when pruned, is the first message whose prunable outputs are not: pruning to
+	// the target prunes the oldest only (prunetarget.go). 0: none is spared.
+	spare int
 	// For ACTION_SUMMARIZE: the turn the cut is before, the summary room, and the requests
 	// kept verbatim (all that fit their budget, or only the newest).
 	k    int

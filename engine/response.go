@@ -46,7 +46,7 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 		resp.SummaryTokens, resp.KeptRequestTokens = sh.room, sh.reqs
 		for i := cut; i < len(dc.lay.class); i++ {
 			if dc.lay.class[i] == classActive {
-				prunedTail += dc.pr.saved[i]
+				prunedTail += dc.prunedSaved(&sh, i)
 			}
 		}
 		d.TailTurns = len(dc.lay.turnStarts) - sh.k
@@ -56,9 +56,7 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 		}
 	default:
 		resp.SummaryTokens = sz.summary
-		if sh.pruned {
-			prunedTail = dc.pr.total
-		}
+		prunedTail = dc.prunedTotal(&sh)
 	}
 	resp.TailTokens = sh.after - sh.head - resp.SummaryTokens - resp.KeptRequestTokens
 	resp.TokensAfter = sh.after
@@ -76,7 +74,7 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 	}
 	if withPruned {
 		if sh.pruned {
-			d.Pruned = prunedCopy(keepSaving(dc.pr.parts, dc.pr.saved, max(cut, 0)))
+			d.Pruned = dc.prunedFrom(&sh, max(cut, 0))
 		}
 		d.Cuts = sh.cuts
 		d.tokenizer = pol.tokenizer
@@ -105,10 +103,8 @@ func (dc *deciding) callerCounts(d *Decision, sh shape, cut int) {
 	}
 	d.counted = counted
 	d.saved = make([]int64, len(dc.msgs))
-	if sh.pruned && dc.pr.saved != nil {
-		for i := max(cut, 0); i < len(dc.msgs); i++ {
-			d.saved[i] = dc.pr.saved[i]
-		}
+	for i := max(cut, 0); i < len(dc.msgs); i++ {
+		d.saved[i] = dc.prunedSaved(&sh, i)
 	}
 	for _, c := range sh.cuts {
 		d.saved[c.Message] += scaleSaving(c.Saved, dc.sz.tokens[c.Message], dc.counted(c.Message))
@@ -164,7 +160,7 @@ func (dc *deciding) cachedPrefix(sh shape) int64 {
 		}
 	default:
 		for _, pp := range dc.pr.parts {
-			if sh.pruned && dc.pr.saved[pp.Message] > 0 {
+			if dc.prunedSaved(&sh, pp.Message) > 0 {
 				first = min(first, pp.Message)
 			}
 		}
@@ -192,7 +188,7 @@ func (dc *deciding) fill(disp []compactorv1.Disposition, cut int, sh shape) {
 			d = compactorv1.Disposition_DISPOSITION_KEEP
 		case cut >= 0 && i < cut: // the latest summary and active messages before the cut
 			d = compactorv1.Disposition_DISPOSITION_SUMMARIZE
-		case sh.pruned && dc.pr.saved != nil && dc.pr.saved[i] > 0:
+		case dc.prunedSaved(&sh, i) > 0:
 			d = compactorv1.Disposition_DISPOSITION_PRUNE
 		default:
 			d = compactorv1.Disposition_DISPOSITION_KEEP
@@ -238,12 +234,23 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 			rs = rs.s("; a summary would cost more than the turns it replaces: keeping all ").d(int64(turns)).s(" active turns")
 		}
 		if sh.pruned {
-			rs = rs.s("; pruning ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs removes ").d(prunable).s(" tokens")
+			if sh.spare > 0 {
+				rs = rs.s("; pruning the oldest ").d(int64(dc.prunedOutputsIn(&sh))).s(" of ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
+			} else {
+				rs = rs.s("; pruning ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
+			}
+			rs = rs.s(" removes ").d(dc.prunedTotal(&sh)).s(" tokens")
 		}
 		rs = rs.cuts(sh)
 		rs = rs.s(" → ").d(sh.after)
 		if sh.enough {
-			return rs.s(" ≤ target ").d(pol.target).s(": prune only").headroom(sh, pol, dc.turn)
+			rs = rs.s(" ≤ target ").d(pol.target).s(": prune only")
+			if sh.spare > 0 {
+				c := dc.clearAtLeast()
+				rs = rs.s(", the oldest outputs first until ").d(max(sz.before-pol.target, c)).
+					s(" tokens are freed (what the target needs, or clear_at_least_tokens ").d(c).s(" if more)")
+			}
+			return rs.headroom(sh, pol, dc.turn)
 		}
 		return rs.landing(sh, pol, dc.turn)
 	}
@@ -448,20 +455,13 @@ func (r reason) onlyTurns(turns int, pol *policy) reason {
 	return r.s("only ").d(int64(turns)).s(" active turns, keep_recent_turns ").d(int64(pol.keepTurns)).s(": nothing to summarize")
 }
 
-// prunedCopy returns a copy of pruned, which lives in scratch memory.
-func prunedCopy(pruned []PrunedPart) []PrunedPart {
-	if pruned == nil {
-		return nil
-	}
-	return append(make([]PrunedPart, 0, len(pruned)), pruned...)
-}
-
-// keepSaving returns the pruned parts of messages from index from on whose pruning saves
-// tokens (their disposition is PRUNE), filtering pruned in place.
-func keepSaving(pruned []PrunedPart, saved []int64, from int) []PrunedPart {
-	out := pruned[:0]
-	for _, pp := range pruned {
-		if pp.Message >= from && saved[pp.Message] > 0 {
+// prunedFrom returns a copy (dc.pr lives in scratch memory) of the parts sh prunes in
+// messages from index from on where pruning saves tokens (their disposition is PRUNE); nil
+// when there are none.
+func (dc *deciding) prunedFrom(sh *shape, from int) []PrunedPart {
+	var out []PrunedPart
+	for _, pp := range dc.pr.parts {
+		if pp.Message >= from && dc.prunedSaved(sh, pp.Message) > 0 {
 			out = append(out, pp)
 		}
 	}

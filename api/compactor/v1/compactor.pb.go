@@ -96,7 +96,10 @@ const (
 	Action_ACTION_UNSPECIFIED Action = 0
 	// The conversation is under the trigger: nothing to do.
 	Action_ACTION_NONE Action = 1
-	// Pruning old tool outputs alone brings the conversation under the target.
+	// Pruning old tool outputs alone brings the conversation under the target. The oldest are
+	// pruned first, only until the conversation is at the target and at least
+	// PrunePolicy.clear_at_least_tokens are freed; the output that crosses that line is cut to
+	// its head and tail instead when the cut frees enough, and the newer ones stay whole.
 	Action_ACTION_PRUNE Action = 2
 	// Prune, then summarize the messages before the cut.
 	Action_ACTION_SUMMARIZE Action = 3

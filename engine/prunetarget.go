@@ -1,0 +1,93 @@
+package engine
+
+import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
+
+// Pruning to the target: when pruning alone reaches the target, a plan prunes the old tool
+// outputs oldest first only until the conversation is at the target (and pruning frees
+// clearAtLeast, so that the cache it rewrites pays back), not every prunable output: the
+// newer ones, which the agent read last and is likelier to use again, stay whole. The output
+// that crosses the target is cut to its head and tail rather than pruned when that is enough.
+// Every prunable output before it is pruned, so the first message the compaction changes,
+// and the cache it rewrites, are those of pruning them all.
+
+// prunedSaved is what pruning saves in message i in shape sh.
+func (dc *deciding) prunedSaved(sh *shape, i int) int64 {
+	if !sh.pruned || dc.pr.saved == nil || sh.spare > 0 && i >= sh.spare {
+		return 0
+	}
+	return dc.pr.saved[i]
+}
+
+// prunedTotal is what pruning saves in shape sh.
+func (dc *deciding) prunedTotal(sh *shape) int64 {
+	if !sh.pruned || sh.spare == 0 {
+		return dc.pr.total
+	}
+	var n int64
+	for i := 0; i < sh.spare && i < len(dc.pr.saved); i++ {
+		n += dc.pr.saved[i]
+	}
+	return n
+}
+
+// prunedOutputsIn counts the tool outputs shape sh prunes (their inputs not counted).
+func (dc *deciding) prunedOutputsIn(sh *shape) int {
+	n := 0
+	for _, p := range dc.pr.parts {
+		if !p.Input && dc.prunedSaved(sh, p.Message) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// pruneToTarget returns the prune-only shape that reaches the target freeing at least
+// clearAtLeast: the oldest prunable outputs pruned, the one that crosses the target cut
+// instead when cutting it frees enough, the newer ones kept (see the file's comment). It is
+// called when pruning every prunable output reaches the target.
+func (dc *deciding) pruneToTarget() shape {
+	sz := dc.sz
+	sh := shape{action: compactorv1.Action_ACTION_PRUNE, pruned: true, enough: true, head: sz.head}
+	if dc.pol.clearInputs {
+		// A call's input and its output are in different messages: sparing by message
+		// could clear an input whose output stays. Every prunable output goes.
+		sh.after = sz.before - dc.pr.total
+		sh.tail = sh.after - sh.head - sz.summary
+		return sh
+	}
+	need := max(sz.before-dc.pol.target, dc.clearAtLeast())
+	var freed int64
+	cross := -1
+	for i, s := range dc.pr.saved {
+		if s <= 0 {
+			continue
+		}
+		if freed+s >= need {
+			cross = i
+			break
+		}
+		freed += s
+	}
+	if cross < 0 { // only every output frees enough
+		sh.after = sz.before - dc.pr.total
+		sh.tail = sh.after - sh.head - sz.summary
+		return sh
+	}
+	// The outputs before cross pruned; cross cut to land on the target, if that does.
+	sh.spare = cross
+	sh.after = sz.before - freed
+	sh.tail = sh.after - sh.head - sz.summary
+	dc.cutOutputs(&sh, cross, cross+1, sz.before-need)
+	if sh.after > sz.before-need {
+		// Cutting does not free enough (its head and tail are more than the target leaves):
+		// cross is pruned too.
+		sh.cuts, sh.cut, sh.spare = nil, 0, cross+1
+		freed += dc.pr.saved[cross]
+		sh.after = sz.before - freed
+		sh.tail = sh.after - sh.head - sz.summary
+	}
+	if sh.spare >= len(dc.pr.saved) || freed == dc.pr.total {
+		sh.spare = 0
+	}
+	return sh
+}
