@@ -3,6 +3,8 @@ package summarize
 import (
 	"cmp"
 	"encoding/json"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -333,19 +335,28 @@ func (x *extractor) buildFiles() {
 }
 
 // editStatement says what the edit c wrote into path, within limit bytes: for a file it
-// wrote whole, the definitions it holds (their signature lines); else the first lines it
-// wrote.
+// wrote whole, the definitions it holds (their signature lines); else the first lines of
+// code it wrote (its comments only when it wrote nothing else: what the code does is in the
+// code, and a file's opening comment lines would fill the statement).
 func (x *extractor) editStatement(c *call, path string, limit int) string {
 	whole := wroteWhole(c, path)
-	var defs, lines []string
+	var defs, lines, comments []string
+	prose := proseFile(path)
 	for _, l := range strings.Split(editText(c, path), "\n") {
 		if l = oneLine(l); l == "" {
+			continue
+		}
+		if !prose && comment(l) {
+			comments = append(comments, l)
 			continue
 		}
 		lines = append(lines, l)
 		if definition(l) {
 			defs = append(defs, strings.TrimRight(l, " {:"))
 		}
+	}
+	if len(lines) == 0 {
+		lines = comments
 	}
 	what := "last edit wrote "
 	if whole && len(defs) > 0 {
@@ -406,7 +417,33 @@ func (x *extractor) definesWhole(c *call, path string) bool {
 
 // definitionStarts begin the lines that define something in the languages agents edit.
 var definitionStarts = []string{"def ", "async def ", "class ", "fn ", "pub fn ", "pub(crate) fn ", "struct ", "pub struct ", "enum ", "pub enum ",
-	"impl ", "trait ", "pub trait ", "func ", "type ", "interface ", "function ", "export function ", "export class ", "export const ", "const ", "module "}
+	"impl ", "trait ", "pub trait ", "pub mod ", "func ", "type ", "interface ", "function ", "export function ", "export class ", "export const ", "const ", "module "}
+
+// commentStarts begin the lines that are comments in the languages agents edit: C-family
+// line and block comments and their continuation lines, and # comments (a shebang too), but
+// not the # of a Rust attribute (#[…], #![…]) or a C preprocessor directive.
+var commentStarts = []string{"//", "/*", "*/", "* ", "# ", "#!/"}
+
+// comment reports whether a line of code (on one line, trimmed) is a comment alone.
+func comment(l string) bool {
+	if l == "#" || l == "*" {
+		return true
+	}
+	for _, p := range commentStarts {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// proseExts are the extensions of files of prose, whose # lines are headings, not comments.
+var proseExts = []string{".md", ".markdown", ".rst", ".txt", ".adoc"}
+
+// proseFile reports whether path names a file of prose.
+func proseFile(path string) bool {
+	return slices.Contains(proseExts, strings.ToLower(filepath.Ext(path)))
+}
 
 // definition reports whether a line of code defines a function, type or constant.
 func definition(l string) bool {

@@ -519,6 +519,35 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 			contains: []string{"- src/math_utils.rs: written; it defines `pub struct NegativeInputError;`, `pub fn factorial(n: i64) -> u64 { 1 }`, `fn helper() {}`, `impl fmt::Display for NegativeInputError {}`, `fn test_factorial() {}`"},
 		},
 		{
+			name: "a crate root written whole states the modules it declares, not its doc comments",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Port the project to Rust."),
+				irtest.Assistant("", irtest.Call("w1", "Write", `{"file_path":"src/lib.rs","content":"//! Utils - a Rust port.\n//!\n//! Strings and math.\n\npub mod math_utils;\npub mod string_utils;\n"}`)),
+				irtest.Result("w1", "Write", irtest.OutText("File created successfully at: src/lib.rs")),
+			}},
+			contains: []string{"- src/lib.rs: written; it defines `pub mod math_utils;`, `pub mod string_utils;`"},
+			absent:   []string{"`//!"},
+		},
+		{
+			name: "an edit states the code it wrote before its comments, and only comments when that is all it wrote",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Fix the empty string case and document the helper."),
+				irtest.Assistant("", irtest.Call("e1", "Edit", `{"file_path":"src/fields.py","old_string":"x","new_string":"# An empty string is no value:\n# return the marker.\nif value == \"\":\n    return EMPTY_VALUE"}`)),
+				irtest.Result("e1", "Edit", irtest.OutText("The file src/fields.py has been updated successfully.")),
+				irtest.Assistant("", irtest.Call("e2", "Edit", `{"file_path":"src/helper.rs","old_string":"y","new_string":"/// Returns the marker.\n#[inline]\nfn marker() {}"}`)),
+				irtest.Result("e2", "Edit", irtest.OutText("The file src/helper.rs has been updated successfully.")),
+				irtest.Assistant("", irtest.Call("e3", "Edit", `{"file_path":"src/notes.py","old_string":"z","new_string":"# TODO: handle None too"}`)),
+				irtest.Result("e3", "Edit", irtest.OutText("The file src/notes.py has been updated successfully.")),
+				irtest.Assistant("", irtest.Call("e4", "Edit", `{"file_path":"README.md","old_string":"w","new_string":"# Usage\nRun it."}`)),
+				irtest.Result("e4", "Edit", irtest.OutText("The file README.md has been updated successfully.")),
+			}},
+			contains: []string{"- src/fields.py: edited; last edit wrote `if value == \"\":`, `return EMPTY_VALUE`",
+				"- src/helper.rs: edited; last edit wrote `#[inline]`, `fn marker() {}`",
+				"- src/notes.py: edited; last edit wrote `# TODO: handle None too`",
+				"- README.md: edited; last edit wrote `# Usage`, `Run it.`"},
+			absent: []string{"`# An empty string", "`/// Returns"},
+		},
+		{
 			name: "a note that introduces what follows keeps the start of it",
 			in: engine.SummaryInput{Messages: []*compactorv1.Message{
 				task,
