@@ -128,7 +128,7 @@ k8s-validate:
 
 # Every fuzz target, FUZZTIME each (go test runs one target per invocation).
 FUZZTIME ?= 30s
-FUZZ_TARGETS := ./engine:FuzzValidate ./engine/tokenizer:FuzzImageSize ./engine:FuzzTruncate \
+FUZZ_TARGETS := ./engine:FuzzValidate ./engine/tokenizer:FuzzImageSize ./engine:FuzzTruncate ./engine:FuzzPruneToTarget \
 	./summarize:FuzzExtractiveSummary ./engine/tokenizer:FuzzBPEMatchesTiktoken ./engine/tokenizer:FuzzPretokMatchesRegexp2 ./engine/format:FuzzLift ./engine/format:FuzzLower \
 	./engine/format:FuzzAppendString ./engine/format:FuzzAppendEscapedReference ./cmd/compactord:FuzzConfigFile \
 	./fidelity:FuzzCheck ./service:FuzzDecodeRequest

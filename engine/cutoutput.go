@@ -64,8 +64,11 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 			continue
 		}
 		m := dc.msgs[i]
+		// Pruning to the target cuts, in the message that crosses it, only what it would
+		// otherwise prune (not the keep_recent newest results, nor excluded tools' outputs).
+		crossing := sh.partial && i == sh.spare
 		if dc.observation(i) {
-			if pruned[[2]int{i, -1}] && dc.prunedSaved(sh, i) > 0 {
+			if pruned[[2]int{i, -1}] && dc.prunedSaved(sh, i) > 0 || crossing && !pruned[[2]int{i, -1}] {
 				continue
 			}
 			if c, ok := dc.partsCandidate(i, -1, m.GetParts(), dc.counted(i)-MessageOverheadTokens); ok {
@@ -75,7 +78,7 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 		}
 		for j, p := range m.GetParts() {
 			r := p.GetToolResult()
-			if r == nil || pruned[[2]int{i, j}] && dc.prunedSaved(sh, i) > 0 {
+			if r == nil || pruned[[2]int{i, j}] && dc.prunedSaved(sh, i) > 0 || crossing && !pruned[[2]int{i, j}] {
 				continue
 			}
 			if c, ok := dc.outputCandidate(i, j, r.GetOutput()); ok {

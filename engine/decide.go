@@ -122,9 +122,11 @@ func keepsMore(a, b shape, trigger int64) bool {
 type shape struct {
 	action compactorv1.Action
 	pruned bool // the prunable tool outputs are pruned
-	// spare, when pruned, is the first message whose prunable outputs are not: pruning to
-	// the target prunes the oldest only (prunetarget.go). 0: none is spared.
-	spare int
+	// spare, when partial, is the first message whose prunable outputs are not pruned:
+	// pruning to the target prunes the oldest only (prunetarget.go); unless partial, none is
+	// spared.
+	spare   int
+	partial bool
 	// For ACTION_SUMMARIZE: the turn the cut is before, the summary room, and the requests
 	// kept verbatim (all that fit their budget, or only the newest).
 	k    int

@@ -6,13 +6,16 @@ import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 // outputs oldest first only until the conversation is at the target (and pruning frees
 // clearAtLeast, so that the cache it rewrites pays back), not every prunable output: the
 // newer ones, which the agent read last and is likelier to use again, stay whole. The output
-// that crosses the target is cut to its head and tail rather than pruned when that is enough.
-// Every prunable output before it is pruned, so the first message the compaction changes,
-// and the cache it rewrites, are those of pruning them all.
+// that crosses the target is cut to its head and tail rather than pruned when that is enough
+// (in its message, only what pruning would prune is cut: never a newest result keep_recent
+// protects, nor an excluded tool's output). Every prunable output before it is pruned, so the
+// first message the compaction changes, and the cache it rewrites, are those of pruning them
+// all. Sparing is by message; with prune.clear_inputs, whose inputs are in other messages than
+// their outputs, every prunable output is pruned.
 
 // prunedSaved is what pruning saves in message i in shape sh.
 func (dc *deciding) prunedSaved(sh *shape, i int) int64 {
-	if !sh.pruned || dc.pr.saved == nil || sh.spare > 0 && i >= sh.spare {
+	if !sh.pruned || dc.pr.saved == nil || sh.partial && i >= sh.spare {
 		return 0
 	}
 	return dc.pr.saved[i]
@@ -20,7 +23,7 @@ func (dc *deciding) prunedSaved(sh *shape, i int) int64 {
 
 // prunedTotal is what pruning saves in shape sh.
 func (dc *deciding) prunedTotal(sh *shape) int64 {
-	if !sh.pruned || sh.spare == 0 {
+	if !sh.pruned || !sh.partial {
 		return dc.pr.total
 	}
 	var n int64
@@ -74,7 +77,7 @@ func (dc *deciding) pruneToTarget() shape {
 		return sh
 	}
 	// The outputs before cross pruned; cross cut to land on the target, if that does.
-	sh.spare = cross
+	sh.spare, sh.partial = cross, true
 	sh.after = sz.before - freed
 	sh.tail = sh.after - sh.head - sz.summary
 	dc.cutOutputs(&sh, cross, cross+1, sz.before-need)
@@ -87,7 +90,7 @@ func (dc *deciding) pruneToTarget() shape {
 		sh.tail = sh.after - sh.head - sz.summary
 	}
 	if sh.spare >= len(dc.pr.saved) || freed == dc.pr.total {
-		sh.spare = 0
+		sh.spare, sh.partial = 0, false
 	}
 	return sh
 }

@@ -233,8 +233,8 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 		case !sh.enough:
 			rs = rs.s("; a summary would cost more than the turns it replaces: keeping all ").d(int64(turns)).s(" active turns")
 		}
-		if sh.pruned {
-			if sh.spare > 0 {
+		if sh.pruned && dc.prunedTotal(&sh) > 0 {
+			if sh.partial {
 				rs = rs.s("; pruning the oldest ").d(int64(dc.prunedOutputsIn(&sh))).s(" of ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
 			} else {
 				rs = rs.s("; pruning ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
@@ -245,7 +245,7 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 		rs = rs.s(" → ").d(sh.after)
 		if sh.enough {
 			rs = rs.s(" ≤ target ").d(pol.target).s(": prune only")
-			if sh.spare > 0 {
+			if sh.partial {
 				c := dc.clearAtLeast()
 				rs = rs.s(", the oldest outputs first until ").d(max(sz.before-pol.target, c)).
 					s(" tokens are freed (what the target needs, or clear_at_least_tokens ").d(c).s(" if more)")

@@ -57,8 +57,8 @@ func (p *scratchPool) get() *scratch {
 // which did not use them (a memo hit) does not clear their whole capacity: nothing past
 // their length holds a reference. counts is set at most once per plan, by resize (which
 // zeroes it), and written within its length; pruned is set once per plan, by appends from
-// length zero (selectPruneParts, selectObservations), and only filtered in place after
-// (keepSaving, whose result is shorter but leaves pruned's length alone). open and
+// length zero (selectPruneParts, selectObservations), and only read after (a decision
+// copies what it keeps of it, prunedFrom). open and
 // approvals are cleared to their capacity: analyze removes from them by shifting
 // (append(s[:k], s[k+1:]...)), which leaves stale ids past their length.
 func (p *scratchPool) put(sc *scratch) {

@@ -99,7 +99,9 @@ const (
 	// Pruning old tool outputs alone brings the conversation under the target. The oldest are
 	// pruned first, only until the conversation is at the target and at least
 	// PrunePolicy.clear_at_least_tokens are freed; the output that crosses that line is cut to
-	// its head and tail instead when the cut frees enough, and the newer ones stay whole.
+	// its head and tail instead when the cut frees enough (only an output pruning would
+	// prune is cut), and the newer ones stay whole. With PrunePolicy.clear_inputs every
+	// prunable output is pruned.
 	Action_ACTION_PRUNE Action = 2
 	// Prune, then summarize the messages before the cut.
 	Action_ACTION_SUMMARIZE Action = 3
