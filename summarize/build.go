@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -340,14 +339,14 @@ func (x *extractor) buildFiles() {
 // code, and a file's opening comment lines would fill the statement).
 func (x *extractor) editStatement(c *call, path string, limit int) string {
 	whole := wroteWhole(c, path)
-	var defs, lines, comments []string
-	prose := proseFile(path)
+	var defs, lines, said []string // said: the comment lines
+	comments := commentsOf(path)
 	for _, l := range strings.Split(editText(c, path), "\n") {
 		if l = oneLine(l); l == "" {
 			continue
 		}
-		if !prose && comment(l) {
-			comments = append(comments, l)
+		if comment(l, comments) {
+			said = append(said, l)
 			continue
 		}
 		lines = append(lines, l)
@@ -356,7 +355,7 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 		}
 	}
 	if len(lines) == 0 {
-		lines = comments
+		lines = said
 	}
 	what := "last edit wrote "
 	if whole && len(defs) > 0 {
@@ -419,30 +418,37 @@ func (x *extractor) definesWhole(c *call, path string) bool {
 var definitionStarts = []string{"def ", "async def ", "class ", "fn ", "pub fn ", "pub(crate) fn ", "struct ", "pub struct ", "enum ", "pub enum ",
 	"impl ", "trait ", "pub trait ", "pub mod ", "func ", "type ", "interface ", "function ", "export function ", "export class ", "export const ", "const ", "module "}
 
-// commentStarts begin the lines that are comments in the languages agents edit: C-family
-// line and block comments and their continuation lines, and # comments (a shebang too), but
-// not the # of a Rust attribute (#[…], #![…]) or a C preprocessor directive.
-var commentStarts = []string{"//", "/*", "*/", "* ", "# ", "#!/"}
-
-// comment reports whether a line of code (on one line, trimmed) is a comment alone.
-func comment(l string) bool {
-	if l == "#" || l == "*" {
-		return true
+// Comment lines, by the language a file's extension names: C-family files comment with //
+// and /* */ (their # lines are directives or attributes, never comments), scripts and
+// configuration with #. A file of another or no extension (prose among them, whose # lines
+// are headings) has no line taken for a comment.
+var (
+	slashComments = []string{"//", "/*", "*/", "* "}
+	hashComments  = []string{"#"}
+	commentsByExt = map[string][]string{
+		".c": slashComments, ".h": slashComments, ".cc": slashComments, ".cpp": slashComments, ".hpp": slashComments,
+		".go": slashComments, ".rs": slashComments, ".java": slashComments, ".kt": slashComments, ".scala": slashComments,
+		".swift": slashComments, ".cs": slashComments, ".js": slashComments, ".jsx": slashComments, ".mjs": slashComments,
+		".ts": slashComments, ".tsx": slashComments,
+		".py": hashComments, ".sh": hashComments, ".bash": hashComments, ".zsh": hashComments, ".rb": hashComments,
+		".pl": hashComments, ".yaml": hashComments, ".yml": hashComments, ".toml": hashComments, ".cfg": hashComments,
 	}
-	for _, p := range commentStarts {
-		if strings.HasPrefix(l, p) {
+)
+
+// commentsOf returns the prefixes of the comment lines of the file at path (nil: none known).
+func commentsOf(path string) []string {
+	return commentsByExt[strings.ToLower(filepath.Ext(path))]
+}
+
+// comment reports whether l, a line (on one line, trimmed) of a file whose comment lines
+// start with one of prefixes, is a comment alone.
+func comment(l string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(l+" ", p) { // "*" alone is a block comment's blank line
 			return true
 		}
 	}
 	return false
-}
-
-// proseExts are the extensions of files of prose, whose # lines are headings, not comments.
-var proseExts = []string{".md", ".markdown", ".rst", ".txt", ".adoc"}
-
-// proseFile reports whether path names a file of prose.
-func proseFile(path string) bool {
-	return slices.Contains(proseExts, strings.ToLower(filepath.Ext(path)))
 }
 
 // definition reports whether a line of code defines a function, type or constant.

@@ -548,6 +548,15 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 			absent: []string{"`# An empty string", "`/// Returns"},
 		},
 		{
+			name: "a C directive written with a space after its # is code, not a comment",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Enable X when the platform has it."),
+				irtest.Assistant("", irtest.Call("e1", "Edit", `{"file_path":"src/config.h","old_string":"x","new_string":"#ifdef HAVE_X\n# define USE_X 1\n#endif"}`)),
+				irtest.Result("e1", "Edit", irtest.OutText("The file src/config.h has been updated successfully.")),
+			}},
+			contains: []string{"last edit wrote `#ifdef HAVE_X`, `# define USE_X 1`, `#endif`"},
+		},
+		{
 			name: "a note that introduces what follows keeps the start of it",
 			in: engine.SummaryInput{Messages: []*compactorv1.Message{
 				task,
@@ -732,6 +741,42 @@ func TestLongSubAgentReportDoesNotCrowdOut(t *testing.T) {
 		}
 		if !strings.Contains(got, ".py: ok") {
 			t.Errorf("budget %d: the report is dropped\n%s", budget, got)
+		}
+	}
+}
+
+// TestCommentLines: what an edit statement takes for a comment, by the file's language; never
+// a line of code (a C directive, a Python line broken before its operator, a Rust attribute).
+func TestCommentLines(t *testing.T) {
+	for _, tt := range []struct {
+		path, line string
+		want       bool
+	}{
+		{"src/lib.rs", "//! The crate.", true},
+		{"src/lib.rs", "/// Returns it.", true},
+		{"src/lib.rs", "#[derive(Debug)]", false},
+		{"src/lib.rs", "#![allow(dead_code)]", false},
+		{"src/a.c", "/* a block", true},
+		{"src/a.c", "* its second line", true},
+		{"src/a.c", "*", true},
+		{"src/a.c", "*/", true},
+		{"src/a.h", "# define USE_X 1", false},
+		{"src/a.h", "# include <stdio.h>", false},
+		{"src/a.h", "#ifdef HAVE_X", false},
+		{"src/a.c", "*p = 0;", false},
+		{"app.py", "# a note", true},
+		{"app.py", "#!/usr/bin/env python3", true},
+		{"app.py", "* quantity", false},
+		{"app.py", "// batch_size", false},
+		{"app.py", "@dataclass", false},
+		{"config.yaml", "# the port", true},
+		{"README.md", "# Usage", false},
+		{"CMakeLists.txt", "# build it", false},
+		{"Makefile", "# the default target", false},
+		{"https.go", "//example.com/x is taken for a comment", true},
+	} {
+		if got := comment(tt.line, commentsOf(tt.path)); got != tt.want {
+			t.Errorf("comment(%q) in %s = %v, want %v", tt.line, tt.path, got, tt.want)
 		}
 	}
 }
