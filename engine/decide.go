@@ -44,6 +44,9 @@ type deciding struct {
 	sc   *scratch
 	tail []int64 // tail sizes after pruning, per turn start (see tailSizes), once summarizing needs them
 	head []int64 // the head per turn start (see headAt), once summarizing needs it and messages split
+	// superseded marks the messages whose pruned parts are all superseded outputs (or their
+	// inputs), which pruning to the target prunes whatever their age (markSuperseded).
+	superseded []bool
 	// prunedSet is the tool outputs pruning replaces, by message and part (−1 for an
 	// observation), once cutting needs them (see prunedOutputs).
 	prunedSet map[[2]int]bool

@@ -8,14 +8,15 @@ import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 // newer ones, which the agent read last and is likelier to use again, stay whole. The output
 // that crosses the target is cut to its head and tail rather than pruned when that is enough
 // (in its message, only what pruning would prune is cut: never a newest result keep_recent
-// protects, nor an excluded tool's output). Every prunable output before it is pruned, so the
+// protects, nor an excluded tool's output). An output a newer identical call superseded is
+// pruned wherever it is. Every prunable output before it is pruned, so the
 // first message the compaction changes, and the cache it rewrites, are those of pruning them
 // all. Sparing is by message; with prune.clear_inputs, whose inputs are in other messages than
 // their outputs, every prunable output is pruned.
 
 // prunedSaved is what pruning saves in message i in shape sh.
 func (dc *deciding) prunedSaved(sh *shape, i int) int64 {
-	if !sh.pruned || dc.pr.saved == nil || sh.partial && i >= sh.spare {
+	if !sh.pruned || dc.pr.saved == nil || sh.partial && i >= sh.spare && !dc.superseded[i] {
 		return 0
 	}
 	return dc.pr.saved[i]
@@ -27,26 +28,52 @@ func (dc *deciding) prunedTotal(sh *shape) int64 {
 		return dc.pr.total
 	}
 	var n int64
-	for i := 0; i < sh.spare && i < len(dc.pr.saved); i++ {
-		n += dc.pr.saved[i]
+	for i := range dc.pr.saved {
+		n += dc.prunedSaved(sh, i)
 	}
 	return n
 }
 
-// prunedOutputsIn counts the tool outputs shape sh prunes (their inputs not counted).
-func (dc *deciding) prunedOutputsIn(sh *shape) int {
-	n := 0
+// markSuperseded sets dc.superseded: the messages in which every part pruning replaces is an
+// output a newer identical call superseded (or its call's input), and returns what pruning
+// saves in them.
+func (dc *deciding) markSuperseded() int64 {
+	dc.superseded = make([]bool, len(dc.pr.saved))
+	other := make([]bool, len(dc.pr.saved))
 	for _, p := range dc.pr.parts {
-		if !p.Input && dc.prunedSaved(sh, p.Message) > 0 {
-			n++
+		if p.Duplicate {
+			dc.superseded[p.Message] = true
+		} else {
+			other[p.Message] = true
+		}
+	}
+	var n int64
+	for i := range dc.superseded {
+		if dc.superseded[i] = dc.superseded[i] && !other[i]; dc.superseded[i] {
+			n += dc.pr.saved[i]
 		}
 	}
 	return n
 }
 
+// prunedOutputsIn counts the tool outputs shape sh prunes (their inputs not counted), and
+// among them the superseded ones it prunes although newer than those it spares.
+func (dc *deciding) prunedOutputsIn(sh *shape) (n, newer int) {
+	for _, p := range dc.pr.parts {
+		if !p.Input && dc.prunedSaved(sh, p.Message) > 0 {
+			n++
+			if sh.partial && p.Message >= sh.spare {
+				newer++
+			}
+		}
+	}
+	return n, newer
+}
+
 // pruneToTarget returns the prune-only shape that reaches the target freeing at least
-// clearAtLeast: the oldest prunable outputs pruned, the one that crosses the target cut
-// instead when cutting it frees enough, the newer ones kept (see the file's comment). It is
+// clearAtLeast: the oldest prunable outputs pruned (and every superseded one), the one that
+// crosses the target cut instead when cutting it frees enough, the newer ones kept (see the
+// file's comment). It is
 // called when pruning every prunable output reaches the target.
 func (dc *deciding) pruneToTarget() shape {
 	sz := dc.sz
@@ -59,10 +86,12 @@ func (dc *deciding) pruneToTarget() shape {
 		return sh
 	}
 	need := max(sz.before-dc.pol.target, dc.clearAtLeast())
-	var freed int64
+	// Superseded outputs are pruned wherever they are: the newer identical call stands for
+	// them, and the rewrite starts no later for it.
+	freed := dc.markSuperseded()
 	cross := -1
 	for i, s := range dc.pr.saved {
-		if s <= 0 {
+		if s <= 0 || dc.superseded[i] {
 			continue
 		}
 		if freed+s >= need {

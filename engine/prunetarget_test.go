@@ -324,8 +324,8 @@ func prunesToTarget(t *testing.T, counter *Counter, stats map[string]int, seed, 
 	if resp.CachedPrefixTokens != prefix {
 		errorf("cached prefix %d, want %d", resp.CachedPrefixTokens, prefix)
 	}
-	if x := 0; strings.Contains(resp.Reason, "pruning the oldest ") {
-		fmt.Sscanf(after(resp.Reason, "pruning the oldest "), "%d", &x)
+	if x := 0; partial && strings.Contains(resp.Reason, "; pruning ") {
+		fmt.Sscanf(strings.TrimPrefix(after(resp.Reason, "; pruning "), "the oldest "), "%d", &x)
 		if x != outputs {
 			errorf("the reason says %d outputs pruned, the decision prunes %d", x, outputs)
 		}
@@ -354,5 +354,35 @@ func prunesToTarget(t *testing.T, counter *Counter, stats map[string]int, seed, 
 	}
 	if got, want := again.TokensBefore, resp.TokensAfter; got > want || got < want-int64((cutJoinMargin+2)*len(d.Cuts)) {
 		errorf("re-planned %d, tokens_after %d (%d cuts)", got, want, len(d.Cuts))
+	}
+}
+
+// TestPruneToTargetPrunesSuperseded: an output a newer identical call superseded is pruned
+// even when it is newer than the outputs pruning to the target spares; the spared ones stay
+// whole, and the rewrite still starts at the oldest output.
+func TestPruneToTargetPrunesSuperseded(t *testing.T) {
+	counter := NewCounter(1 << 20)
+	msgs, p := pruneConversation(8, 200)
+	// The sixth read (message 12, its output message 13) asks what the eighth does.
+	msgs[12] = plAsstMsg(plCall("c5", "read", `{"n":"c7"}`))
+	p.ContextWindow, p.TargetRatio, p.Prune.ClearAtLeastTokens = 6000, 0.5, 1
+	d := mustDecide(t, msgs, p, counter, Options{})
+	pruned := map[int]bool{}
+	for _, pp := range d.Pruned {
+		pruned[pp.Message] = true
+	}
+	if !pruned[13] || !pruned[3] || pruned[11] {
+		t.Errorf("pruned %v: want the oldest and the superseded (13) pruned, 11 spared (%s)", pruned, d.Response.Reason)
+	}
+	if !strings.Contains(d.Response.Reason, "1 newer that a later identical call superseded") {
+		t.Errorf("the reason does not say so: %s", d.Response.Reason)
+	}
+	r := d.Response
+	var prefix int64
+	for _, n := range r.MessageTokens[:3] {
+		prefix += n
+	}
+	if r.TokensAfter > r.TargetTokens || r.CachedPrefixTokens != prefix {
+		t.Errorf("tokens_after %d (target %d), cached prefix %d (want %d)", r.TokensAfter, r.TargetTokens, r.CachedPrefixTokens, prefix)
 	}
 }

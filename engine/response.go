@@ -235,7 +235,13 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 		}
 		if sh.pruned && dc.prunedTotal(&sh) > 0 {
 			if sh.partial {
-				rs = rs.s("; pruning the oldest ").d(int64(dc.prunedOutputsIn(&sh))).s(" of ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
+				n, newer := dc.prunedOutputsIn(&sh)
+				if newer == 0 {
+					rs = rs.s("; pruning the oldest ").d(int64(n)).s(" of ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
+				} else {
+					rs = rs.s("; pruning ").d(int64(n)).s(" of ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs (the oldest, and ").
+						d(int64(newer)).s(" newer that a later identical call superseded)")
+				}
 			} else {
 				rs = rs.s("; pruning ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
 			}

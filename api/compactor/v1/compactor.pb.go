@@ -100,7 +100,8 @@ const (
 	// pruned first, only until the conversation is at the target and at least
 	// PrunePolicy.clear_at_least_tokens are freed; the output that crosses that line is cut to
 	// its head and tail instead when the cut frees enough (only an output pruning would
-	// prune is cut), and the newer ones stay whole. With PrunePolicy.clear_inputs every
+	// prune is cut), and the newer ones stay whole but for those a later identical call
+	// superseded. With PrunePolicy.clear_inputs every
 	// prunable output is pruned.
 	Action_ACTION_PRUNE Action = 2
 	// Prune, then summarize the messages before the cut.
