@@ -8,11 +8,11 @@ import compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 // newer ones, which the agent read last and is likelier to use again, stay whole. The output
 // that crosses the target is cut to its head and tail rather than pruned when that is enough
 // (in its message, only what pruning would prune is cut: never a newest result keep_recent
-// protects, nor an excluded tool's output). An output a newer identical call superseded is
-// pruned wherever it is. Every prunable output before it is pruned, so the
-// first message the compaction changes, and the cache it rewrites, are those of pruning them
-// all. Sparing is by message; with prune.clear_inputs, whose inputs are in other messages than
-// their outputs, every prunable output is pruned.
+// protects, nor an excluded tool's output). An output a later identical call superseded is
+// pruned wherever it is: that call stands for it. Since the oldest go first, the rewrite
+// starts no later than pruning them all would start it, and clearAtLeast, reckoned from
+// there, still pays it back. Sparing is by message; with prune.clear_inputs, whose inputs are
+// in other messages than their outputs, every prunable output is pruned.
 
 // prunedSaved is what pruning saves in message i in shape sh.
 func (dc *deciding) prunedSaved(sh *shape, i int) int64 {
@@ -73,8 +73,7 @@ func (dc *deciding) prunedOutputsIn(sh *shape) (n, newer int) {
 // pruneToTarget returns the prune-only shape that reaches the target freeing at least
 // clearAtLeast: the oldest prunable outputs pruned (and every superseded one), the one that
 // crosses the target cut instead when cutting it frees enough, the newer ones kept (see the
-// file's comment). It is
-// called when pruning every prunable output reaches the target.
+// file's comment). It is called when pruning every prunable output reaches the target.
 func (dc *deciding) pruneToTarget() shape {
 	sz := dc.sz
 	sh := shape{action: compactorv1.Action_ACTION_PRUNE, pruned: true, enough: true, head: sz.head}
