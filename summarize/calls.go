@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,6 +122,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		return keys[i] < keys[j]
 	})
 	var args, all, keyParts []string
+	var told []string // args but a delegation's instructions: the label of a delegated call
 	var path, command, first string
 	var pathless []string // text written without a path argument: into the file the call acts on
 	for _, k := range keys {
@@ -154,6 +156,9 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 			if len(args) < 3 {
 				args = append(args, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
 			}
+			if len(told) < 3 && !instructions(k, s) {
+				told = append(told, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
+			}
 			all = append(all, k+"="+oneLine(engine.Truncate(s, callWholeArgBytes)))
 		}
 		if first == "" {
@@ -166,10 +171,17 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	if len(keys) > len(args) {
 		args = append(args, "…")
 	}
+	if len(keys) > len(told) {
+		told = append(told, "…")
+	}
 	if todos := todoItems(obj); todos != nil {
 		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
 	c.delegated = path == "" && command == "" && delegation(obj)
+	if c.delegated {
+		// The other agent's report says more than what it was told: named by the rest.
+		args = told
+	}
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
 	c.whole = c.tool + "(" + strings.Join(all, ", ") + ")"
 	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
@@ -199,12 +211,18 @@ var delegationArgs = []string{"prompt", "instructions", "task"}
 // more, not a search query or a name.
 const delegationWords = 12
 
+// instructions reports whether the argument k of a call, of value s, gives another agent its
+// instructions: one of delegationArgs, of delegationWords words or more.
+func instructions(k, s string) bool {
+	return slices.Contains(delegationArgs, k) && len(strings.Fields(s)) >= delegationWords
+}
+
 // delegation reports whether a call's arguments hand a task to another agent: one of
 // delegationArgs holds instructions of delegationWords words or more.
 func delegation(obj map[string]json.RawMessage) bool {
 	for _, k := range delegationArgs {
 		var s string
-		if json.Unmarshal(obj[k], &s) == nil && len(strings.Fields(s)) >= delegationWords {
+		if json.Unmarshal(obj[k], &s) == nil && instructions(k, s) {
 			return true
 		}
 	}

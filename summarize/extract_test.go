@@ -703,6 +703,11 @@ func TestSummaryCarriesASubAgentsReport(t *testing.T) {
 			if tc.carried && kept < 3 {
 				t.Errorf("the report's findings kept: %d of 4\n%s", kept, got)
 			}
+			// The report is named by the task's description; what the sub-agent was told is
+			// not repeated (its report says more).
+			if tc.carried && (!strings.Contains(got, "Task(description=Explore the project, subagent_type=Explore, …)") || strings.Contains(got, "thoroughly")) {
+				t.Errorf("the delegated call is not named by its description alone\n%s", got)
+			}
 			if !tc.carried && kept > 1 {
 				t.Errorf("a short query's output carried as a report: %d of 4 findings\n%s", kept, got)
 			}
