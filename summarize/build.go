@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/internal/clip"
@@ -627,11 +628,17 @@ func (x *extractor) rank(output string, seq int) ranked {
 	}
 	var lines []string
 	for _, l := range strings.Split(output, "\n") {
-		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
+		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) && !wordless(l) {
 			lines = append(lines, l)
 		}
 	}
 	return x.rankParts(lines, excerptSep, seq)
+}
+
+// wordless reports whether a line has no letter or digit: a rule, a fence, a closing brace,
+// which say nothing an excerpt needs.
+func wordless(l string) bool {
+	return !strings.ContainsFunc(l, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
 }
 
 // excerptSep joins the lines of a text output's excerpt.

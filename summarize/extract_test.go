@@ -548,6 +548,16 @@ func TestExtractiveSummaryForTheNextTurn(t *testing.T) {
 			absent: []string{"`# An empty string", "`/// Returns"},
 		},
 		{
+			name: "an excerpt leaves out lines without a word: rules, fences, closing braces",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Find the handlers."),
+				irtest.Assistant("", irtest.Call("g1", "Grep", `{"pattern":"def handle"}`)),
+				irtest.Result("g1", "Grep", irtest.OutText("Found the handlers:\n---\n```\napp/views.py:12: def handle_get(request):\n}\n```")),
+			}},
+			contains: []string{"→ Found the handlers: / app/views.py:12: def handle_get(request):"},
+			absent:   []string{"/ ---", "/ ```", "/ }"},
+		},
+		{
 			name: "a C directive written with a space after its # is code, not a comment",
 			in: engine.SummaryInput{Messages: []*compactorv1.Message{
 				irtest.User("Enable X when the platform has it."),
