@@ -592,7 +592,10 @@ func (x *extractor) callLines(c *call, limits ...int) (lines []string, parts []i
 		r := x.rank(c.output, c.outSeq)
 		for i, limit := range limits {
 			label := c.label
-			if limit >= excerptBytesLong && !c.delegated {
+			switch {
+			case c.delegated:
+				label = cmp.Or(c.reported, c.label)
+			case limit >= excerptBytesLong:
 				label = whole
 			}
 			chosen := r.choose(limit)
@@ -626,19 +629,32 @@ func (x *extractor) rank(output string, seq int) ranked {
 	if fields := jsonFields(output); fields != nil {
 		return x.rankParts(fields, "; ", seq)
 	}
-	var lines []string
+	var lines, worded []string
 	for _, l := range strings.Split(output, "\n") {
-		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) && !wordless(l) {
+		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
 			lines = append(lines, l)
+			if !layout(l) {
+				worded = append(worded, l)
+			}
 		}
+	}
+	if len(worded) > 0 { // else the layout is all the output says ("[]", "---")
+		lines = worded
 	}
 	return x.rankParts(lines, excerptSep, seq)
 }
 
-// wordless reports whether a line has no letter or digit: a rule, a fence, a closing brace,
-// which say nothing an excerpt needs.
-func wordless(l string) bool {
-	return !strings.ContainsFunc(l, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
+// layout reports whether a line is layout alone: no letter or digit (a rule, a fence, a
+// closing brace), which says nothing an excerpt needs when other lines say something; but
+// not a diff's added or removed line ("+}", "-)"), which is a change.
+func layout(l string) bool {
+	if strings.ContainsFunc(l, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		return false
+	}
+	if m := l[:1]; (m == "+" || m == "-") && strings.Trim(l, m+" ") != "" {
+		return false
+	}
+	return true
 }
 
 // excerptSep joins the lines of a text output's excerpt.

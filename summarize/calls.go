@@ -60,6 +60,10 @@ type call struct {
 	// Claude Code's Task tool starts): its arguments give that agent its instructions and
 	// name no file or command; its output is the other agent's report.
 	delegated bool
+	// reported is, on a delegated call with arguments besides its instructions, the label
+	// without them: how a line with the other agent's report names the call (the report
+	// says more than what it was told). "" otherwise: the label names it.
+	reported string
 }
 
 // fileText is text a call wrote to a file.
@@ -122,7 +126,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		return keys[i] < keys[j]
 	})
 	var args, all, keyParts []string
-	var told []string // args but a delegation's instructions: the label of a delegated call
+	var told []string // args but a delegation's instructions (reported)
 	var path, command, first string
 	var pathless []string // text written without a path argument: into the file the call acts on
 	for _, k := range keys {
@@ -178,9 +182,8 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
 	c.delegated = path == "" && command == "" && delegation(obj)
-	if c.delegated {
-		// The other agent's report says more than what it was told: named by the rest.
-		args = told
+	if c.delegated && slices.ContainsFunc(told, func(a string) bool { return a != "…" }) {
+		c.reported = c.tool + "(" + strings.Join(told, ", ") + ")"
 	}
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
 	c.whole = c.tool + "(" + strings.Join(all, ", ") + ")"

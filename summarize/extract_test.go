@@ -795,3 +795,34 @@ func TestCommentLines(t *testing.T) {
 		}
 	}
 }
+
+// TestDelegatedCallNames: a delegated call's report line names it by its other arguments, but
+// a call with no other argument, and a call still waiting for its report, keep the
+// instructions: nothing else says what the other agent was asked.
+func TestDelegatedCallNames(t *testing.T) {
+	const prompt = "Explore src/parser.py and tests/test_parser.py thoroughly and report why test_empty_input fails with an IndexError."
+	sum := func(msgs ...*compactorv1.Message) string {
+		return ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{})
+	}
+	got := sum(irtest.User("Fix the failing parser test."),
+		irtest.Assistant("", irtest.Call("t1", "dispatch_agent", `{"prompt":"`+prompt+`"}`)),
+		irtest.Result("t1", "dispatch_agent", irtest.OutText("The tokenizer drops the last token when the input is empty.")))
+	checkHasLacks(t, got, []string{"dispatch_agent(prompt=Explore src/parser.py"}, []string{"dispatch_agent(…)"})
+	got = sum(irtest.User("Fix the failing parser test."),
+		irtest.Assistant("", irtest.Call("t1", "Task", `{"description":"Investigate failure","prompt":"`+prompt+`","subagent_type":"general-purpose"}`)))
+	checkHasLacks(t, got, []string{"waiting for the result of: Task(description=Investigate failure, prompt=Explore src/parser.py"}, nil)
+}
+
+// TestExcerptLayoutLines: an output that is layout alone is quoted as it is ("[]" is an
+// answer), and a diff's added brace is a change, not layout.
+func TestExcerptLayoutLines(t *testing.T) {
+	for _, tt := range []struct{ out, want string }{
+		{"[]\n", "→ []"}, {"{}\n", "→ {}"}, {"---\n", "→ ---"},
+		{"diff --git a/main.go b/main.go\n--- a/main.go\n+++ b/main.go\n@@ -10,3 +10,4 @@ func main() {\n \tfmt.Println(x)\n+}\n", "/ +}"},
+	} {
+		got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{irtest.User("Run it."),
+			irtest.Assistant("", irtest.Call("b1", "Bash", `{"command":"python run.py"}`)),
+			irtest.Result("b1", "Bash", irtest.OutText(tt.out))}}, ExtractiveOptions{})
+		checkHasLacks(t, got, []string{tt.want}, nil)
+	}
+}
