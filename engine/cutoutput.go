@@ -67,8 +67,10 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 		// Pruning to the target cuts, in the message that crosses it, only what it would
 		// otherwise prune (not the keep_recent newest results, nor excluded tools' outputs).
 		crossing := sh.partial && i == sh.spare
+		// Not a candidate: an output the shape prunes, or one pruning leaves where it crosses.
+		skip := func(p bool) bool { return p && dc.prunedSaved(sh, i) > 0 || crossing && !p }
 		if dc.observation(i) {
-			if pruned[[2]int{i, -1}] && dc.prunedSaved(sh, i) > 0 || crossing && !pruned[[2]int{i, -1}] {
+			if skip(pruned[[2]int{i, -1}]) {
 				continue
 			}
 			if c, ok := dc.partsCandidate(i, -1, m.GetParts(), dc.counted(i)-MessageOverheadTokens); ok {
@@ -78,7 +80,7 @@ func (dc *deciding) cutOutputs(sh *shape, from, to int, goal int64) {
 		}
 		for j, p := range m.GetParts() {
 			r := p.GetToolResult()
-			if r == nil || pruned[[2]int{i, j}] && dc.prunedSaved(sh, i) > 0 || crossing && !pruned[[2]int{i, j}] {
+			if r == nil || skip(pruned[[2]int{i, j}]) {
 				continue
 			}
 			if c, ok := dc.outputCandidate(i, j, r.GetOutput()); ok {

@@ -24,7 +24,10 @@ func (dc *deciding) prunedSaved(sh *shape, i int) int64 {
 
 // prunedTotal is what pruning saves in shape sh.
 func (dc *deciding) prunedTotal(sh *shape) int64 {
-	if !sh.pruned || !sh.partial {
+	if !sh.pruned {
+		return 0
+	}
+	if !sh.partial {
 		return dc.pr.total
 	}
 	var n int64
@@ -39,18 +42,15 @@ func (dc *deciding) prunedTotal(sh *shape) int64 {
 // saves in them.
 func (dc *deciding) markSuperseded() int64 {
 	dc.superseded = make([]bool, len(dc.pr.saved))
-	other := make([]bool, len(dc.pr.saved))
-	for _, p := range dc.pr.parts {
-		if p.Duplicate {
-			dc.superseded[p.Message] = true
-		} else {
-			other[p.Message] = true
-		}
-	}
+	// dc.pr.parts is in message order: a message's parts are consecutive.
 	var n int64
-	for i := range dc.superseded {
-		if dc.superseded[i] = dc.superseded[i] && !other[i]; dc.superseded[i] {
-			n += dc.pr.saved[i]
+	for k := 0; k < len(dc.pr.parts); {
+		m, all := dc.pr.parts[k].Message, true
+		for ; k < len(dc.pr.parts) && dc.pr.parts[k].Message == m; k++ {
+			all = all && dc.pr.parts[k].Duplicate
+		}
+		if dc.superseded[m] = all; all {
+			n += dc.pr.saved[m]
 		}
 	}
 	return n

@@ -386,3 +386,17 @@ func TestPruneToTargetPrunesSuperseded(t *testing.T) {
 		t.Errorf("tokens_after %d (target %d), cached prefix %d (want %d)", r.TokensAfter, r.TargetTokens, r.CachedPrefixTokens, prefix)
 	}
 }
+
+// TestNoPruningReportsNone: a plan that prunes nothing (pruning would free less than
+// clear_at_least_tokens asks, and there is nothing to summarize) reports no pruned tokens.
+func TestNoPruningReportsNone(t *testing.T) {
+	msgs, p := pruneConversation(8, 200)
+	p.ContextWindow, p.Prune.ClearAtLeastTokens = 6000, 100000
+	r, err := Plan(msgs, p, NewCounter(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Action != compactorv1.Action_ACTION_NONE || r.PrunedTokens != 0 || r.TokensAfter != r.TokensBefore {
+		t.Errorf("%v: pruned_tokens %d, %d → %d, want NONE pruning nothing (%s)", r.Action, r.PrunedTokens, r.TokensBefore, r.TokensAfter, r.Reason)
+	}
+}

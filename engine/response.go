@@ -233,7 +233,8 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 		case !sh.enough:
 			rs = rs.s("; a summary would cost more than the turns it replaces: keeping all ").d(int64(turns)).s(" active turns")
 		}
-		if sh.pruned && dc.prunedTotal(&sh) > 0 {
+		if prunedTail > 0 { // what pruning removes: prunedTotal, without a summary
+
 			if sh.partial {
 				n, newer := dc.prunedOutputsIn(&sh)
 				if newer == 0 {
@@ -245,7 +246,7 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 			} else {
 				rs = rs.s("; pruning ").d(int64(countOutputs(dc.pr.parts))).s(" old tool outputs")
 			}
-			rs = rs.s(" removes ").d(dc.prunedTotal(&sh)).s(" tokens")
+			rs = rs.s(" removes ").d(prunedTail).s(" tokens")
 		}
 		rs = rs.cuts(sh)
 		rs = rs.s(" → ").d(sh.after)
@@ -465,9 +466,19 @@ func (r reason) onlyTurns(turns int, pol *policy) reason {
 // messages from index from on where pruning saves tokens (their disposition is PRUNE); nil
 // when there are none.
 func (dc *deciding) prunedFrom(sh *shape, from int) []PrunedPart {
-	var out []PrunedPart
+	keep := func(pp PrunedPart) bool { return pp.Message >= from && dc.prunedSaved(sh, pp.Message) > 0 }
+	n := 0
 	for _, pp := range dc.pr.parts {
-		if pp.Message >= from && dc.prunedSaved(sh, pp.Message) > 0 {
+		if keep(pp) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]PrunedPart, 0, n) // one allocation, as the copy it replaces made
+	for _, pp := range dc.pr.parts {
+		if keep(pp) {
 			out = append(out, pp)
 		}
 	}
