@@ -128,11 +128,14 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	var args, all, keyParts []string
 	var told []string // args but a delegation's instructions (reported)
 	var path, command, first string
+	instructed := false   // an argument gives another agent its instructions
 	var pathless []string // text written without a path argument: into the file the call acts on
 	for _, k := range keys {
 		var s string
 		if err := json.Unmarshal(obj[k], &s); err != nil {
 			s = string(obj[k])
+		} else {
+			instructed = instructed || instructions(k, s)
 		}
 		x.use.note(s, c.seq, fromAgentCall)
 		r, ranked := keyArgRank[k]
@@ -157,11 +160,12 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 			}
 		}
 		if !(editTextArgs[k] && len(s) > callArgBytes) {
+			arg := k + "=" + oneLine(engine.Truncate(s, callArgBytes))
 			if len(args) < 3 {
-				args = append(args, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
+				args = append(args, arg)
 			}
 			if len(told) < 3 && !instructions(k, s) {
-				told = append(told, k+"="+oneLine(engine.Truncate(s, callArgBytes)))
+				told = append(told, arg)
 			}
 			all = append(all, k+"="+oneLine(engine.Truncate(s, callWholeArgBytes)))
 		}
@@ -181,7 +185,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	if todos := todoItems(obj); todos != nil {
 		x.todo, x.todoSeq, c.plan = todos, c.seq, true
 	}
-	c.delegated = path == "" && command == "" && delegation(obj)
+	c.delegated = path == "" && command == "" && instructed
 	if c.delegated && slices.ContainsFunc(told, func(a string) bool { return a != "…" }) {
 		c.reported = c.tool + "(" + strings.Join(told, ", ") + ")"
 	}
@@ -218,18 +222,6 @@ const delegationWords = 12
 // instructions: one of delegationArgs, of delegationWords words or more.
 func instructions(k, s string) bool {
 	return slices.Contains(delegationArgs, k) && len(strings.Fields(s)) >= delegationWords
-}
-
-// delegation reports whether a call's arguments hand a task to another agent: one of
-// delegationArgs holds instructions of delegationWords words or more.
-func delegation(obj map[string]json.RawMessage) bool {
-	for _, k := range delegationArgs {
-		var s string
-		if json.Unmarshal(obj[k], &s) == nil && instructions(k, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // shellCall reads a command a text-protocol agent wrote in a fenced block.
