@@ -25,7 +25,7 @@ const (
 	callPending callStatus = iota // no result in the range yet
 	callOK
 	callFailed
-	callUnanswered // a text-protocol command the agent went on from without an observation
+	callUnanswered // a text-protocol command the agent went on from without an observation of its own
 )
 
 type call struct {

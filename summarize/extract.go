@@ -125,7 +125,7 @@ type extractor struct {
 	statements   []textAt
 	calls        []*call
 	open         map[string]*call   // structured calls without a result yet, by id
-	lastShell    *call              // the latest text-protocol command
+	shells       []*call            // the text-protocol commands of the latest assistant text
 	openFile     string             // the file an "open" tool opened last
 	failures     map[string][]*call // failed calls not yet followed by a success of the same call
 	todo         []string           // the latest plan or todo list, one line per step
@@ -204,13 +204,12 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 				x.statements = append(x.statements, textAt{unlabeled(text), seq})
 				x.mentions(text)
 				observed := i+1 < len(msgs) && kinds[i+1] == engine.UserObservation
-				if c := x.lastShell; c != nil && c.status == callPending {
-					c.status = callUnanswered // the agent went on without its output
-				}
+				x.unanswered(nil) // the agent went on without their output
+				x.shells = x.shells[:0]
 				for _, cmd := range commandBlocks(text, observed) {
 					c := x.shellCall(cmd)
 					x.calls = append(x.calls, c)
-					x.lastShell = c
+					x.shells = append(x.shells, c)
 				}
 			}
 		}
@@ -274,7 +273,11 @@ func errorReply(first string) bool {
 // observation settles the latest text-protocol command with the output an agent sent back
 // as a user message.
 func (x *extractor) observation(text string) {
-	c := x.lastShell
+	var c *call
+	if n := len(x.shells); n > 0 {
+		c = x.shells[n-1]
+	}
+	x.unanswered(c)
 	if c == nil || c.status != callPending {
 		c = &call{seq: x.next(), tool: "shell", label: "(output)", key: "output", short: "output", reads: true}
 		if len(x.calls) == 0 {
@@ -288,6 +291,19 @@ func (x *extractor) observation(text string) {
 		x.settle(c, text, rc != 0, true, exitDetail(rc, text))
 	} else {
 		x.settle(c, text, false, false, "")
+	}
+}
+
+// unanswered marks the latest assistant text's commands still pending, but settled, as
+// unanswered: one observation answers the last of them (a harness that runs one command per
+// message says the others were refused, as mini-swe-agent's format error does; one that
+// runs them all answers them together), and a command the agent wrote before its next text
+// got no output of its own. Nothing the agent wrote earlier is still waiting for a result.
+func (x *extractor) unanswered(settled *call) {
+	for _, c := range x.shells {
+		if c != settled && c.status == callPending {
+			c.status = callUnanswered
+		}
 	}
 }
 

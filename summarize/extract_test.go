@@ -826,3 +826,22 @@ func TestExcerptLayoutLines(t *testing.T) {
 		checkHasLacks(t, got, []string{tt.want}, nil)
 	}
 }
+
+// TestOnlyTheLatestCommandsWait: a text-protocol agent's message with two commands gets one
+// observation (mini-swe-agent refuses both with a format error); neither is still waiting
+// for a result once the agent writes again, and only the newest message's command is.
+func TestOnlyTheLatestCommandsWait(t *testing.T) {
+	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Make the docs render `bytes | str`."),
+		irtest.Assistant("THOUGHT: change it and rebuild.\n\n```bash\nsed -i 's/bytes | str/str/' example.py\n```\n\n```bash\ncd reproduction && make html\n```"),
+		irtest.User("Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
+		irtest.Assistant("THOUGHT: one at a time.\n\n```bash\ncd reproduction && make html\n```"),
+		irtest.User("<returncode>0</returncode>\n<output>\nbuild succeeded.\n</output>"),
+		irtest.Assistant("THOUGHT: check the page.\n\n```bash\ngrep -c str _build/html/index.html\n```"),
+	}}, ExtractiveOptions{})
+	checkHasLacks(t, got, []string{"waiting for the result of: `grep -c str _build/html/index.html`", "build succeeded"},
+		[]string{"waiting for the result of: `sed", "waiting for the result of: `cd reproduction"})
+	if n := strings.Count(got, "waiting for the result of"); n != 1 {
+		t.Errorf("%d commands waiting for a result, want 1:\n%s", n, got)
+	}
+}
