@@ -251,7 +251,7 @@ func (dc *deciding) summarizeShape(turns, keep int) shape {
 	sh.k = kMax
 	for j := 1; j <= kMax; j++ {
 		if dc.tail[j] <= pol.keepTokens && dc.headAt(j)+requests(j)+sh.room+dc.tail[j] <= pol.target {
-			sh.k = preferUserTurn(dc.msgs, &dc.lay, dc.tail, j, kMax)
+			sh.k = dc.preferUserTurn(j, kMax)
 			break
 		}
 	}
@@ -441,19 +441,30 @@ func tailSizes(tail []int64, lay *layout, tokens, saved []int64) {
 }
 
 // preferUserTurn returns, among turn k and the later ones up to kMax whose tail is at least
-// half as long as k's, the first that a user message starts, if any, else k: a summary
-// that ends where the user spoke cuts the conversation at its seams.
-func preferUserTurn(msgs []*compactorv1.Message, lay *layout, tail []int64, k, kMax int) int {
+// half as long as k's, the first that the user's own message starts, if any; else the first
+// that a text-protocol agent's tool output does not start (that output answers the command
+// before it); else k. A summary that ends where the user spoke cuts the conversation at its
+// seams, and a command stays with its output.
+func (dc *deciding) preferUserTurn(k, kMax int) int {
 	if k == kMax {
 		return k
 	}
+	seam := -1
 	for j := k; j <= kMax; j++ {
-		if 2*tail[j] < tail[k] {
+		if 2*dc.tail[j] < dc.tail[k] {
 			break
 		}
-		if msgs[lay.turnStarts[j]].GetRole() == compactorv1.Role_ROLE_USER {
+		i := int(dc.lay.turnStarts[j])
+		switch {
+		case dc.observation(i):
+		case dc.msgs[i].GetRole() == compactorv1.Role_ROLE_USER:
 			return j
+		case seam < 0:
+			seam = j
 		}
+	}
+	if seam >= 0 {
+		return seam
 	}
 	return k
 }

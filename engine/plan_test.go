@@ -237,6 +237,40 @@ func TestPlanSummarizeCutsAtATurnBoundaryWithinBudget(t *testing.T) {
 	}
 }
 
+// TestPlanKeepsACommandWithItsOutput: a text-protocol agent (mini-swe-agent) writes its
+// command in its text and gets the output as a user message; a summary prefers to end where
+// the user spoke, and that output is not the user speaking: the cut falls before the command,
+// not between it and its output, unless a request starts a turn within reach.
+func TestPlanKeepsACommandWithItsOutput(t *testing.T) {
+	conv := func(request int) []*compactorv1.Message {
+		msgs := []*compactorv1.Message{plSysMsg("You are a helpful assistant that can interact with a computer."),
+			plUserMsg("Fix the failing date parser in src/dates.py.")}
+		for i := range 30 {
+			if i == request {
+				msgs = append(msgs, plUserMsg("Also keep the old format working: "+plWords(40, "req")))
+			}
+			msgs = append(msgs, plAsstMsg(plText(fmt.Sprintf("THOUGHT: step %d. %s\n\n```bash\ngrep -n parse src/dates.py | head -%d\n```", i, plWords(60, fmt.Sprint("a", i)), i+1))),
+				plUserMsg("<returncode>0</returncode>\n<output>\n"+plWords(120, fmt.Sprint("o", i))+"\n</output>"))
+		}
+		return msgs
+	}
+	c := NewCounter(0)
+	for _, request := range []int{-1, 26, 27, 28} {
+		msgs := conv(request)
+		for _, window := range []int64{4000, 5000, 6000, 8000} {
+			p := &compactorv1.Policy{ContextWindow: window, Tokenizer: "cl100k_base"}
+			r := mustDecide(t, msgs, p, c, Options{}).Response
+			if r.Action != compactorv1.Action_ACTION_SUMMARIZE {
+				t.Fatalf("request %d, window %d: action %v: %s", request, window, r.Action, r.Reason)
+			}
+			cut := msgs[r.CutIndex]
+			if cut.Role == compactorv1.Role_ROLE_USER && strings.HasPrefix(cut.Parts[0].GetText().GetText(), "<returncode>") && int(r.CutIndex) != len(msgs)-1 {
+				t.Errorf("request %d, window %d: cut %d separates a command from its output: %s", request, window, r.CutIndex, r.Reason)
+			}
+		}
+	}
+}
+
 func TestPlanNeverSplitsToolTurn(t *testing.T) {
 	big := strings.Repeat("q", 4000) // 1000 approx tokens
 	msgs := []*compactorv1.Message{
