@@ -156,6 +156,8 @@ type shape struct {
 	// neverCut when what no compaction cuts (the head and the user's newest request, then in
 	// after and reqs) alone does.
 	irreducible, neverCut bool
+	// least is, for a summary that stays above the target, the least toward it (targetFloor).
+	least int64
 }
 
 // withoutSummary is the answer when too few turns are active to summarize (turns ≤
@@ -201,6 +203,9 @@ func (dc *deciding) compact(turns int) shape {
 	}
 	if first.action != compactorv1.Action_ACTION_UNSPECIFIED {
 		// No shape reaches the target: the one that keeps the most turns under the trigger.
+		if first.action == compactorv1.Action_ACTION_SUMMARIZE {
+			first.least = dc.targetFloor(turns)
+		}
 		return first
 	}
 	if turns > pol.keepTurns {
@@ -353,6 +358,18 @@ func headSizes(head []int64, lay *layout, base int64, split []int64) {
 	for ; k < len(head); k++ {
 		head[k] = sum
 	}
+}
+
+// targetFloor is the least a summary reaches toward the target: the head at a cut before the
+// newest turn, the requests kept verbatim there, half the summary room (roomFloor) and the
+// newest turn whole, pruned as the summary prunes it. Only the trigger takes more.
+func (dc *deciding) targetFloor(turns int) int64 {
+	if dc.tail == nil {
+		dc.prepareSummary(turns)
+	}
+	k := turns - 1
+	reqs := keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), dc.sp.rest, dc.pol.keepRequests, nil)
+	return dc.headAt(k) + reqs + dc.roomFloor() + dc.tail[k]
 }
 
 // minRoom is the least summary room: the framing, the source marker when the compaction

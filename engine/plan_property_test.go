@@ -466,8 +466,19 @@ func checkLeast(t *testing.T, msgs []*compactorv1.Message, r *compactorv1.PlanRe
 		return // nothing to summarize: only pruning and cutting
 	}
 	if last := starts[len(starts)-1]; r.TokensAfter > pol.target {
-		if u := refTargetSummary(t, msgs, r, pol, split, last); u <= pol.target {
+		u := refTargetSummary(t, msgs, r, pol, split, last)
+		if u <= pol.target {
 			t.Errorf("%v lands at %d > target %d, but a summary keeping the newest turn fits in %d: %s", r.Action, r.TokensAfter, pol.target, u, r.Reason)
+		}
+		// The reason gives that least, pruned as the summary prunes: over the target, at most
+		// the unpruned one.
+		if r.Action == compactorv1.Action_ACTION_SUMMARIZE && r.TokensAfter <= pol.trigger {
+			var least int64
+			if _, err := fmt.Sscanf(after(r.Reason, "half the summary room), "), "%d tokens at least", &least); err != nil {
+				t.Errorf("above the target, the reason does not say the least toward it: %s", r.Reason)
+			} else if least <= pol.target || least > u {
+				t.Errorf("reason's least toward the target %d: want above the target %d, at most %d unpruned: %s", least, pol.target, u, r.Reason)
+			}
 		}
 	}
 	u := refLeastSummary(t, msgs, r, pol, split, starts[len(starts)-1])

@@ -347,6 +347,10 @@ func (r reason) landing(sh shape, pol *policy, turn int64) reason {
 	switch {
 	case sh.after <= pol.target:
 		r = r.s(" ≤ target ").d(pol.target)
+	case sh.after <= pol.trigger && sh.least > 0:
+		r = r.s(" > target ").d(pol.target).
+			s(": the target yields to what the next turns need most (the newest turn whole, the requests kept verbatim, half the summary room), ").
+			d(sh.least).s(" tokens at least, which only the trigger takes")
 	case sh.after <= pol.trigger:
 		r = r.s(" > target ").d(pol.target).
 			s(": the target yields to what the next turns need most (the newest turn whole, the requests kept verbatim, half the summary room), which only the trigger takes")
