@@ -54,19 +54,57 @@ func IsDemonstration(text string) bool {
 }
 
 // issuesCommand reports whether an assistant message runs a command the next user message
-// answers with its output: a fenced code block in a message without tool calls (function
-// calling agents answer with tool results, not user text).
+// answers with its output: a fenced block of shell (ShellFence) in a message without tool
+// calls (function calling agents answer with tool results, not user text). A block of
+// another language (a chat's Python answer) is not a command.
 func issuesCommand(m *compactorv1.Message) bool {
 	block := false
 	for _, p := range m.GetParts() {
 		if p.GetToolCall() != nil {
 			return false
 		}
-		if t := p.GetText(); t != nil && strings.Contains(t.GetText(), "```") {
-			block = true
+		if t := p.GetText(); t != nil && !block && strings.Contains(t.GetText(), "```") {
+			EachFence(t.GetText(), func(lang, _ string) {
+				block = block || lang == "" || ShellFence(lang)
+			})
 		}
 	}
 	return block
+}
+
+// ShellFence reports whether a fenced block's language (its opening line, trimmed) is a
+// shell's: what text-protocol agents (mini-swe-agent's "```bash") run.
+func ShellFence(lang string) bool {
+	switch lang {
+	case "bash", "sh", "shell", "console", "zsh":
+		return true
+	}
+	return false
+}
+
+// EachFence calls f with the language (the opening fence's line, trimmed) and the body of
+// each closed ``` fenced block of text, in order. Fences pair in order: a closing fence is
+// never read as the opening of the next block.
+func EachFence(text string, f func(lang, body string)) {
+	for rest := text; ; {
+		i := strings.Index(rest, "```")
+		if i < 0 {
+			return
+		}
+		rest = rest[i+3:]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			return
+		}
+		lang := strings.TrimSpace(rest[:nl])
+		body := rest[nl+1:]
+		j := strings.Index(body, "```")
+		if j < 0 {
+			return
+		}
+		f(lang, body[:j])
+		rest = body[j+3:]
+	}
 }
 
 // Requests returns the indexes of the user's requests among msgs, oldest first: the first
@@ -148,6 +186,22 @@ func eachUserText(msgs []*compactorv1.Message, from int, taskRule bool, f func(i
 func eachUserKind(msgs []*compactorv1.Message, from int, taskRule bool, flags func(i int) textFlags, f func(i int, k UserKind)) {
 	task := !taskRule
 	command := false // the previous message was an assistant's text-protocol command
+	// protocol is whether some user message reads as a tool's output by its own text (an
+	// observation prefix, SWE-agent's prompt line): only in such a conversation is a reply to
+	// a shell block the command's output; in a chat it is the user's (0: not read yet).
+	protocol := 0
+	textProtocol := func() bool {
+		if protocol == 0 {
+			protocol = -1
+			for j, m := range msgs {
+				if m.GetRole() == compactorv1.Role_ROLE_USER && flags(j)&flagObservation != 0 {
+					protocol = 1
+					break
+				}
+			}
+		}
+		return protocol > 0
+	}
 	// The user messages a summary right before from says are the requests its compaction
 	// kept verbatim are requests, whatever they read as (a SWE-agent task ends with the
 	// prompt line its observations end with).
@@ -206,7 +260,7 @@ func eachUserKind(msgs []*compactorv1.Message, from int, taskRule bool, flags fu
 			f(i, UserRequest)
 		case fl&flagTextOnly == 0:
 			f(i, UserOther)
-		case afterCommand || fl&flagObservation != 0:
+		case fl&flagObservation != 0 || afterCommand && textProtocol():
 			f(i, UserObservation)
 		default:
 			f(i, UserRequest)

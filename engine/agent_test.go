@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 )
 
@@ -103,6 +104,44 @@ func TestObservationsAndDemonstrations(t *testing.T) {
 		}
 		if got := engine.IsDemonstration(tt.text); got != tt.demo {
 			t.Errorf("IsDemonstration(%q) = %v", tt.text, got)
+		}
+	}
+}
+
+// TestRepliesToCodeBlocks: a user's reply to an assistant's fenced block is the command's
+// output only when the block is shell and the conversation speaks the text protocol (some
+// user message reads as a tool's output by itself); a chat's code answer, or shell shown to a
+// person, is followed by the user's next request.
+func TestRepliesToCodeBlocks(t *testing.T) {
+	user := func(s string) *compactorv1.Message {
+		return &compactorv1.Message{Role: compactorv1.Role_ROLE_USER, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}}}
+	}
+	asst := func(s string) *compactorv1.Message {
+		return &compactorv1.Message{Role: compactorv1.Role_ROLE_ASSISTANT, Parts: []*compactorv1.Part{{Content: &compactorv1.Part_Text{Text: &compactorv1.TextPart{Text: s}}}}}
+	}
+	const reply = "Thanks. Now make it handle time zones too."
+	for _, tt := range []struct {
+		name  string
+		msgs  []*compactorv1.Message
+		reply engine.UserKind // the kind of the last message
+	}{
+		{"a chat's Python answer", []*compactorv1.Message{user("Write me a date parser in Python."),
+			asst("Here it is.\n\n```python\ndef parse(s):\n    return s.split('-')\n```"), user(reply)}, engine.UserRequest},
+		{"shell shown to a person", []*compactorv1.Message{user("How do I install it?"),
+			asst("Run this:\n\n```bash\npip install dateparser\n```"), user("It says permission denied.")}, engine.UserRequest},
+		{"mini-swe-agent's format error", []*compactorv1.Message{user("Fix the parser."),
+			asst("THOUGHT: look.\n\n```bash\nls\n```"), user("<returncode>0</returncode>\n<output>\nsrc\n</output>"),
+			asst("THOUGHT: two.\n\n```bash\nls src\n```\n\n```bash\npwd\n```"), user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.")}, engine.UserObservation},
+		{"SWE-agent's unlabelled fence", []*compactorv1.Message{user("Fix the parser."),
+			asst("DISCUSSION\nLook first.\n\n```\nls\n```"), user("src\n(Open file: n/a)\n(Current directory: /repo)\nbash-$"),
+			asst("DISCUSSION\nSubmit.\n\n```\nsubmit\n```"), user("diff --git a/src/p.py b/src/p.py")}, engine.UserObservation},
+	} {
+		kinds := engine.ClassifyUsers(tt.msgs, false)
+		if got := kinds[len(kinds)-1]; got != tt.reply {
+			t.Errorf("%s: the reply is kind %d, want %d", tt.name, got, tt.reply)
+		}
+		if got := engine.Requests(tt.msgs); tt.reply == engine.UserRequest && len(got) != 2 {
+			t.Errorf("%s: requests %v, want the task and the reply", tt.name, got)
 		}
 	}
 }

@@ -204,7 +204,7 @@ func isError(o *compactorv1.ToolOutput) bool {
 // of two text parts is cut across them: the first keeps its provider options, neither is
 // merged into the other, and what the plan counts is what PruneAndCut returns.
 func TestCutObservationKeepsItsParts(t *testing.T) {
-	first := plText(plWords(20000, "o"))
+	first := plText("<returncode>0</returncode>\n<output>\n" + plWords(20000, "o"))
 	first.ProviderOptions = map[string]*structpb.Struct{"anthropic": {Fields: map[string]*structpb.Value{"cacheControl": structpb.NewStringValue("ephemeral")}}}
 	obs := plMsg(compactorv1.Role_ROLE_USER, first, plText(plWords(20000, "p")))
 	msgs := []*compactorv1.Message{plUserMsg("list the files"), plAsstMsg(plText("```bash\nls\n```")), obs}

@@ -483,40 +483,12 @@ func patchTexts(patch string) []fileText {
 // text: the calls of text-protocol agents.
 func shellBlocks(text string) []string {
 	var out []string
-	eachFence(text, func(lang, body string) {
-		switch lang {
-		case "bash", "sh", "shell", "console", "zsh":
-			if cmd := strings.TrimSpace(body); cmd != "" {
-				out = append(out, cmd)
-			}
+	engine.EachFence(text, func(lang, body string) {
+		if cmd := strings.TrimSpace(body); engine.ShellFence(lang) && cmd != "" {
+			out = append(out, cmd)
 		}
 	})
 	return out
-}
-
-// eachFence calls f with the language (the opening fence's line, trimmed) and the body of
-// each closed ``` fenced block of text, in order. Fences pair in order: a closing fence is
-// never read as the opening of the next block.
-func eachFence(text string, f func(lang, body string)) {
-	for rest := text; ; {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			return
-		}
-		rest = rest[i+3:]
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return
-		}
-		lang := strings.TrimSpace(rest[:nl])
-		body := rest[nl+1:]
-		j := strings.Index(body, "```")
-		if j < 0 {
-			return
-		}
-		f(lang, body[:j])
-		rest = body[j+3:]
-	}
 }
 
 // oneLine collapses white space runs to one space.
