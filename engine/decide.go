@@ -458,10 +458,11 @@ func tailSizes(tail []int64, lay *layout, tokens, saved []int64) {
 }
 
 // preferUserTurn returns, among turn k and the later ones up to kMax whose tail is at least
-// half as long as k's, the first that the user's own message starts, if any; else the first
-// that a text-protocol agent's tool output does not start (that output answers the command
-// before it); else k. A summary that ends where the user spoke cuts the conversation at its
-// seams, and a command stays with its output.
+// half as long as k's, the first that a request of the user's starts (UserRequest: not a
+// text-protocol agent's tool output, nor a host's blocks alone), if any; else the first that
+// such a tool output does not start (it answers the command before it); else k. A summary
+// that ends where the user spoke cuts the conversation at its seams, and a command stays with
+// its output.
 func (dc *deciding) preferUserTurn(k, kMax int) int {
 	if k == kMax {
 		return k
@@ -473,10 +474,9 @@ func (dc *deciding) preferUserTurn(k, kMax int) int {
 		}
 		i := int(dc.lay.turnStarts[j])
 		switch {
-		case dc.observation(i):
-		case dc.msgs[i].GetRole() == compactorv1.Role_ROLE_USER:
+		case dc.kinds[i] == UserRequest:
 			return j
-		case seam < 0:
+		case seam < 0 && !dc.observation(i):
 			seam = j
 		}
 	}

@@ -478,3 +478,52 @@ func TestPruneAndCutLeavesInputUntouched(t *testing.T) {
 		t.Errorf("pruned conversation is invalid: %v", err)
 	}
 }
+
+// TestPreferUserTurn: among the cuts within reach (a tail at least half as long as the first
+// that fits), the first before a request; else the first not before a text-protocol tool
+// output; else the first that fits.
+func TestPreferUserTurn(t *testing.T) {
+	const (
+		A = iota // an assistant message
+		R        // a request
+		O        // a tool output sent as a user message
+		C        // a host's blocks alone
+	)
+	for _, tt := range []struct {
+		name    string
+		turns   []int   // what starts each turn
+		tail    []int64 // tail per turn start, newest last
+		k, want int
+	}{
+		{"a request within reach", []int{A, O, A, O, R, A}, []int64{60, 50, 40, 35, 30, 10}, 1, 4},
+		{"the request out of reach", []int{A, O, A, O, R, A}, []int64{60, 50, 40, 35, 20, 10}, 1, 2},
+		{"a command before its output", []int{A, A, O, A, O, A}, []int64{60, 50, 40, 35, 30, 10}, 1, 1},
+		{"the output first: the command after it", []int{A, O, A, O, A, O}, []int64{60, 50, 40, 35, 30, 10}, 1, 2},
+		{"a host's reminder is no request", []int{A, O, C, O, R, O}, []int64{60, 50, 40, 35, 30, 10}, 1, 4},
+		{"nothing better within reach", []int{A, O, O, O, O, A}, []int64{60, 50, 20, 15, 12, 10}, 1, 1},
+		{"k is the last", []int{A, O, A}, []int64{30, 20, 10}, 2, 2},
+	} {
+		dc := &deciding{}
+		for i, kind := range tt.turns {
+			role := compactorv1.Role_ROLE_USER
+			var k UserKind
+			switch kind {
+			case A:
+				role = compactorv1.Role_ROLE_ASSISTANT
+			case R:
+				k = UserRequest
+			case O:
+				k = UserObservation
+			case C:
+				k = UserContext
+			}
+			dc.msgs = append(dc.msgs, plMsg(role, plText("x")))
+			dc.kinds = append(dc.kinds, k)
+			dc.lay.turnStarts = append(dc.lay.turnStarts, int32(i))
+		}
+		dc.tail = tt.tail
+		if got := dc.preferUserTurn(tt.k, len(tt.turns)-1); got != tt.want {
+			t.Errorf("%s: turn %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

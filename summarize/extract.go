@@ -295,10 +295,11 @@ func (x *extractor) observation(text string) {
 }
 
 // unanswered marks the latest assistant text's commands still pending, but settled, as
-// unanswered: one observation answers the last of them (a harness that runs one command per
-// message says the others were refused, as mini-swe-agent's format error does; one that
-// runs them all answers them together), and a command the agent wrote before its next text
-// got no output of its own. Nothing the agent wrote earlier is still waiting for a result.
+// unanswered: they got no output of their own. The harnesses known here run one command per
+// message: an observation answers the last of them (mini-swe-agent refuses a message of
+// several with a format error, which the summary shows as that command's outcome), and a
+// command the agent wrote before its next text got no output. Nothing the agent wrote
+// earlier is still waiting for a result.
 func (x *extractor) unanswered(settled *call) {
 	for _, c := range x.shells {
 		if c != settled && c.status == callPending {
@@ -377,7 +378,7 @@ func commandBlocks(text string, observed bool) []string {
 		return cmds
 	}
 	last := ""
-	eachFence(text, func(lang, body string) {
+	engine.EachFence(text, func(lang, body string) {
 		if c := strings.TrimSpace(body); lang == "" && c != "" {
 			last = c
 		}
