@@ -17,6 +17,24 @@ import (
 var observationPrefixes = []string{"<returncode>", "<output>", "<tool_result", "<function_results>",
 	"Observation:", "OBSERVATION:", "[Tool result", "Tool output:"}
 
+// refusalPrefixes start a text-protocol harness's refusal of an agent message it could not
+// parse (mini-swe-agent's format error, "Please always provide EXACTLY ONE action in triple
+// backticks, found 2 actions."): none of that message's commands ran. Compared without case.
+var refusalPrefixes = []string{"Please always provide EXACTLY ONE action"}
+
+// IsRefusal reports whether a user text is a text-protocol harness's refusal of the agent's
+// previous message (refusalPrefixes): the commands it held did not run. A refusal is an
+// observation (the harness's words, not the user's).
+func IsRefusal(text string) bool {
+	text = strings.TrimSpace(text)
+	for _, p := range refusalPrefixes {
+		if len(text) >= len(p) && strings.EqualFold(text[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
 // SWE-agent's prompt state line, "(Open file: …) (Current directory: …) bash-$", contains
 // promptStateDir and ends with promptStateEnd.
 const (
@@ -25,15 +43,18 @@ const (
 )
 
 // observed is the observation rule (a text-protocol agent's tool output starts with a known
-// observation prefix, or ends with SWE-agent's prompt state line) over a user text given as
-// its first and last nonblank text parts, trimmed (the whole trimmed text for both when it
-// is one), and whether any part contains promptStateDir. No prefix or marker contains a newline, so the
-// rule reads the parts as it would their join.
+// observation prefix or is its harness's refusal, or ends with SWE-agent's prompt state
+// line) over a user text given as its first and last nonblank text parts, trimmed (the whole
+// trimmed text for both when it is one), and whether any part contains promptStateDir. No
+// prefix or marker contains a newline, so the rule reads the parts as it would their join.
 func observed(first, last string, dir bool) bool {
 	for _, p := range observationPrefixes {
 		if strings.HasPrefix(first, p) {
 			return true
 		}
+	}
+	if IsRefusal(first) {
+		return true
 	}
 	return dir && strings.HasSuffix(last, promptStateEnd)
 }

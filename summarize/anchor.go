@@ -3,6 +3,7 @@ package summarize
 import (
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
@@ -331,6 +332,9 @@ func (x *extractor) anchor(a string) {
 				}
 				p.section, p.text, p.base = secNotes, "- earlier, "+unbullet(it.text), worthEarlierOpen // an LLM's pending work, current work or next step
 			}
+			if it.section == secErrors && x.anchorRefusals(it.text) {
+				continue // counted with the range's own (buildRefusals)
+			}
 			if it.section == secErrors && !strings.Contains(it.text, "(resolved") {
 				p.base = worthEarlierOpen
 			}
@@ -343,6 +347,24 @@ func (x *extractor) anchor(a string) {
 	if len(plan) > 0 {
 		x.priorPlan = plan // the latest plan the anchor holds
 	}
+}
+
+// anchorRefusals counts the refusals an earlier summary's line says the harness made
+// (buildRefusals wrote it), keeping its citations, and reports whether the line was one.
+func (x *extractor) anchorRefusals(line string) bool {
+	text, cites := engine.CutCitations(unbullet(line))
+	rest, ok := strings.CutPrefix(text, refusedPrefix)
+	if !ok {
+		return false
+	}
+	n, _, _ := strings.Cut(rest, " ")
+	k, err := strconv.Atoi(n)
+	if err != nil || k <= 0 {
+		return false
+	}
+	x.priorRefusals += k
+	x.priorRefusalCites = append(x.priorRefusalCites, cites...)
+	return true
 }
 
 // anchorFile carries an item of a previous summary's files ledger: its path with what was

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -160,7 +161,7 @@ func (x *extractor) buildStopped() {
 	}
 	var last *call
 	for _, c := range x.calls {
-		if (c.status == callOK || c.status == callFailed) && (last == nil || c.seq > last.seq) {
+		if (c.status == callOK || c.status == callFailed || c.status == callRefused && c.outSeq > 0) && (last == nil || c.seq > last.seq) {
 			last = c
 		}
 	}
@@ -243,6 +244,44 @@ func (x *extractor) buildErrors() {
 	if latest != nil {
 		latest.prio = prioLastError
 	}
+	x.buildRefusals()
+}
+
+// refusedPrefix opens the line that counts the harness's refusals (buildRefusals), which
+// the next summary reads back (anchorRefusals).
+const refusedPrefix = "the harness refused "
+
+// buildRefusals says how often the harness refused the agent's messages (an earlier
+// summary's count included) and its latest words: a format the agent keeps getting wrong is
+// an error to deal with while no command has run since, and worth knowing after.
+func (x *extractor) buildRefusals() {
+	n := x.priorRefusals + len(x.refusals)
+	if n == 0 {
+		return
+	}
+	what := "1 message"
+	if n > 1 {
+		what = strconv.Itoa(n) + " messages"
+	}
+	it := item{section: secErrors, base: worthFixedError}
+	for _, c := range x.priorRefusalCites {
+		it.cite += " " + c.String()
+	}
+	latest := "" // the range's latest refusal, or the anchor's words
+	if k := len(x.refusals); k > 0 {
+		r := x.refusals[k-1]
+		latest = "; the latest: " + oneLine(engine.Truncate(firstLine(r.text), errorLineBytes))
+		it.seq, it.from, it.to = r.seq, x.refusals[0].seq, r.seq
+		it.base = worthOpenError // until a command runs after it
+		for _, c := range x.calls {
+			if c.seq > r.seq && (c.status == callOK || c.status == callFailed) {
+				it.base = worthFixedError
+				break
+			}
+		}
+	}
+	it.text = "- " + refusedPrefix + what + " of the agent's (no command of theirs ran)" + latest
+	x.add(it)
 }
 
 // editedBetween says which file the agent changed last between the failure of c and the
@@ -276,8 +315,8 @@ const (
 func (x *extractor) buildFiles() {
 	lastEdit := map[string]*call{} // path → the last successful call that wrote into it
 	for _, c := range x.calls {
-		if c.status == callFailed {
-			continue
+		if c.status == callFailed || c.status == callRefused || c.status == callUnanswered {
+			continue // it wrote nothing, or nothing the range knows of
 		}
 		for _, e := range c.edits {
 			if strings.TrimSpace(e.text) != "" {
@@ -499,8 +538,8 @@ func (x *extractor) runAfter(c *call) *call {
 // output said.
 func (x *extractor) buildCalls() {
 	for _, c := range x.calls {
-		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered {
-			continue // a plan's call: the plan section holds it
+		if c.shown || c.plan || c.status == callPending || c.status == callUnanswered || c.status == callRefused {
+			continue // a plan's call: the plan section holds it; a refused one, the errors (buildRefusals)
 		}
 		lines, parts := x.callLines(c, excerptBytes, excerptBytesLong, excerptBytesFull)
 		var alts []item
@@ -587,6 +626,10 @@ func (x *extractor) callLines(c *call, limits ...int) (lines []string, parts []i
 	case callPending:
 		for i := range lines {
 			lines[i] = c.label
+		}
+	case callRefused:
+		for i := range lines {
+			lines[i] = whole + " → refused by the harness, not run: " + c.detail
 		}
 	default:
 		r := x.rank(c.output, c.outSeq)

@@ -26,6 +26,7 @@ const (
 	callOK
 	callFailed
 	callUnanswered // a text-protocol command the agent went on from without an observation of its own
+	callRefused    // a text-protocol command its harness refused to run (engine.IsRefusal)
 )
 
 type call struct {

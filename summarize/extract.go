@@ -121,19 +121,23 @@ type extractor struct {
 	use   usage
 	files ledger
 
-	requests     []textAt
-	statements   []textAt
-	calls        []*call
-	open         map[string]*call   // structured calls without a result yet, by id
-	shells       []*call            // the text-protocol commands of the latest assistant text
-	openFile     string             // the file an "open" tool opened last
-	failures     map[string][]*call // failed calls not yet followed by a success of the same call
-	todo         []string           // the latest plan or todo list, one line per step
-	todoSeq      int                // the call that wrote it
-	priorPlan    []string           // the plan of an anchor
-	priorStopped []string           // where an anchor's range stopped, one line per item
-	anchorEnd    int                // the events 1..anchorEnd are an anchor's lines (read before the walk)
-	demos        int                // few-shot demonstrations left out
+	requests   []textAt
+	statements []textAt
+	calls      []*call
+	open       map[string]*call // structured calls without a result yet, by id
+	shells     []*call          // the text-protocol commands of the latest assistant text
+	refusals   []textAt         // the harness's refusals of the agent's messages (engine.IsRefusal)
+	// priorRefusals is how many refusals an anchor counted, and where it cited them.
+	priorRefusals     int
+	priorRefusalCites []engine.Citation
+	openFile          string             // the file an "open" tool opened last
+	failures          map[string][]*call // failed calls not yet followed by a success of the same call
+	todo              []string           // the latest plan or todo list, one line per step
+	todoSeq           int                // the call that wrote it
+	priorPlan         []string           // the plan of an anchor
+	priorStopped      []string           // where an anchor's range stopped, one line per item
+	anchorEnd         int                // the events 1..anchorEnd are an anchor's lines (read before the walk)
+	demos             int                // few-shot demonstrations left out
 
 	legend bool   // render writes the legend of citations
 	prior  []item // items of an anchor
@@ -273,6 +277,10 @@ func errorReply(first string) bool {
 // observation settles the latest text-protocol command with the output an agent sent back
 // as a user message.
 func (x *extractor) observation(text string) {
+	if engine.IsRefusal(text) {
+		x.refused(text)
+		return
+	}
 	var c *call
 	if n := len(x.shells); n > 0 {
 		c = x.shells[n-1]
@@ -291,6 +299,22 @@ func (x *extractor) observation(text string) {
 		x.settle(c, text, rc != 0, true, exitDetail(rc, text))
 	} else {
 		x.settle(c, text, false, false, "")
+	}
+}
+
+// refused records a harness's refusal of the latest assistant text: none of its commands
+// ran, so none changed a file; the last of them carries the refusal as its outcome.
+func (x *extractor) refused(text string) {
+	seq := x.next()
+	x.refusals = append(x.refusals, textAt{text, seq})
+	for i, c := range x.shells {
+		if c.status != callPending {
+			continue
+		}
+		c.status = callRefused
+		if i == len(x.shells)-1 {
+			c.output, c.outSeq, c.detail = text, seq, oneLine(engine.Truncate(firstLine(text), errorLineBytes))
+		}
 	}
 }
 

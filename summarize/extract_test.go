@@ -845,3 +845,36 @@ func TestOnlyTheLatestCommandsWait(t *testing.T) {
 		t.Errorf("%d commands waiting for a result, want 1:\n%s", n, got)
 	}
 }
+
+// TestRefusedCommands: mini-swe-agent refuses a message of several commands (its format
+// error) and runs none: the summary says the command was refused, not run, writes no edit of
+// it into the files ledger, and counts the refusals in one errors line, which the next summary
+// adds its own to.
+func TestRefusedCommands(t *testing.T) {
+	const refusal = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n\nPlease format your action in triple backticks as shown in <response_example>."
+	msgs := []*compactorv1.Message{
+		irtest.User("Reject URLs with newlines in django/core/validators.py."),
+		irtest.Assistant("THOUGHT: read it.\n\n```bash\nsed -n '110,120p' django/core/validators.py\n```"),
+		irtest.User("<returncode>0</returncode>\n<output>\n        if value:\n</output>"),
+		irtest.Assistant("THOUGHT: patch and check.\n\n```bash\nsed -i '114a\\    raise e' django/core/validators.py\n```\n\n```bash\npython -m pytest tests/validators\n```"),
+		irtest.User(refusal),
+		irtest.Assistant("THOUGHT: one block, then.\n\n```bash\nsed -i '114a\\    raise e' django/core/validators.py\nsed -n '114,115p' django/core/validators.py\n```"),
+		irtest.User(refusal),
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, got, []string{
+		"→ refused by the harness, not run: Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+		"- the harness refused 2 messages of the agent's (no command of theirs ran); the latest: Please always provide EXACTLY ONE action",
+		"- django/core/validators.py: read",
+	}, []string{"edited", "last edit wrote", "waiting for the result of", "tests/validators` →"})
+
+	// The next summary counts the earlier refusals with its own, in one line.
+	again := ExtractiveSummary(engine.SummaryInput{Anchor: engine.QualifyCitations(got, strings.Repeat("ab", 32)), Messages: []*compactorv1.Message{
+		irtest.Assistant("THOUGHT: a script instead.\n\n```bash\nprintf 'x' > patch.py && python patch.py\n```"),
+		irtest.User(refusal),
+	}}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, again, []string{"- the harness refused 3 messages of the agent's (no command of theirs ran); the latest:"}, nil)
+	if n := strings.Count(again, "the harness refused"); n != 1 {
+		t.Errorf("%d lines count refusals, want 1:\n%s", n, again)
+	}
+}
