@@ -356,6 +356,8 @@ func FuzzExtractiveSummary(f *testing.F) {
 	f.Add("## Earlier summary\nfree text\n- bullet", "", "", int64(64))
 	f.Add("## User requests (verbatim)\n  orphan continuation", "é\x00\xff", "```", int64(1))
 	f.Add("", "", "", int64(0))
+	f.Add("## Errors\n- the harness refused 99999999999999999999 messages of the agent's [s1a2b3c4d m4]\n- the harness refused 2 messages", "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+		"THOUGHT: two.\n\n```bash\nsed -i 's/a/b/' x.py\n```\n\n```bash\npython x.py\n```", int64(300))
 	f.Fuzz(func(t *testing.T, anchor, user, assistant string, budget int64) {
 		if budget > 1<<16 {
 			budget = 1 << 16
@@ -364,6 +366,10 @@ func FuzzExtractiveSummary(f *testing.F) {
 			irtest.User(user),
 			irtest.Assistant(assistant, irtest.Call("c1", "read_file", `{"path":"`+strings.ReplaceAll(user, `"`, "")+`"}`)),
 			irtest.Result("c1", "read_file", irtest.OutError(assistant)),
+			// A text-protocol turn: the assistant's text (commands, when it fences some), and
+			// the user's text as what answers it (an observation, a refusal, a request).
+			irtest.Assistant(assistant),
+			irtest.User(user),
 		}}
 		opt := ExtractiveOptions{MaxTokens: budget}
 		got := ExtractiveSummary(in, opt)
