@@ -459,29 +459,22 @@ func tailSizes(tail []int64, lay *layout, tokens, saved []int64) {
 
 // preferUserTurn returns, among turn k and the later ones up to kMax whose tail is at least
 // half as long as k's, the first that a request of the user's starts (UserRequest: not a
-// text-protocol agent's tool output, nor a host's blocks alone), if any; else the first that
-// such a tool output does not start (it answers the command before it); else k. A summary
-// that ends where the user spoke cuts the conversation at its seams, and a command stays with
-// its output.
+// text-protocol agent's tool output, nor a host's blocks alone), if any, else k: a summary
+// that ends where the user spoke cuts the conversation at its seams. A tool output does not
+// draw the cut past the command it answers (which would summarize the command and keep its
+// output); when k is such an output, the cut stays there, before it (keeping the output,
+// the summary stating its command), rather than summarizing both.
 func (dc *deciding) preferUserTurn(k, kMax int) int {
 	if k == kMax {
 		return k
 	}
-	seam := -1
 	for j := k; j <= kMax; j++ {
 		if 2*dc.tail[j] < dc.tail[k] {
 			break
 		}
-		i := int(dc.lay.turnStarts[j])
-		switch {
-		case dc.kinds[i] == UserRequest:
+		if dc.kinds[dc.lay.turnStarts[j]] == UserRequest {
 			return j
-		case seam < 0 && !dc.observation(i):
-			seam = j
 		}
-	}
-	if seam >= 0 {
-		return seam
 	}
 	return k
 }

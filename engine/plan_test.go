@@ -238,16 +238,17 @@ func TestPlanSummarizeCutsAtATurnBoundaryWithinBudget(t *testing.T) {
 }
 
 // TestPlanKeepsACommandWithItsOutput: a text-protocol agent (mini-swe-agent) writes its
-// command in its text and gets the output as a user message; a summary prefers to end where
-// the user spoke, and that output is not the user speaking: the cut falls before the command,
-// not between it and its output, unless a request starts a turn within reach.
+// command in its text and gets the output as a user message. A summary prefers to end where
+// the user spoke, and that output is not the user speaking: when keep_recent_tokens reaches
+// back to a command, the cut stays before it rather than moving between it and its output,
+// and moves to a request within reach.
 func TestPlanKeepsACommandWithItsOutput(t *testing.T) {
 	conv := func(request int) []*compactorv1.Message {
 		msgs := []*compactorv1.Message{plSysMsg("You are a helpful assistant that can interact with a computer."),
 			plUserMsg("Fix the failing date parser in src/dates.py.")}
 		for i := range 30 {
 			if i == request {
-				msgs = append(msgs, plUserMsg("Also keep the old format working: "+plWords(40, "req")))
+				msgs = append(msgs, plUserMsg("Also keep the old format working: "+plWords(10, "req")))
 			}
 			msgs = append(msgs, plAsstMsg(plText(fmt.Sprintf("THOUGHT: step %d. %s\n\n```bash\ngrep -n parse src/dates.py | head -%d\n```", i, plWords(60, fmt.Sprint("a", i)), i+1))),
 				plUserMsg("<returncode>0</returncode>\n<output>\n"+plWords(120, fmt.Sprint("o", i))+"\n</output>"))
@@ -255,18 +256,29 @@ func TestPlanKeepsACommandWithItsOutput(t *testing.T) {
 		return msgs
 	}
 	c := NewCounter(0)
-	for _, request := range []int{-1, 26, 27, 28} {
-		msgs := conv(request)
-		for _, window := range []int64{4000, 5000, 6000, 8000} {
-			p := &compactorv1.Policy{ContextWindow: window, Tokenizer: "cl100k_base"}
-			r := mustDecide(t, msgs, p, c, Options{}).Response
-			if r.Action != compactorv1.Action_ACTION_SUMMARIZE {
-				t.Fatalf("request %d, window %d: action %v: %s", request, window, r.Action, r.Reason)
-			}
-			cut := msgs[r.CutIndex]
-			if cut.Role == compactorv1.Role_ROLE_USER && strings.HasPrefix(cut.Parts[0].GetText().GetText(), "<returncode>") && int(r.CutIndex) != len(msgs)-1 {
-				t.Errorf("request %d, window %d: cut %d separates a command from its output: %s", request, window, r.CutIndex, r.Reason)
-			}
+	for _, tt := range []struct {
+		request int // the step a request comes before, -1 for none
+		command int // the message keep_recent_tokens reaches back to: a command
+		want    int // the cut
+	}{
+		{-1, 50, 50},
+		{-1, 40, 40},
+		{26, 52, 54}, // the request (message 54) is within reach
+	} {
+		msgs := conv(tt.request)
+		p := &compactorv1.Policy{ContextWindow: 200000, Tokenizer: "cl100k_base", Prune: &compactorv1.PrunePolicy{Disabled: true}}
+		tokens := mustDecide(t, msgs, p, c, Options{Force: true}).Response.MessageTokens
+		if msgs[tt.command].Role != compactorv1.Role_ROLE_ASSISTANT || tt.request >= 0 && msgs[tt.want].Role != compactorv1.Role_ROLE_USER {
+			t.Fatalf("case %+v: the conversation is not what the case says", tt)
+		}
+		var tail int64
+		for _, n := range tokens[tt.command:] {
+			tail += n
+		}
+		p.KeepRecentTokens = tail
+		r := mustDecide(t, msgs, p, c, Options{Force: true}).Response
+		if int(r.CutIndex) != tt.want {
+			t.Errorf("request before step %d, keep_recent_tokens %d (from message %d): cut %d, want %d: %s", tt.request, tail, tt.command, r.CutIndex, tt.want, r.Reason)
 		}
 	}
 }
@@ -480,8 +492,8 @@ func TestPruneAndCutLeavesInputUntouched(t *testing.T) {
 }
 
 // TestPreferUserTurn: among the cuts within reach (a tail at least half as long as the first
-// that fits), the first before a request; else the first not before a text-protocol tool
-// output; else the first that fits.
+// that fits), the first before a request; else the first that fits, whatever starts it: a
+// tool output neither draws the cut past its command nor is skipped for a later one.
 func TestPreferUserTurn(t *testing.T) {
 	const (
 		A = iota // an assistant message
@@ -496,9 +508,9 @@ func TestPreferUserTurn(t *testing.T) {
 		k, want int
 	}{
 		{"a request within reach", []int{A, O, A, O, R, A}, []int64{60, 50, 40, 35, 30, 10}, 1, 4},
-		{"the request out of reach", []int{A, O, A, O, R, A}, []int64{60, 50, 40, 35, 20, 10}, 1, 2},
+		{"the request out of reach", []int{A, O, A, O, R, A}, []int64{60, 50, 40, 35, 20, 10}, 1, 1},
 		{"a command before its output", []int{A, A, O, A, O, A}, []int64{60, 50, 40, 35, 30, 10}, 1, 1},
-		{"the output first: the command after it", []int{A, O, A, O, A, O}, []int64{60, 50, 40, 35, 30, 10}, 1, 2},
+		{"an output first stays, before its command's summary", []int{A, O, A, O, A, O}, []int64{60, 50, 40, 35, 30, 10}, 1, 1},
 		{"a host's reminder is no request", []int{A, O, C, O, R, O}, []int64{60, 50, 40, 35, 30, 10}, 1, 4},
 		{"nothing better within reach", []int{A, O, O, O, O, A}, []int64{60, 50, 20, 15, 12, 10}, 1, 1},
 		{"k is the last", []int{A, O, A}, []int64{30, 20, 10}, 2, 2},
