@@ -15,7 +15,7 @@ import (
 // observationPrefixes start the tool outputs that text-protocol agents (mini-swe-agent,
 // SWE-agent without function calling, ReAct loops) send back as user messages.
 var observationPrefixes = []string{"<returncode>", "<output>", "<tool_result", "<function_results>",
-	"Observation:", "OBSERVATION:", "[Tool result", "Tool output:"}
+	"Observation:", "OBSERVATION:", "[Tool result", "Tool output:", "The last command <command>"}
 
 // refusalPrefixes start a text-protocol harness's refusal of an agent message it could not
 // parse (mini-swe-agent's format error, "Please always provide EXACTLY ONE action in triple
@@ -103,9 +103,26 @@ func ShellFence(lang string) bool {
 	return false
 }
 
+// statementLabels open an agent's text in text-protocol harnesses' formats (mini-swe-agent's
+// "THOUGHT:", SWE-agent's "DISCUSSION"): the format's, not what the agent said.
+var statementLabels = []string{"THOUGHT:", "DISCUSSION\n", "DISCUSSION:"}
+
+// Unlabeled returns an agent's text without the harness's label opening it (statementLabels),
+// trimmed, and whether it had one; without one, the text as it is.
+func Unlabeled(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	for _, l := range statementLabels {
+		if rest, ok := strings.CutPrefix(t, l); ok {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return text, false
+}
+
 // EachFence calls f with the language (the opening fence's line, trimmed) and the body of
 // each closed ``` fenced block of text, in order. Fences pair in order: a closing fence is
-// never read as the opening of the next block.
+// never read as the opening of the next block. An opening fence's language is one word (or
+// none): ``` followed by words on its line is prose quoting a fence, not one.
 func EachFence(text string, f func(lang, body string)) {
 	for rest := text; ; {
 		i := strings.Index(rest, "```")
@@ -118,6 +135,9 @@ func EachFence(text string, f func(lang, body string)) {
 			return
 		}
 		lang := strings.TrimSpace(rest[:nl])
+		if strings.ContainsAny(lang, " \t`") {
+			continue // not an opening fence: look on
+		}
 		body := rest[nl+1:]
 		j := strings.Index(body, "```")
 		if j < 0 {
@@ -207,15 +227,18 @@ func eachUserText(msgs []*compactorv1.Message, from int, taskRule bool, f func(i
 func eachUserKind(msgs []*compactorv1.Message, from int, taskRule bool, flags func(i int) textFlags, f func(i int, k UserKind)) {
 	task := !taskRule
 	command := false // the previous message was an assistant's text-protocol command
-	// protocol is whether some user message reads as a tool's output by its own text (an
-	// observation prefix, SWE-agent's prompt line): only in such a conversation is a reply to
-	// a shell block the command's output; in a chat it is the user's (0: not read yet).
+	// protocol is whether the conversation speaks a text protocol: some user message reads as
+	// a tool's output by its own text (an observation prefix, SWE-agent's prompt line, a
+	// refusal) or some assistant message opens with a harness's label (mini-swe-agent's
+	// "THOUGHT:"). Only then is a reply to a shell block the command's output; in a chat it is
+	// the user's (0: not read yet).
 	protocol := 0
 	textProtocol := func() bool {
 		if protocol == 0 {
 			protocol = -1
 			for j, m := range msgs {
-				if m.GetRole() == compactorv1.Role_ROLE_USER && flags(j)&flagObservation != 0 {
+				if r := m.GetRole(); r == compactorv1.Role_ROLE_USER && flags(j)&flagObservation != 0 ||
+					r == compactorv1.Role_ROLE_ASSISTANT && flags(j)&flagLabelled != 0 {
 					protocol = 1
 					break
 				}
@@ -304,6 +327,7 @@ const (
 	flagStanding                           // a user message with a part holding standing instructions (StandingPart)
 	flagStandingOnly                       // a user message whose every part holds standing instructions
 	flagNoWords                            // a user message with text, all of it host blocks: no words of the user's
+	flagLabelled                           // an assistant message opening with a text-protocol harness's label (Unlabeled)
 )
 
 // messageFlags reads the text flags of m.
@@ -313,6 +337,14 @@ func messageFlags(m *compactorv1.Message) textFlags {
 	case compactorv1.Role_ROLE_ASSISTANT:
 		if issuesCommand(m) {
 			fl |= flagCommand
+		}
+		for _, p := range m.GetParts() {
+			if t := p.GetText(); t != nil {
+				if _, ok := Unlabeled(t.GetText()); ok {
+					fl |= flagLabelled
+				}
+				break
+			}
 		}
 	case compactorv1.Role_ROLE_USER:
 		fl |= readUserMessage(m)

@@ -136,11 +136,19 @@ func TestRepliesToCodeBlocks(t *testing.T) {
 			asst("THOUGHT: two.\n\n```bash\nls src\n```\n\n```bash\npwd\n```"), user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.")}, engine.UserObservation},
 		{"mini-swe-agent's format error after a message of no command", []*compactorv1.Message{user("Fix the parser."),
 			asst("THOUGHT: I will look at the parser first."), user("Please always provide EXACTLY ONE action in triple backticks, found 0 actions.")}, engine.UserObservation},
+		{"mini-swe-agent's timeout after a compaction left no marked output", []*compactorv1.Message{
+			{Role: compactorv1.Role_ROLE_USER, Kind: compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY, Parts: user("## User requests (verbatim)\n- Fix the parser.").Parts},
+			asst("THOUGHT: run the tests.\n\n```bash\npython -m pytest tests\n```"), user("The last command <command>python -m pytest tests</command> timed out and has been killed.")}, engine.UserObservation},
+		{"a labelled agent's command, its output unmarked", []*compactorv1.Message{user("Fix the parser."),
+			asst("THOUGHT: list.\n\n```bash\nls\n```"), user("src tests")}, engine.UserObservation},
+		{"prose quoting a fence before the command", []*compactorv1.Message{user("Fix the parser."),
+			asst("THOUGHT: look.\n\n```bash\nls\n```"), user("<returncode>0</returncode>\n<output>\nREADME.md\n</output>"),
+			asst("The README's ``` blocks are what breaks it.\n\n```bash\npython -m pytest tests\n```"), user("collected 0 items")}, engine.UserObservation},
 		{"SWE-agent's unlabelled fence", []*compactorv1.Message{user("Fix the parser."),
 			asst("DISCUSSION\nLook first.\n\n```\nls\n```"), user("src\n(Open file: n/a)\n(Current directory: /repo)\nbash-$"),
 			asst("DISCUSSION\nSubmit.\n\n```\nsubmit\n```"), user("diff --git a/src/p.py b/src/p.py")}, engine.UserObservation},
 	} {
-		kinds := engine.ClassifyUsers(tt.msgs, false)
+		kinds := engine.ClassifyUsers(tt.msgs, tt.msgs[0].Kind == compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY)
 		if got := kinds[len(kinds)-1]; got != tt.reply {
 			t.Errorf("%s: the reply is kind %d, want %d", tt.name, got, tt.reply)
 		}

@@ -349,21 +349,31 @@ func (x *extractor) anchor(a string) {
 	}
 }
 
-// anchorRefusals counts the refusals an earlier summary's line says the harness made
-// (buildRefusals wrote it), keeping its citations, and reports whether the line was one.
+// anchorRefusals counts the refusals an earlier summary's line says the harness made (a line
+// buildRefusals wrote, word for word up to its latest refusal), keeping its citations and
+// that refusal's words, and reports whether the line was one.
 func (x *extractor) anchorRefusals(line string) bool {
 	text, cites := engine.CutCitations(unbullet(line))
 	rest, ok := strings.CutPrefix(text, refusedPrefix)
 	if !ok {
 		return false
 	}
-	n, _, _ := strings.Cut(rest, " ")
+	n, rest, _ := strings.Cut(rest, " ")
 	k, err := strconv.Atoi(n)
-	if err != nil || k <= 0 {
+	if err != nil || k <= 0 || k > maxRefusals {
 		return false
 	}
-	x.priorRefusals += k
+	what := "messages"
+	if k == 1 {
+		what = "message"
+	}
+	rest, ok = strings.CutPrefix(rest, what+refusedWhat)
+	if !ok || rest != "" && !strings.HasPrefix(rest, refusedLatest) {
+		return false
+	}
+	x.priorRefusals = min(x.priorRefusals+k, maxRefusals)
 	x.priorRefusalCites = append(x.priorRefusalCites, cites...)
+	x.priorRefusalLatest = strings.TrimPrefix(rest, refusedLatest)
 	return true
 }
 

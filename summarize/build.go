@@ -247,15 +247,21 @@ func (x *extractor) buildErrors() {
 	x.buildRefusals()
 }
 
-// refusedPrefix opens the line that counts the harness's refusals (buildRefusals), which
-// the next summary reads back (anchorRefusals).
-const refusedPrefix = "the harness refused "
+// The line that counts the harness's refusals (buildRefusals), which the next summary reads
+// back (anchorRefusals): refusedPrefix, the count, "message" or "messages", refusedWhat, and
+// refusedLatest with the latest refusal's first line. Counts stop at maxRefusals.
+const (
+	refusedPrefix = "the harness refused "
+	refusedWhat   = " of the agent's (no command of theirs ran)"
+	refusedLatest = "; the latest: "
+	maxRefusals   = 1_000_000
+)
 
 // buildRefusals says how often the harness refused the agent's messages (an earlier
 // summary's count included) and its latest words: a format the agent keeps getting wrong is
 // an error to deal with while no command has run since, and worth knowing after.
 func (x *extractor) buildRefusals() {
-	n := x.priorRefusals + len(x.refusals)
+	n := min(x.priorRefusals+len(x.refusals), maxRefusals)
 	if n == 0 {
 		return
 	}
@@ -267,10 +273,10 @@ func (x *extractor) buildRefusals() {
 	for _, c := range x.priorRefusalCites {
 		it.cite += " " + c.String()
 	}
-	latest := "" // the range's latest refusal, or the anchor's words
+	latest := x.priorRefusalLatest // the range's latest refusal, else the anchor's
 	if k := len(x.refusals); k > 0 {
 		r := x.refusals[k-1]
-		latest = "; the latest: " + oneLine(engine.Truncate(firstLine(r.text), errorLineBytes))
+		latest = oneLine(engine.Truncate(firstLine(r.text), errorLineBytes))
 		it.seq, it.from, it.to = r.seq, x.refusals[0].seq, r.seq
 		it.base = worthOpenError // until a command runs after it
 		for _, c := range x.calls {
@@ -280,7 +286,10 @@ func (x *extractor) buildRefusals() {
 			}
 		}
 	}
-	it.text = "- " + refusedPrefix + what + " of the agent's (no command of theirs ran)" + latest
+	it.text = "- " + refusedPrefix + what + refusedWhat
+	if latest != "" {
+		it.text += refusedLatest + latest
+	}
 	x.add(it)
 }
 

@@ -127,17 +127,19 @@ type extractor struct {
 	open       map[string]*call // structured calls without a result yet, by id
 	shells     []*call          // the text-protocol commands of the latest assistant text
 	refusals   []textAt         // the harness's refusals of the agent's messages (engine.IsRefusal)
-	// priorRefusals is how many refusals an anchor counted, and where it cited them.
-	priorRefusals     int
-	priorRefusalCites []engine.Citation
-	openFile          string             // the file an "open" tool opened last
-	failures          map[string][]*call // failed calls not yet followed by a success of the same call
-	todo              []string           // the latest plan or todo list, one line per step
-	todoSeq           int                // the call that wrote it
-	priorPlan         []string           // the plan of an anchor
-	priorStopped      []string           // where an anchor's range stopped, one line per item
-	anchorEnd         int                // the events 1..anchorEnd are an anchor's lines (read before the walk)
-	demos             int                // few-shot demonstrations left out
+	// priorRefusals is how many refusals an anchor counted, where it cited them, and the
+	// latest refusal's words it quoted.
+	priorRefusals      int
+	priorRefusalCites  []engine.Citation
+	priorRefusalLatest string
+	openFile           string             // the file an "open" tool opened last
+	failures           map[string][]*call // failed calls not yet followed by a success of the same call
+	todo               []string           // the latest plan or todo list, one line per step
+	todoSeq            int                // the call that wrote it
+	priorPlan          []string           // the plan of an anchor
+	priorStopped       []string           // where an anchor's range stopped, one line per item
+	anchorEnd          int                // the events 1..anchorEnd are an anchor's lines (read before the walk)
+	demos              int                // few-shot demonstrations left out
 
 	legend bool   // render writes the legend of citations
 	prior  []item // items of an anchor
@@ -307,13 +309,23 @@ func (x *extractor) observation(text string) {
 func (x *extractor) refused(text string) {
 	seq := x.next()
 	x.refusals = append(x.refusals, textAt{text, seq})
+	detail := oneLine(engine.Truncate(firstLine(text), errorLineBytes))
+	if len(x.calls) == 0 {
+		// The range opens with the refusal of the command an earlier summary said was
+		// waiting for its result: that command is the one refused.
+		if label, ok := x.answersPrior(); ok {
+			x.calls = append(x.calls, &call{seq: seq, outSeq: seq, tool: "shell", label: label, key: "shell(" + label + ")",
+				short: label, status: callRefused, output: text, detail: detail})
+		}
+		return
+	}
 	for i, c := range x.shells {
 		if c.status != callPending {
 			continue
 		}
 		c.status = callRefused
 		if i == len(x.shells)-1 {
-			c.output, c.outSeq, c.detail = text, seq, oneLine(engine.Truncate(firstLine(text), errorLineBytes))
+			c.output, c.outSeq, c.detail = text, seq, detail
 		}
 	}
 }
@@ -332,19 +344,11 @@ func (x *extractor) unanswered(settled *call) {
 	}
 }
 
-// statementLabels open an agent's text in some harnesses' formats (mini-SWE-agent's
-// "THOUGHT:", SWE-agent's "DISCUSSION"): the format's, not what the agent said.
-var statementLabels = []string{"THOUGHT:", "DISCUSSION\n", "DISCUSSION:"}
-
-// unlabeled returns an agent's text without the harness's label opening it.
+// unlabeled returns an agent's text without the harness's label opening it
+// (engine.Unlabeled).
 func unlabeled(text string) string {
-	t := strings.TrimSpace(text)
-	for _, l := range statementLabels {
-		if rest, ok := strings.CutPrefix(t, l); ok {
-			return strings.TrimSpace(rest)
-		}
-	}
-	return text
+	t, _ := engine.Unlabeled(text)
+	return t
 }
 
 // waitingPrefix opens the line of where a range stopped that names a call still waiting

@@ -884,3 +884,37 @@ func TestRefusedCommands(t *testing.T) {
 		t.Errorf("%d lines count refusals, want 1:\n%s", n, again)
 	}
 }
+
+// TestRefusalsAcrossSummaries: a refusal that opens a range answers the command an earlier
+// summary said was waiting (refused, so no longer waiting); the count an earlier summary
+// carried keeps its latest words when the range adds none; a line in another summarizer's
+// words that starts the same way stays as it is; a count past the bound is no count.
+func TestRefusalsAcrossSummaries(t *testing.T) {
+	const refusal = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+	anchor := func(s string) string { return engine.QualifyCitations(s, strings.Repeat("ab", 32)) }
+	first := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Reject URLs with newlines in django/core/validators.py."),
+		irtest.Assistant("THOUGHT: patch it.\n\n```bash\nsed -i '114a\\    raise e' django/core/validators.py\n```"),
+	}}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, first, []string{"waiting for the result of: `sed -i"}, nil)
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: anchor(first), Messages: []*compactorv1.Message{irtest.User(refusal)}},
+		ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, got, []string{"- last action: `sed -i '114a\\ raise e' django/core/validators.py` [sabababab m1] → refused by the harness, not run: " + refusal,
+		"the harness refused 1 message of the agent's (no command of theirs ran); the latest: " + refusal}, []string{"waiting for the result of"})
+
+	// The next range adds no refusal: the count and its latest words stay.
+	again := ExtractiveSummary(engine.SummaryInput{Anchor: anchor(got), Messages: []*compactorv1.Message{
+		irtest.Assistant("THOUGHT: one line.\n\n```bash\ngrep -n 'if value' django/core/validators.py\n```"),
+		irtest.User("<returncode>0</returncode>\n<output>\n114:        if value:\n</output>"),
+	}}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, again, []string{"- the harness refused 1 message of the agent's (no command of theirs ran); the latest: " + refusal + "\n"}, nil)
+
+	for _, line := range []string{
+		"- the harness refused 1 command: `rm -rf /srv/data` was blocked by the sandbox policy; use a temp dir instead",
+		"- the harness refused 9223372036854775807 messages of the agent's (no command of theirs ran)",
+	} {
+		got := ExtractiveSummary(engine.SummaryInput{Anchor: "## Errors\n" + line + "\n", Messages: []*compactorv1.Message{
+			irtest.Assistant("THOUGHT: again.\n\n```bash\nls\n```"), irtest.User(refusal)}}, ExtractiveOptions{MaxTokens: 2048})
+		checkHasLacks(t, got, []string{line, "- the harness refused 1 message of the agent's"}, nil)
+	}
+}
