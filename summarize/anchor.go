@@ -332,8 +332,8 @@ func (x *extractor) anchor(a string) {
 				}
 				p.section, p.text, p.base = secNotes, "- earlier, "+unbullet(it.text), worthEarlierOpen // an LLM's pending work, current work or next step
 			}
-			if it.section == secErrors && x.anchorRefusals(it.text) {
-				continue // counted with the range's own (buildRefusals)
+			if it.section == secErrors && (x.anchorRefusals(it.text) || x.anchorError(it.text)) {
+				continue // counted with the range's own (buildRefusals), or weighed against it (buildPriorErrors)
 			}
 			if it.section == secErrors && !strings.Contains(it.text, "(resolved") {
 				p.base = worthEarlierOpen
@@ -374,6 +374,28 @@ func (x *extractor) anchorRefusals(line string) bool {
 	x.priorRefusals = min(x.priorRefusals+k, maxRefusals)
 	x.priorRefusalCites = append(x.priorRefusalCites, cites...)
 	x.priorRefusalLatest = strings.TrimPrefix(rest, refusedLatest)
+	return true
+}
+
+// anchorError keeps an earlier summary's line of a call that failed and was not fixed then
+// (buildErrors wrote it: "`call`: what failed"), merged with an earlier line of the same
+// failure, and reports whether the line was one; buildPriorErrors says whether the range
+// fixed it.
+func (x *extractor) anchorError(line string) bool {
+	text, cites := engine.CutCitations(unbullet(line))
+	short, detail, ok := strings.Cut(text, ": ")
+	named := strings.HasPrefix(short, "`") && strings.HasSuffix(short, "`") || // a command
+		strings.Contains(short, "(") && strings.HasSuffix(short, ")") // a tool and its path or command
+	if !ok || !named || detail == "" || strings.Contains(detail, fixedSuffix) {
+		return false
+	}
+	for i := range x.priorErrors {
+		if e := &x.priorErrors[i]; e.text == text {
+			e.cites = append(e.cites, cites...)
+			return true
+		}
+	}
+	x.priorErrors = append(x.priorErrors, priorError{short: short, text: text, cites: cites})
 	return true
 }
 

@@ -175,3 +175,39 @@ func TestAnchorPendingAnswered(t *testing.T) {
 		t.Errorf("the summary still says the call waits, or names its output alone:\n%s", got)
 	}
 }
+
+// TestAnchorErrorsFixedLater: an earlier summary's failures of one call, said twice, are one
+// line with both citations; when the range runs the same call and it succeeds, the line says
+// it was fixed, as an error of the range's own would.
+func TestAnchorErrorsFixedLater(t *testing.T) {
+	anchor := "## Errors\n- `python reproduce_issue_v2.py`: IndentationError: unexpected indent [s1a2b3c4d m25–26]\n" +
+		"- `python reproduce_issue_v2.py`: IndentationError: unexpected indent [s5e6f7a8b m38–39]\n" +
+		"- `make docs`: exit 2 [s5e6f7a8b m40–41]\n"
+	const failure = "- `python reproduce_issue_v2.py`: IndentationError: unexpected indent"
+	for _, tt := range []struct {
+		name  string
+		msgs  []*compactorv1.Message
+		fixed bool
+	}{
+		{"run again, and it passes", []*compactorv1.Message{
+			irtest.Assistant("THOUGHT: again.\n\n```bash\npython reproduce_issue_v2.py\n```"),
+			irtest.User("<returncode>0</returncode>\n<output>\nSUCCESS\n</output>")}, true},
+		{"not run again", []*compactorv1.Message{
+			irtest.Assistant("THOUGHT: look.\n\n```bash\nsed -n '20,40p' django/db/models/constraints.py\n```"),
+			irtest.User("<returncode>0</returncode>\n<output>\nclass BaseConstraint:\n</output>")}, false},
+	} {
+		got := ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: tt.msgs}, ExtractiveOptions{MaxTokens: 2048})
+		want := failure + " [s1a2b3c4d m25–26] [s5e6f7a8b m38–39]"
+		if tt.fixed {
+			want = failure + " → fixed: the same call succeeded later [s1a2b3c4d m25–26] [s5e6f7a8b m38–39]"
+		}
+		for _, w := range []string{want, "- `make docs`: exit 2 [s5e6f7a8b m40–41]"} {
+			if !strings.Contains(got, w+"\n") {
+				t.Errorf("%s: summary lacks %q:\n%s", tt.name, w, got)
+			}
+		}
+		if n := strings.Count(got, failure); n != 1 {
+			t.Errorf("%s: the failure is said %d times, want once:\n%s", tt.name, n, got)
+		}
+	}
+}

@@ -233,7 +233,7 @@ func (x *extractor) buildErrors() {
 		text := "- " + c.short + ": " + cmp.Or(c.detail, "failed")
 		it := item{section: secErrors, seq: c.seq, from: c.seq, to: c.outSeq, text: text, base: worthOpenError}
 		if f := c.fixedBy; f != nil {
-			it.text += " → fixed: the same call succeeded later" + x.editedBetween(c, f)
+			it.text += fixedSuffix + x.editedBetween(c, f)
 			it.base, it.to = worthFixedError, f.outSeq
 		}
 		x.add(it)
@@ -244,7 +244,38 @@ func (x *extractor) buildErrors() {
 	if latest != nil {
 		latest.prio = prioLastError
 	}
+	x.buildPriorErrors()
 	x.buildRefusals()
+}
+
+// fixedSuffix follows an error that a later run of the same call fixed.
+const fixedSuffix = " → fixed: the same call succeeded later"
+
+// priorError is an earlier summary's line of a failed call (anchorError): the call as the
+// line names it, the line without its citations, and those (of every earlier line that said
+// the same).
+type priorError struct {
+	short, text string
+	cites       []engine.Citation
+}
+
+// buildPriorErrors carries an earlier summary's failures: fixed when the same call succeeded
+// in the range (worth less: a decision, no longer to deal with), else still open.
+func (x *extractor) buildPriorErrors() {
+	for _, e := range x.priorErrors {
+		it := item{section: secErrors, text: "- " + e.text, base: worthEarlierOpen}
+		for _, c := range x.calls {
+			if c.short == e.short && c.status == callOK {
+				it.text += fixedSuffix
+				it.base = worthEarlier
+				break
+			}
+		}
+		for _, c := range e.cites {
+			it.cite += " " + c.String()
+		}
+		x.add(it)
+	}
 }
 
 // The line that counts the harness's refusals (buildRefusals), which the next summary reads

@@ -121,12 +121,13 @@ type extractor struct {
 	use   usage
 	files ledger
 
-	requests   []textAt
-	statements []textAt
-	calls      []*call
-	open       map[string]*call // structured calls without a result yet, by id
-	shells     []*call          // the text-protocol commands of the latest assistant text
-	refusals   []textAt         // the harness's refusals of the agent's messages (engine.IsRefusal)
+	requests    []textAt
+	statements  []textAt
+	calls       []*call
+	open        map[string]*call // structured calls without a result yet, by id
+	shells      []*call          // the text-protocol commands of the latest assistant text
+	refusals    []textAt         // the harness's refusals of the agent's messages (engine.IsRefusal)
+	priorErrors []priorError     // an anchor's failed calls not fixed then (anchorError)
 	// priorRefusals is how many refusals an anchor counted, where it cited them, and the
 	// latest refusal's words it quoted.
 	priorRefusals      int
