@@ -333,7 +333,7 @@ func (x *extractor) anchor(a string) {
 				p.section, p.text, p.base = secNotes, "- earlier, "+unbullet(it.text), worthEarlierOpen // an LLM's pending work, current work or next step
 			}
 			if it.section == secErrors && (x.anchorRefusals(it.text) || x.anchorError(it.text)) {
-				continue // counted with the range's own (buildRefusals), or weighed against it (buildPriorErrors)
+				continue // counted with the range's own (buildRefusals), or weighed against it (weighPriorErrors)
 			}
 			if it.section == secErrors && !strings.Contains(it.text, "(resolved") {
 				p.base = worthEarlierOpen
@@ -377,26 +377,57 @@ func (x *extractor) anchorRefusals(line string) bool {
 	return true
 }
 
-// anchorError keeps an earlier summary's line of a call that failed and was not fixed then
-// (buildErrors wrote it: "`call`: what failed"), merged with an earlier line of the same
-// failure, and reports whether the line was one; buildPriorErrors says whether the range
-// fixed it.
+// anchorError carries an earlier summary's line of a failed call in the form buildErrors
+// writes ("`command`: what failed", "tool(path): what failed", perhaps already fixed), one
+// line long, and reports whether the line was one: the same failure said by two earlier
+// summaries becomes one line with both citations, kept where the first stood among the
+// carried lines, and weighPriorErrors weighs it against the range. A line in other words
+// (an LLM's, one it marked resolved) is carried as written.
 func (x *extractor) anchorError(line string) bool {
 	text, cites := engine.CutCitations(unbullet(line))
-	short, detail, ok := strings.Cut(text, ": ")
-	named := strings.HasPrefix(short, "`") && strings.HasSuffix(short, "`") || // a command
-		strings.Contains(short, "(") && strings.HasSuffix(short, ")") // a tool and its path or command
-	if !ok || !named || detail == "" || strings.Contains(detail, fixedSuffix) {
+	if strings.Contains(text, "\n") || strings.Contains(strings.ToLower(text), "(resolved") {
 		return false
 	}
-	for i := range x.priorErrors {
-		if e := &x.priorErrors[i]; e.text == text {
-			e.cites = append(e.cites, cites...)
+	short, detail, ok := failedCall(text)
+	if !ok {
+		return false
+	}
+	for _, e := range x.priorErrors {
+		if p := &x.prior[e.at]; e.text == text {
+			for _, c := range cites {
+				p.cite += " " + c.String()
+			}
 			return true
 		}
 	}
-	x.priorErrors = append(x.priorErrors, priorError{short: short, text: text, cites: cites})
+	fixed := strings.Contains(detail, fixedSuffix)
+	it := item{section: secErrors, text: "- " + text, base: worthEarlierOpen}
+	if fixed {
+		it.base = worthEarlier
+	}
+	for _, c := range cites {
+		it.cite += " " + c.String()
+	}
+	x.priorErrors = append(x.priorErrors, priorError{short: short, detail: detail, text: text, fixed: fixed, at: len(x.prior)})
+	x.prior = append(x.prior, it)
 	return true
+}
+
+// failedCall splits an error line as buildErrors writes it into the call's name (a
+// backquoted command, or a tool and its argument in brackets) and what failed.
+func failedCall(text string) (short, detail string, ok bool) {
+	var n int
+	switch {
+	case strings.HasPrefix(text, "`"):
+		n = strings.Index(text[1:], "`: ") + 2 // the closing backquote, then ": "
+	case strings.Contains(text, "("):
+		n = strings.Index(text, "): ") + 1
+	}
+	if n <= 1 || strings.Contains(text[:n], "\n") {
+		return "", "", false
+	}
+	detail = text[n+len(": "):]
+	return text[:n], detail, detail != ""
 }
 
 // anchorFile carries an item of a previous summary's files ledger: its path with what was

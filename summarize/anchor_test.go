@@ -211,3 +211,74 @@ func TestAnchorErrorsFixedLater(t *testing.T) {
 		}
 	}
 }
+
+// TestAnchorErrorsWeighed: how an earlier summary's failed call is weighed against the range
+// (a second reading's cases): the latest run of the same call decides; a name cut short
+// decides nothing; lines in other words, or marked resolved or fixed, are carried as they
+// were, where they were.
+func TestAnchorErrorsWeighed(t *testing.T) {
+	sum := func(anchor string, msgs ...*compactorv1.Message) string {
+		return ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	}
+	shell := func(cmd string) *compactorv1.Message { return irtest.Assistant("THOUGHT: run.\n\n```bash\n" + cmd + "\n```") }
+	out := func(rc, text string) *compactorv1.Message {
+		return irtest.User("<returncode>" + rc + "</returncode>\n<output>\n" + text + "\n</output>")
+	}
+	indent := "  File \"x.py\", line 3\nIndentationError: unexpected indent"
+	const failed = "- `python x.py`: IndentationError: unexpected indent"
+	anchor := "## Errors\n" + failed + " [s1a2b3c4d m25–26]\n"
+
+	// The range fails the same way: said once, by the range.
+	got := sum(anchor, shell("python x.py"), out("1", indent), shell("ls"), out("0", "x.py"))
+	if n := strings.Count(got, failed); n != 1 || strings.Contains(got, "[s1a2b3c4d m25–26]") {
+		t.Errorf("a failure the range repeats is said %d times, or by the earlier line:\n%s", n, got)
+	}
+	// Fixed, then failing again: not fixed.
+	got = sum(anchor, shell("python x.py"), out("0", "ok"), shell("python x.py"), out("1", indent), shell("ls"), out("0", "x.py"))
+	if strings.Contains(got, fixedSuffix) {
+		t.Errorf("a failure whose latest run failed again is called fixed:\n%s", got)
+	}
+	// A command cut short: another command of the same cut name fixes nothing.
+	mid := strings.Repeat("a", 30)
+	first := sum("", irtest.User("Run the checks."), shell("python run_all_the_checks.py --case "+mid+"AAAAAAAAAA"+mid+" --verbose"),
+		out("1", "ValueError: bad case"), shell("ls"), out("0", "x"))
+	got = sum(first, shell("python run_all_the_checks.py --case "+mid+"BBBBBBBBBB"+mid+" --verbose"), out("0", "ok"), shell("ls"), out("0", "x"))
+	if strings.Contains(got, "ValueError: bad case"+fixedSuffix) {
+		t.Errorf("a failure is fixed by another command of the same cut name:\n%s", got)
+	}
+	// A command or a tool's argument holding ": ": still read, merged and fixed.
+	commit := "- `git commit -m \"fix: x\"`: exit 1"
+	got = sum("## Errors\n"+commit+" [s1a2b3c4d m5–6]\n"+commit+" [s5e6f7a8b m9–10]\n",
+		shell(`git commit -m "fix: x"`), out("0", "[main 123] fix: x"), shell("ls"), out("0", "x"))
+	if n := strings.Count(got, commit); n != 1 || !strings.Contains(got, commit+fixedSuffix+" [s1a2b3c4d m5–6] [s5e6f7a8b m9–10]\n") {
+		t.Errorf("a command holding \": \": said %d times, or not fixed with both citations:\n%s", n, got)
+	}
+	bash := "- Bash(echo \"key: v\" >> cfg.yml): exit 1"
+	got = sum("## Errors\n"+bash+" [s1a2b3c4d m5–6]\n",
+		irtest.Assistant("again", irtest.Call("c1", "Bash", `{"command":"echo \"key: v\" >> cfg.yml"}`)), irtest.Result("c1", "Bash", irtest.OutText("")),
+		irtest.Assistant("look", irtest.Call("c2", "Bash", `{"command":"ls"}`)), irtest.Result("c2", "Bash", irtest.OutText("cfg.yml")))
+	if !strings.Contains(got, bash+fixedSuffix) {
+		t.Errorf("a tool call holding \": \" is not fixed:\n%s", got)
+	}
+	// Order, and lines in other words, kept as they were.
+	got = sum("## Errors\n- `a.sh`: exit 1 [s1a2b3c4d m1–2]\n- The build broke after the rename.\n- `b.sh`: exit 2 [s1a2b3c4d m3–4]\n"+
+		"- `c.sh`: exit 3 (resolved by a rebuild)\n- `d.sh`: exit 4"+fixedSuffix+"\n- `e.py`: SyntaxError: invalid syntax\n  # x = (1,\n",
+		shell("ls"), out("0", "x"))
+	if i, j, k := strings.Index(got, "`a.sh`"), strings.Index(got, "The build broke"), strings.Index(got, "`b.sh`"); !(i >= 0 && i < j && j < k) {
+		t.Errorf("the carried errors changed order:\n%s", got)
+	}
+	checkHasLacks(t, got, []string{"- `c.sh`: exit 3 (resolved by a rebuild)", "- `d.sh`: exit 4" + fixedSuffix, "\n  # x = (1,"}, []string{"\n# x = (1,"})
+	for _, w := range []struct {
+		line string
+		want float64
+	}{{"- `c.sh`: exit 3 (resolved by a rebuild)", worthEarlier}, {"- `d.sh`: exit 4" + fixedSuffix, worthEarlier}} {
+		x := newExtractor(nil, nil)
+		x.anchor("## Errors\n" + w.line + "\n")
+		x.build()
+		for _, it := range x.items {
+			if strings.HasPrefix(it.text, w.line) && it.base != w.want {
+				t.Errorf("%q is worth %v, want %v", w.line, it.base, w.want)
+			}
+		}
+	}
+}

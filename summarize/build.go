@@ -92,12 +92,17 @@ type item struct {
 	// group, when not 0, makes the items that share it alternatives, shortest first: at
 	// most one of them is written, and a longer one replaces a shorter one chosen before.
 	group int
+	// dropped is set on a carried line the range says anew (weighPriorErrors).
+	dropped bool
 }
 
 // build turns what the walk gathered into items.
 func (x *extractor) build() {
+	x.weighPriorErrors()
 	for _, p := range x.prior {
-		x.add(p)
+		if !p.dropped {
+			x.add(p)
+		}
 	}
 	x.buildRequests()
 	x.buildStopped()
@@ -244,7 +249,6 @@ func (x *extractor) buildErrors() {
 	if latest != nil {
 		latest.prio = prioLastError
 	}
-	x.buildPriorErrors()
 	x.buildRefusals()
 }
 
@@ -252,29 +256,37 @@ func (x *extractor) buildErrors() {
 const fixedSuffix = " → fixed: the same call succeeded later"
 
 // priorError is an earlier summary's line of a failed call (anchorError): the call as the
-// line names it, the line without its citations, and those (of every earlier line that said
-// the same).
+// line names it, what failed, the line without its citations, whether it was fixed already,
+// and where it stands among the carried lines.
 type priorError struct {
-	short, text string
-	cites       []engine.Citation
+	short, detail, text string
+	fixed               bool
+	at                  int
 }
 
-// buildPriorErrors carries an earlier summary's failures: fixed when the same call succeeded
-// in the range (worth less: a decision, no longer to deal with), else still open.
-func (x *extractor) buildPriorErrors() {
+// weighPriorErrors weighs an earlier summary's open failures against the range: the latest
+// run of the same call (its name whole, not cut) decides. When it succeeded the failure is
+// fixed (worth less: a decision, no longer to deal with); when it failed the same way the
+// range's own line says so, and the earlier one goes; else it stays open.
+func (x *extractor) weighPriorErrors() {
 	for _, e := range x.priorErrors {
-		it := item{section: secErrors, text: "- " + e.text, base: worthEarlierOpen}
+		if e.fixed || strings.Contains(e.short, " bytes omitted] ") {
+			continue
+		}
+		var latest *call
 		for _, c := range x.calls {
-			if c.short == e.short && c.status == callOK {
-				it.text += fixedSuffix
-				it.base = worthEarlier
-				break
+			if c.short == e.short && (c.status == callOK || c.status == callFailed) {
+				latest = c
 			}
 		}
-		for _, c := range e.cites {
-			it.cite += " " + c.String()
+		switch p := &x.prior[e.at]; {
+		case latest == nil:
+		case latest.status == callOK:
+			p.text += fixedSuffix
+			p.base = worthEarlier
+		case e.detail == cmp.Or(latest.detail, "failed"):
+			p.dropped = true
 		}
-		x.add(it)
 	}
 }
 
