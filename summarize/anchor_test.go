@@ -220,7 +220,9 @@ func TestAnchorErrorsWeighed(t *testing.T) {
 	sum := func(anchor string, msgs ...*compactorv1.Message) string {
 		return ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
 	}
-	shell := func(cmd string) *compactorv1.Message { return irtest.Assistant("THOUGHT: run.\n\n```bash\n" + cmd + "\n```") }
+	shell := func(cmd string) *compactorv1.Message {
+		return irtest.Assistant("THOUGHT: run.\n\n```bash\n" + cmd + "\n```")
+	}
 	out := func(rc, text string) *compactorv1.Message {
 		return irtest.User("<returncode>" + rc + "</returncode>\n<output>\n" + text + "\n</output>")
 	}
