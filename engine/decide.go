@@ -363,10 +363,8 @@ func headSizes(head []int64, lay *layout, base int64, split []int64) {
 // targetFloor is the least a summary reaches toward the target: the head at a cut before the
 // newest turn, the requests kept verbatim there, half the summary room (roomFloor) and the
 // newest turn whole, pruned as the summary prunes it. Only the trigger takes more.
+// It is asked of a summarizing shape only, so the tail sizes are known.
 func (dc *deciding) targetFloor(turns int) int64 {
-	if dc.tail == nil {
-		dc.prepareSummary(turns)
-	}
 	k := turns - 1
 	reqs := keptRequests(dc.reqs, int(dc.lay.turnStarts[k]), dc.sp.rest, dc.pol.keepRequests, nil)
 	return dc.headAt(k) + reqs + dc.roomFloor() + dc.tail[k]

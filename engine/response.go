@@ -234,7 +234,6 @@ func (dc *deciding) reason(rs reason, sh shape, cut int, prunedTail int64, tailT
 			rs = rs.s("; a summary would cost more than the turns it replaces: keeping all ").d(int64(turns)).s(" active turns")
 		}
 		if prunedTail > 0 { // what pruning removes: prunedTotal, without a summary
-
 			if sh.partial {
 				n, newer := dc.prunedOutputsIn(&sh)
 				if newer == 0 {
@@ -347,13 +346,13 @@ func (r reason) landing(sh shape, pol *policy, turn int64) reason {
 	switch {
 	case sh.after <= pol.target:
 		r = r.s(" ≤ target ").d(pol.target)
-	case sh.after <= pol.trigger && sh.least > 0:
-		r = r.s(" > target ").d(pol.target).
-			s(": the target yields to what the next turns need most (the newest turn whole, the requests kept verbatim, half the summary room), ").
-			d(sh.least).s(" tokens at least, which only the trigger takes")
 	case sh.after <= pol.trigger:
 		r = r.s(" > target ").d(pol.target).
-			s(": the target yields to what the next turns need most (the newest turn whole, the requests kept verbatim, half the summary room), which only the trigger takes")
+			s(": the target yields to what the next turns need most (the newest turn whole, the requests kept verbatim, half the summary room), ")
+		if sh.least > 0 {
+			r = r.d(sh.least).s(" tokens at least, ")
+		}
+		r = r.s("which only the trigger takes")
 	default:
 		return r.s("; ").d(sh.after).s(" is above the trigger ").d(pol.trigger).
 			s(": even the least this conversation can keep exceeds it, so the next turns will compact again")

@@ -393,20 +393,15 @@ func (x *extractor) anchorError(line string) bool {
 		return false
 	}
 	for _, e := range x.priorErrors {
-		if p := &x.prior[e.at]; e.text == text {
-			for _, c := range cites {
-				p.cite += " " + c.String()
-			}
+		if e.text == text {
+			x.prior[e.at].cite += citeText(cites)
 			return true
 		}
 	}
 	fixed := strings.Contains(detail, fixedSuffix)
-	it := item{section: secErrors, text: "- " + text, base: worthEarlierOpen}
+	it := item{section: secErrors, text: "- " + text, base: worthEarlierOpen, cite: citeText(cites)}
 	if fixed {
 		it.base = worthEarlier
-	}
-	for _, c := range cites {
-		it.cite += " " + c.String()
 	}
 	x.priorErrors = append(x.priorErrors, priorError{short: short, detail: detail, text: text, fixed: fixed, at: len(x.prior)})
 	x.prior = append(x.prior, it)
@@ -423,7 +418,7 @@ func failedCall(text string) (short, detail string, ok bool) {
 	case strings.Contains(text, "("):
 		n = strings.Index(text, "): ") + 1
 	}
-	if n <= 1 || strings.Contains(text[:n], "\n") {
+	if n <= 1 {
 		return "", "", false
 	}
 	detail = text[n+len(": "):]

@@ -123,6 +123,16 @@ func (x *extractor) build() {
 	}
 }
 
+// citeText writes citations an earlier summary gave, each after a space, as an item's cite.
+func citeText(cites []engine.Citation) string {
+	var b strings.Builder
+	for _, c := range cites {
+		b.WriteString(" ")
+		b.WriteString(c.String())
+	}
+	return b.String()
+}
+
 // add adds it with its citation and the values it shows that the agent carried on.
 func (x *extractor) add(it item) {
 	if it.from > 0 {
@@ -265,12 +275,13 @@ type priorError struct {
 }
 
 // weighPriorErrors weighs an earlier summary's open failures against the range: the latest
-// run of the same call (its name whole, not cut) decides. When it succeeded the failure is
+// run of the same call decides (a name cut short spans lines, and anchorError carries such
+// a line as written). When it succeeded the failure is
 // fixed (worth less: a decision, no longer to deal with); when it failed the same way the
 // range's own line says so, and the earlier one goes; else it stays open.
 func (x *extractor) weighPriorErrors() {
 	for _, e := range x.priorErrors {
-		if e.fixed || strings.Contains(e.short, " bytes omitted] ") {
+		if e.fixed {
 			continue
 		}
 		var latest *call
@@ -312,10 +323,7 @@ func (x *extractor) buildRefusals() {
 	if n > 1 {
 		what = strconv.Itoa(n) + " messages"
 	}
-	it := item{section: secErrors, base: worthFixedError}
-	for _, c := range x.priorRefusalCites {
-		it.cite += " " + c.String()
-	}
+	it := item{section: secErrors, base: worthFixedError, cite: citeText(x.priorRefusalCites)}
 	latest := x.priorRefusalLatest // the range's latest refusal, else the anchor's
 	if k := len(x.refusals); k > 0 {
 		r := x.refusals[k-1]
@@ -390,10 +398,8 @@ func (x *extractor) buildFiles() {
 		if f.changed() {
 			base = worthEdit
 		}
-		short := item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: f.line(""), base: base, prio: prioFiles}
-		for _, c := range f.priorCites {
-			short.cite += " " + c.String()
-		}
+		short := item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: f.line(""), base: base, prio: prioFiles,
+			cite: citeText(f.priorCites)}
 		if len(f.priorCites) > 0 && f.seq <= x.anchorEnd {
 			// Only the earlier summary named it (its last mention, so its first too, is one of
 			// the anchor's events): its own citations say where, one to the

@@ -333,9 +333,8 @@ func (x *extractor) refused(text string) {
 
 // unanswered marks the latest assistant text's commands still pending, but settled, as
 // unanswered: they got no output of their own. The harnesses known here run one command per
-// message: an observation answers the last of them (mini-swe-agent refuses a message of
-// several with a format error, which the summary shows as that command's outcome), and a
-// command the agent wrote before its next text got no output. Nothing the agent wrote
+// message: an observation answers the last of them, and a command the agent wrote before its
+// next text got no output (a refusal answers none of them: refused). Nothing the agent wrote
 // earlier is still waiting for a result.
 func (x *extractor) unanswered(settled *call) {
 	for _, c := range x.shells {
