@@ -380,7 +380,7 @@ func (x *extractor) buildFiles() {
 		}
 		for _, e := range c.edits {
 			if strings.TrimSpace(e.text) != "" {
-				lastEdit[e.path] = c
+				lastEdit[filePath(e.path)] = c
 			}
 		}
 	}
@@ -419,7 +419,7 @@ func (x *extractor) buildFiles() {
 		long.prio, long.base = prioChosen, base+shown
 		long.text = f.line(x.editStatement(c, f.path, editLinesBytes))
 		long.to = max(long.to, c.outSeq)
-		if run := x.runAfter(c); run != nil {
+		if run := x.runAfter(c, f.path); run != nil {
 			lines, _ := x.callLines(run, excerptBytes)
 			long.text += "; then " + lines[0]
 			long.to = max(long.to, run.outSeq)
@@ -480,7 +480,7 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 // wroteWhole reports whether the call c wrote path whole (a write or a create, not an edit).
 func wroteWhole(c *call, path string) bool {
 	for _, a := range c.acts {
-		if a.path == path && (a.action == actWrite || a.action == actCreate) {
+		if filePath(a.path) == filePath(path) && (a.action == actWrite || a.action == actCreate) {
 			return true
 		}
 	}
@@ -491,7 +491,7 @@ func wroteWhole(c *call, path string) bool {
 func editText(c *call, path string) string {
 	var text string
 	for _, e := range c.edits {
-		if e.path == path {
+		if filePath(e.path) == filePath(path) {
 			text = e.text
 		}
 	}
@@ -581,11 +581,22 @@ func definitionRank(l string) int {
 	return 1
 }
 
-// runAfter is the first call after c that ran or tested something (not a read, not a plan) and has an
-// outcome: how the edit c went.
-func (x *extractor) runAfter(c *call) *call {
+// runAfter is the first call after c that ran or tested something (not a read, not a plan)
+// and has an outcome: how the edit c of file went. A run after edits of several files is said
+// on the line of the file edited last and of those its command names, not repeated on every
+// line: nil when another edit that wrote something comes between c and a run that does not
+// name file.
+func (x *extractor) runAfter(c *call, file string) *call {
+	between := false
 	for _, r := range x.calls {
-		if r.seq > c.seq && !r.reads && !r.plan && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed) {
+		switch {
+		case r.seq <= c.seq:
+		case len(r.edits) > 0 && r.status == callOK:
+			between = true
+		case !r.reads && !r.plan && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed):
+			if between && !strings.Contains(r.label, filepath.Base(file)) {
+				return nil
+			}
 			return r
 		}
 	}
@@ -652,7 +663,7 @@ func (x *extractor) changedAfter(path string, seq int) bool {
 			continue
 		}
 		for _, a := range e.acts {
-			if a.path == path && writes(a.action) {
+			if filePath(a.path) == filePath(path) && writes(a.action) {
 				return true
 			}
 		}

@@ -385,36 +385,12 @@ func shellReads(cmdline string) bool {
 // to a file (cat <<EOF > f), and sed -i substitutions (their replacement).
 func shellEdits(cmdline string) []fileText {
 	var out []fileText
-	for off := 0; ; {
-		i := strings.Index(cmdline[off:], "<<")
-		if i < 0 {
-			break
-		}
-		i += off
-		start := strings.LastIndexByte(cmdline[:i], '\n') + 1
-		nl := strings.IndexByte(cmdline[i:], '\n')
-		if nl < 0 {
-			break
-		}
-		line, body := cmdline[start:i+nl], cmdline[i+nl+1:]
-		spec := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(cmdline[i:i+nl], "<<"), "-"))
-		if len(spec) == 0 {
-			break
-		}
-		delim := strings.Trim(spec[0], `'"`)
-		end := strings.Index(body, "\n"+delim)
-		if strings.HasPrefix(body, delim+"\n") {
-			end = 0
-		}
-		if delim == "" || end < 0 {
-			break
-		}
-		if j := strings.LastIndexByte(line, '>'); j >= 0 {
-			if f := strings.Fields(line[j+1:]); len(f) > 0 && !strings.HasPrefix(f[0], "<<") {
-				out = append(out, fileText{strings.Trim(f[0], `'"`), body[:end]})
+	for _, h := range hereDocs(cmdline) {
+		if j := strings.LastIndexByte(h.line, '>'); j >= 0 {
+			if f := strings.Fields(h.line[j+1:]); len(f) > 0 && !strings.HasPrefix(f[0], "<<") {
+				out = append(out, fileText{strings.Trim(f[0], `'"`), h.body})
 			}
 		}
-		off = i + nl + 1 + end + 1
 	}
 	for _, simple := range splitShell(cmdline) {
 		words := strings.Fields(simple)
@@ -426,6 +402,70 @@ func shellEdits(cmdline string) []fileText {
 		}
 	}
 	return out
+}
+
+// hereDoc is a here-document of a command line: the line that opens it (cat <<'EOF' > f),
+// its body, and where the body and its closing delimiter lie in the command line
+// (cmdline[lo:hi]).
+type hereDoc struct {
+	line, body string
+	lo, hi     int
+}
+
+// hereDocs returns the here-documents of cmdline, in order; an unclosed one ends the search.
+func hereDocs(cmdline string) []hereDoc {
+	var out []hereDoc
+	for off := 0; ; {
+		i := strings.Index(cmdline[off:], "<<")
+		if i < 0 {
+			return out
+		}
+		i += off
+		start := strings.LastIndexByte(cmdline[:i], '\n') + 1
+		nl := strings.IndexByte(cmdline[i:], '\n')
+		if nl < 0 {
+			return out
+		}
+		lo := i + nl + 1
+		line := cmdline[start : i+nl]
+		op := strings.TrimPrefix(cmdline[i:i+nl], "<<")
+		if strings.HasPrefix(op, "<") { // a here-string (<<< word) has no body
+			off = i + len("<<<")
+			continue
+		}
+		dash := strings.HasPrefix(op, "-") // <<- strips leading tabs, the delimiter's too
+		spec := strings.Fields(strings.TrimPrefix(op, "-"))
+		if len(spec) == 0 {
+			return out
+		}
+		delim := strings.Trim(spec[0], `'"`)
+		if delim == "" {
+			return out
+		}
+		// The body runs to the first line that is the delimiter.
+		end, hi := -1, 0
+		for at := lo; at <= len(cmdline); {
+			eol := strings.IndexByte(cmdline[at:], '\n')
+			if eol < 0 {
+				eol = len(cmdline) - at
+			}
+			l := cmdline[at : at+eol]
+			if dash {
+				l = strings.TrimLeft(l, "\t")
+			}
+			if l == delim {
+				end, hi = at, min(at+eol+1, len(cmdline))
+				break
+			}
+			at += eol + 1
+		}
+		if end < 0 {
+			return out
+		}
+		body := strings.TrimSuffix(cmdline[lo:end], "\n")
+		out = append(out, hereDoc{line: line, body: body, lo: lo, hi: hi})
+		off = hi
+	}
 }
 
 // sedScript returns the quoted script of a sed command line and the file it edits (its last

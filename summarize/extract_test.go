@@ -173,7 +173,31 @@ func keepsWhatMattersCases() []keepsCase {
 				"- /repo/scratch/tmp.txt: deleted\n" +
 				"- src/cli.go: edited\n" +
 				"- src/old.go: deleted\n" +
-				"- /repo/src/dates.py: read, edited, edited (failed); last edit wrote `b`; then Bash(command=cd /repo && python -m pytest tests/test_year.py -q; rm scratch/tmp.txt) → 1 passed\n"},
+				"- /repo/src/dates.py: read, edited, edited (failed); last edit wrote `b`\n"},
+		},
+		{
+			// A mini-swe-agent writes its reproduction in four files, then runs the last: the
+			// run is said with the file it ran, not after every file written before it; "./"
+			// names the same file, and the script's #!/bin/bash names no file of the work.
+			name: "ledger: a run said once, ./ paths, no program paths",
+			in: engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("Make migrate accept a package without __init__.py."),
+				irtest.Assistant("", irtest.Call("w1", "bash", `{"command":"cat <<'EOF' > app/models.py\nclass Thing(models.Model):\n    pass\nEOF"}`)),
+				irtest.Result("w1", "bash", irtest.OutText("")),
+				irtest.Assistant("", irtest.Call("w2", "bash", `{"command":"cat <<'EOF' > settings.py\nSECRET_KEY = 'x'\nEOF"}`)),
+				irtest.Result("w2", "bash", irtest.OutText("")),
+				irtest.Assistant("", irtest.Call("w3", "bash", `{"command":"cat <<'EOF' > run.sh\n#!/bin/bash\npython manage.py migrate\nEOF\nchmod +x run.sh"}`)),
+				irtest.Result("w3", "bash", irtest.OutText("")),
+				irtest.Assistant("", irtest.Call("r1", "bash", `{"command":"./run.sh"}`)),
+				irtest.Result("r1", "bash", irtest.OutText("FAILURE: Migration NOT applied.")),
+				irtest.Assistant("", irtest.Call("l1", "bash", `{"command":"ls /tmp"}`)),
+			}},
+			contains: []string{
+				"- app/models.py: written; it defines `class Thing(models.Model)`\n",
+				"- settings.py: written; last edit wrote `SECRET_KEY = 'x'`\n",
+				"- run.sh: written, ran; last edit wrote `python manage.py migrate`; then bash(command=./run.sh) → FAILURE: Migration NOT applied.\n",
+			},
+			absent: []string{"./run.sh: named", "/bin/bash: named", "manage.py: ran"},
 		},
 		{
 			name: "errors: resolved when the same call later succeeds, open otherwise",

@@ -45,8 +45,13 @@ type ledgerFile struct {
 	priorCites []engine.Citation
 }
 
-// note records action (actMention for a bare mention) on path at seq.
+// note records action (actMention for a bare mention) on path at seq. A mention of a program
+// (programPath) names no file of the work and is not recorded.
 func (l *ledger) note(path, action string, seq int) {
+	path = filePath(path)
+	if action == actMention && programPath(path) {
+		return
+	}
 	if l.files == nil {
 		l.files = make(map[string]*ledgerFile)
 	}
@@ -108,6 +113,28 @@ func (f *ledgerFile) line(detail string) string {
 		line += "; " + priorDetail
 	}
 	return line
+}
+
+// filePath is path as the ledger keys it: "./x" names the file x.
+func filePath(path string) string {
+	for len(path) > len("./") && strings.HasPrefix(path, "./") {
+		path = path[len("./"):]
+	}
+	return path
+}
+
+// programDirs hold programs: a path under one (a script's #!/bin/bash, /usr/bin/env) names
+// the program that runs the work, not a file of it.
+var programDirs = []string{"/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/"}
+
+// programPath reports whether path is a program's (programDirs).
+func programPath(path string) bool {
+	for _, d := range programDirs {
+		if strings.HasPrefix(path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // actCounts reads the actions of a ledger line as line writes them ("read ×2, edited"),
@@ -228,10 +255,13 @@ func shellActions(cmdline string, note func(path, action string)) {
 			continue
 		}
 		// Skip leading assignments, sudo, env, time, cd …: the command is the first other word.
-		for len(words) > 1 && (strings.Contains(words[0], "=") || words[0] == "sudo" || words[0] == "env" || words[0] == "time") {
+		for len(words) > 1 && (strings.Contains(words[0], "=") || words[0] == "sudo" || path.Base(words[0]) == "env" || words[0] == "time") {
 			words = words[1:]
 		}
 		action := shellAction(words)
+		if w := words[0]; engine.IsPathLike(w) && !programPath(w) {
+			note(at(w), actRun) // ./run.sh runs the script it names
+		}
 		skipScript := scriptFirst[words[0][strings.LastIndexByte(words[0], '/')+1:]]
 		for i := 1; i < len(words); i++ {
 			w := strings.Trim(words[i], `"'`)
@@ -321,8 +351,19 @@ func shellAction(words []string) string {
 	return actMention
 }
 
-// splitShell splits a command line into simple commands at newlines, ;, &&, || and |.
+// splitShell splits a command line into simple commands at newlines, ;, &&, || and |; the
+// body of a here-document is the text it writes, not commands.
 func splitShell(s string) []string {
+	if docs := hereDocs(s); len(docs) > 0 {
+		var b strings.Builder
+		at := 0
+		for _, h := range docs {
+			b.WriteString(s[at:h.lo])
+			at = h.hi
+		}
+		b.WriteString(s[at:])
+		s = b.String()
+	}
 	return strings.FieldsFunc(strings.NewReplacer("&&", "\n", "||", "\n", ";", "\n", "|", "\n").Replace(s),
 		func(r rune) bool { return r == '\n' })
 }

@@ -1,9 +1,38 @@
 package summarize
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
+
+func TestHereDocs(t *testing.T) {
+	tests := []struct {
+		cmd  string
+		want string // each here-document's opening line and body, then the command line without the bodies
+	}{
+		{"cat <<EOF > a.txt\nx\ny\nEOF\nls", "[cat <<EOF > a.txt|x\ny] cat <<EOF > a.txt\nls"},
+		{"cat <<'EOF' > a.py\nEOF\necho done", "[cat <<'EOF' > a.py|] cat <<'EOF' > a.py\necho done"},
+		{"cat <<A > a\n1\nA\ncat <<\"B\" > b\n2\nB", "[cat <<A > a|1] [cat <<\"B\" > b|2] cat <<A > a\ncat <<\"B\" > b\n"},
+		{"cat <<-END > a\n\tx\n\tEND\nls", "[cat <<-END > a|\tx] cat <<-END > a\nls"},
+		{"cat <<< word && cat <<E > b\n1\nE", "[cat <<< word && cat <<E > b|1] cat <<< word && cat <<E > b\n"},
+		{"cat <<EOF > a\nEOFX\nnever closed", "cat <<EOF > a\nEOFX\nnever closed"},
+		{"echo a << b", "echo a << b"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		rest, at := "", 0
+		for _, h := range hereDocs(tt.cmd) {
+			fmt.Fprintf(&b, "[%s|%s] ", h.line, h.body)
+			rest += tt.cmd[at:h.lo]
+			at = h.hi
+		}
+		rest += tt.cmd[at:]
+		if got := b.String() + rest; got != tt.want {
+			t.Errorf("hereDocs(%q) = %q, want %q", tt.cmd, got, tt.want)
+		}
+	}
+}
 
 func TestShellActions(t *testing.T) {
 	tests := []struct {
@@ -26,6 +55,12 @@ func TestShellActions(t *testing.T) {
 		{"python3 - < scripts/fix.py", "scripts/fix.py=read"},
 		{"grep -n 'src/x.go' docs/notes.md", "docs/notes.md=searched"},
 		{"sed -e 's/a/b/' -i src/a.py", "src/a.py=edited"},
+		// A here-document's body is what it writes, not commands: manage.py is not run, and
+		// rm in the body deletes nothing; the command after the delimiter is read again.
+		{"cat <<'EOF' > run.sh\npython manage.py migrate\nrm -rf build/x.txt\nEOF\nchmod +x run.sh && ./run.sh", "run.sh=written run.sh= ./run.sh=ran"},
+		{"cat <<-END >notes.md\n\tsee src/a.py\n\tEND\ncat src/b.py", "notes.md=written src/b.py=read"},
+		{"./scripts/check.sh src/a.py", "./scripts/check.sh=ran src/a.py="},
+		{"/usr/bin/env python3 run.py", "run.py=ran"},
 	}
 	for _, tt := range tests {
 		var got []string
