@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -952,14 +953,15 @@ func scalar(key string, v any) (string, bool) {
 
 // buildNotes keeps the agent's statements (the latest too, unless the last intent says all
 // of it): their first paragraph, code left out, or, at more cost, most of them with their
-// code blocks cut short.
+// code blocks cut short, and without the blocks a text-protocol agent issued as commands
+// (the calls say those).
 func (x *extractor) buildNotes() {
 	for k, s := range x.statements {
 		if k == len(x.statements)-1 && strings.TrimSpace(s.text) == lastParagraph(s.text, intentBytes) {
 			break // all of it is the last intent
 		}
 		short := firstParagraph(withoutFences(s.text), noteBytes)
-		long := oneLine(clip.Prefix(shortenFences(s.text), noteBytesLong))
+		long := oneLine(clip.Prefix(shortenFences(withoutCommands(s.text, s.commands)), noteBytesLong))
 		if short == "" {
 			short = long
 		} else if strings.HasSuffix(short, ":") {
@@ -976,6 +978,22 @@ func (x *extractor) buildNotes() {
 		x.alternatives(item{section: secNotes, seq: s.seq, from: s.seq, text: "- " + oneLine(short), base: base},
 			item{section: secNotes, seq: s.seq, from: s.seq, text: "- " + long, base: base})
 	}
+}
+
+// withoutCommands is text without its fenced blocks that hold one of cmds.
+func withoutCommands(text string, cmds []string) string {
+	if len(cmds) == 0 {
+		return text
+	}
+	return mapFences(text, func(code string, closed bool) string {
+		if _, body, ok := strings.Cut(code, "\n"); ok && slices.Contains(cmds, strings.TrimSpace(body)) {
+			return ""
+		}
+		if closed {
+			code += "```"
+		}
+		return code
+	})
 }
 
 // shortenFences is text with each fenced block cut to codeBytes.

@@ -109,6 +109,9 @@ func ExtractiveSummary(in engine.SummaryInput, opt ExtractiveOptions) string {
 type textAt struct {
 	text string
 	seq  int
+	// commands are the shell commands the text issued (the text protocol): blocks of it the
+	// summary states as calls.
+	commands []string
 }
 
 // extractor gathers a range as ExtractiveSummary walks it, then builds the summary's items.
@@ -188,7 +191,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 				seq := x.next()
 				x.use.note(text, seq, fromUser)
 				if !x.kept[m] {
-					x.requests = append(x.requests, textAt{text, seq})
+					x.requests = append(x.requests, textAt{text: text, seq: seq})
 					x.mentions(text)
 				}
 			case engine.UserObservation:
@@ -208,16 +211,17 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 			if text != "" {
 				seq := x.next()
 				x.use.note(withoutFences(text), seq, fromAgentText)
-				x.statements = append(x.statements, textAt{unlabeled(text), seq})
 				x.mentions(text)
 				observed := i+1 < len(msgs) && kinds[i+1] == engine.UserObservation
 				x.unanswered(nil) // the agent went on without their output
 				x.shells = x.shells[:0]
-				for _, cmd := range commandBlocks(text, observed) {
+				cmds := commandBlocks(text, observed)
+				for _, cmd := range cmds {
 					c := x.shellCall(cmd)
 					x.calls = append(x.calls, c)
 					x.shells = append(x.shells, c)
 				}
+				x.statements = append(x.statements, textAt{text: unlabeled(text), seq: seq, commands: cmds})
 			}
 		}
 		for _, p := range m.GetParts() {
@@ -309,7 +313,7 @@ func (x *extractor) observation(text string) {
 // ran, so none changed a file; the last of them carries the refusal as its outcome.
 func (x *extractor) refused(text string) {
 	seq := x.next()
-	x.refusals = append(x.refusals, textAt{text, seq})
+	x.refusals = append(x.refusals, textAt{text: text, seq: seq})
 	detail := oneLine(engine.Truncate(firstLine(text), errorLineBytes))
 	if len(x.calls) == 0 {
 		// The range opens with the refusal of the command an earlier summary said was

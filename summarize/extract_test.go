@@ -942,3 +942,49 @@ func TestRefusalsAcrossSummaries(t *testing.T) {
 		checkHasLacks(t, got, []string{line, "- the harness refused 1 message of the agent's"}, nil)
 	}
 }
+
+// TestNotesLeaveCommandsToCalls: a text-protocol agent's shell block is its command, which
+// the calls state; the long form of its note keeps what it said around the block, not the
+// block again. A code block a chat's assistant writes for a person stays in its note.
+func TestNotesLeaveCommandsToCalls(t *testing.T) {
+	msgs := []*compactorv1.Message{
+		irtest.User("Stop collecting random __init__.py files."),
+		irtest.Assistant("THOUGHT: I'll write a reproduction.\n\n```bash\ncat <<'EOF' > repro.sh\nmkdir -p foobar\nEOF\n```\n\nThen run it."),
+		irtest.User("<returncode>0</returncode>\n<output>\n</output>"),
+		irtest.User("How do I count words in Python?"),
+		irtest.Assistant("Like this:\n\n```python\nlen(text.split())\n```\n\nor with a regexp."),
+		irtest.User("Thanks."),
+	}
+	pos := make([]int, len(msgs))
+	for i := range pos {
+		pos[i] = i
+	}
+	x := newExtractor(nil, nil)
+	x.walk(msgs, pos, false)
+	x.buildNotes()
+	var notes []string
+	for _, it := range x.items {
+		notes = append(notes, it.text)
+	}
+	got := strings.Join(notes, "\n")
+	checkHasLacks(t, got, []string{"- I'll write a reproduction. Then run it.", "- Like this: ```python len(text.split()) ``` or with a regexp."}, []string{"```bash", "mkdir"})
+}
+
+func TestWithoutCommands(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		cmds []string
+		want string
+	}{
+		{"a\n```bash\nls\n```\nb", []string{"ls"}, "a\n\nb"},
+		{"a\n```\nls -la\n```", []string{"ls -la"}, "a\n"},
+		{"a\n```python\nx = 1\n```\nb", []string{"ls"}, "a\n```python\nx = 1\n```\nb"},
+		{"a\n```bash\nls\n```\n```bash\npwd\n```", []string{"pwd"}, "a\n```bash\nls\n```\n"},
+		{"a\n```sh\nls\n", []string{"ls"}, "a\n"},
+		{"```go\nx\n", nil, "```go\nx\n"},
+	} {
+		if got := withoutCommands(tt.in, tt.cmds); got != tt.want {
+			t.Errorf("withoutCommands(%q, %q) = %q, want %q", tt.in, tt.cmds, got, tt.want)
+		}
+	}
+}
