@@ -41,6 +41,7 @@ const (
 	worthRead        = 1.5 // a file it read or searched: where it looked, so it need not look again
 	worthNamedFile   = 0.2 // a file only named: a pointer, seldom needed
 	worthOpenError   = 2   // an error not fixed yet: the next turn must deal with it
+	worthPending     = 2   // a call waiting for its output, whole: what produced the output the next turn reads
 	worthFixedError  = 0.8 // an error and what fixed it: the fix is a decision worth knowing
 	worthCall        = 0.5 // a command and its result: evidence, superseded as the work moves on
 	worthUsedResult  = 1.5 // … whose output the agent went on to use: a value it relies on
@@ -182,9 +183,17 @@ func (x *extractor) buildStopped() {
 		}
 	}
 	for _, c := range x.calls {
-		if c.status == callPending {
-			x.add(item{section: secStopped, seq: c.seq, from: c.seq, prio: prioPending, text: "- " + waitingPrefix + clip.Prefix(c.label, callCommandBytes)})
+		if c.status != callPending {
+			continue
 		}
+		short := item{section: secStopped, seq: c.seq, from: c.seq, prio: prioPending, text: "- " + waitingPrefix + clip.Prefix(c.label, callCommandBytes)}
+		if len(c.whole) <= len(c.label) {
+			x.add(short)
+			continue
+		}
+		long := short
+		long.prio, long.base, long.text = prioChosen, worthPending, "- "+waitingPrefix+c.whole
+		x.alternatives(short, long)
 	}
 	x.buildPriorStopped(len(x.statements) > 0, last != nil, len(x.calls) > 0)
 	if last != nil {

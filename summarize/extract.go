@@ -386,7 +386,7 @@ func (x *extractor) answersPrior() (label string, ok bool) {
 	}
 	label = strings.TrimPrefix(unbullet(x.priorStopped[k]), waitingPrefix)
 	x.priorStopped = slices.Delete(x.priorStopped, k, k+1)
-	return oneLine(label), true
+	return oneLine(engine.Truncate(oneLine(label), callCommandBytes)), true
 }
 
 // exitDetail says how a run with a non-zero return code failed: its failure line, else the

@@ -988,3 +988,34 @@ func TestWithoutCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingCommandWhole: the command whose output the kept messages open with is said
+// whole when the room allows (nothing else shows what produced that output), cut when it
+// does not; the next summary, reading it as answered, names it as shortly as any call.
+func TestPendingCommandWhole(t *testing.T) {
+	var script strings.Builder
+	script.WriteString("cat <<'EOF' > reproduce_issue.py\nfrom django.db.models import Case, Exists, Func\n")
+	for _, name := range []string{"Case", "Exists", "Func", "OrderBy", "OuterRef", "RowRange", "Subquery", "Value", "ValueRange", "When", "Window", "WindowFrame"} {
+		fmt.Fprintf(&script, "check_deconstruct(%s, 'django.db.models.%s')\n", name, name)
+	}
+	script.WriteString("EOF\npython reproduce_issue.py")
+	msgs := []*compactorv1.Message{
+		irtest.User("Use simplified paths for deconstruct of expressions."),
+		irtest.Assistant("THOUGHT: read it.\n\n```bash\ngrep -n deconstructible django/db/models/expressions.py\n```"),
+		irtest.User("<returncode>0</returncode>\n<output>\n393:@deconstructible\n</output>"),
+		irtest.Assistant("THOUGHT: Let's verify this behavior with a reproduction script.\n\n```bash\n" + script.String() + "\n```"),
+	}
+	whole := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, whole, []string{"- waiting for the result of: `cat <<'EOF' > reproduce_issue.py from django.db.models import Case, Exists, Func check_deconstruct(Case, 'django.db.models.Case')",
+		"check_deconstruct(WindowFrame, 'django.db.models.WindowFrame') EOF python reproduce_issue.py`"}, []string{"bytes omitted"})
+
+	cut := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 200})
+	checkHasLacks(t, cut, []string{"- waiting for the result of: `cat <<'EOF' > reproduce_issue.py", "bytes omitted"}, nil)
+
+	next := ExtractiveSummary(engine.SummaryInput{Anchor: engine.QualifyCitations(whole, strings.Repeat("ab", 32)), Messages: []*compactorv1.Message{
+		irtest.User("<returncode>0</returncode>\n<output>\nOK\n</output>"),
+		irtest.Assistant("THOUGHT: fine.\n\n```bash\nls\n```"),
+	}}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, next, []string{"- last action: `cat <<'EOF' > reproduce_issue.py", "bytes omitted] … .models.WindowFrame') EOF python reproduce_issue.py` [sabababab m3] → OK"},
+		[]string{"waiting for the result of: `cat"})
+}
