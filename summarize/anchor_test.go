@@ -284,3 +284,25 @@ func TestAnchorErrorsWeighed(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlierIntentSaidOnce: an earlier summary's last intent that its notes also hold is
+// not carried a second time as "earlier, last intent" once the range says a newer one.
+func TestEarlierIntentSaidOnce(t *testing.T) {
+	anchor := "## Where it stopped\n- last intent: Now I need to update `deconstruct`. [m18]\n\n" +
+		"## Agent notes\n- I'll add `violation_error_code` to `BaseConstraint`. [m12]\n- Now I need to update `deconstruct`. [m18]\n"
+	msgs := []*compactorv1.Message{
+		irtest.Assistant("THOUGHT: I'll update `deconstruct` to include `violation_error_code`.\n\n```bash\nsed -n '68,80p' django/db/models/constraints.py\n```"),
+		irtest.User("<returncode>0</returncode>\n<output>\ndef deconstruct(self):\n</output>"),
+		irtest.Assistant("THOUGHT: Now update `CheckConstraint`.\n\n```bash\ngrep -n CheckConstraint django/db/models/constraints.py\n```"),
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: engine.QualifyCitations(anchor, strings.Repeat("cd", 32)), Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	if n := strings.Count(got, "Now I need to update `deconstruct`."); n != 1 {
+		t.Errorf("the earlier intent is said %d times, want once:\n%s", n, got)
+	}
+	checkHasLacks(t, got, []string{"- last intent: Now update `CheckConstraint`."}, []string{"earlier, last intent"})
+
+	// An earlier intent the notes do not hold is carried as such.
+	anchor = "## Where it stopped\n- last intent: Check the migration next. [m18]\n\n## Agent notes\n- Now I need to update `deconstruct`. [m16]\n"
+	got = ExtractiveSummary(engine.SummaryInput{Anchor: engine.QualifyCitations(anchor, strings.Repeat("cd", 32)), Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, got, []string{"- earlier, last intent: Check the migration next."}, nil)
+}

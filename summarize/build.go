@@ -228,12 +228,27 @@ func (x *extractor) buildPriorStopped(intent, action, calls bool) {
 		default: // waiting for a result, or a line of another form
 			newer, prio = calls, prioPending
 		}
-		if newer {
+		switch {
+		case newer && prio == prioIntent && x.priorNote(strings.TrimPrefix(t, lastIntentPrefix)):
+			// The earlier summary's notes end with the statement its last intent quoted.
+		case newer:
 			x.add(item{section: secNotes, text: "- earlier, " + t, base: worthEarlier})
-		} else {
+		default:
 			x.add(item{section: secStopped, seq: -1, prio: prio, text: l})
 		}
 	}
+}
+
+// priorNote reports whether the earlier summary carries text as a note of its own, its
+// citations aside.
+func (x *extractor) priorNote(text string) bool {
+	text, _ = engine.CutCitations(text)
+	for _, p := range x.prior {
+		if n, _ := engine.CutCitations(unbullet(p.text)); p.section == secNotes && n == text {
+			return true
+		}
+	}
+	return false
 }
 
 // buildPlan keeps the latest plan in full.
