@@ -34,9 +34,9 @@ type call struct {
 	outSeq int    // the event of its output; 0 while it has none
 	tool   string // the tool's name; "shell" for a text-protocol command
 	label  string // how the summary writes it: `command` or tool(key=value, …)
-	// whole is the label with every argument (each cut to callWholeArgBytes; a shell
-	// command cut to pendingCommandBytes): what a call that changed something, or failed and
-	// is to be made again, or is waiting for its output, was given.
+	// whole is the label with every argument (each cut to callWholeArgBytes; a command of
+	// the text protocol cut to wholeCommandBytes): what a call that changed something, or
+	// failed and is to be made again, or waits for its output, was given.
 	whole string
 	key   string // identifies a retry of the same call: the tool and its path and command
 	short string // the tool and its path or command, cut: what an error line names
@@ -78,10 +78,11 @@ const (
 	callShortBytes    = 60
 	callCommandBytes  = 200
 	errorLineBytes    = 200
-	// pendingCommandBytes caps a command still waiting for its output, said whole when the
-	// room allows: its output opens what the summary keeps, and nothing else shows what
-	// produced it (a reproduction script written with a here-document is often 2 KB).
-	pendingCommandBytes = 1800
+	// wholeCommandBytes caps a text-protocol command said whole (call.whole): such an agent
+	// writes its scripts in its commands (a reproduction script in a here-document is often
+	// 2 KB), and one that failed, or waits for its output, is the script the next turn fixes
+	// or reads the output of.
+	wholeCommandBytes = 1800
 )
 
 // keyArgs are the tool-call arguments worth showing, most telling first; those before
@@ -235,7 +236,7 @@ func (x *extractor) shellCall(cmd string) *call {
 	c := &call{seq: x.next(), tool: "shell"}
 	line := oneLine(cmd)
 	c.label = "`" + engine.Truncate(line, callCommandBytes) + "`"
-	c.whole = "`" + oneLine(engine.Truncate(line, pendingCommandBytes)) + "`"
+	c.whole = "`" + oneLine(engine.Truncate(line, wholeCommandBytes)) + "`"
 	c.key = "shell(" + line + ")"
 	c.short = "`" + engine.Truncate(line, callShortBytes) + "`"
 	c.acts = x.fileActions("shell", "", cmd)

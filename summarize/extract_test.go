@@ -1018,4 +1018,10 @@ func TestPendingCommandWhole(t *testing.T) {
 	}}, ExtractiveOptions{MaxTokens: 2048})
 	checkHasLacks(t, next, []string{"- last action: `cat <<'EOF' > reproduce_issue.py", "bytes omitted] … .models.WindowFrame') EOF python reproduce_issue.py` [sabababab m3] → OK"},
 		[]string{"waiting for the result of: `cat"})
+
+	// Failed, it is the script the next turn fixes: said whole too.
+	failed := append(msgs, irtest.User("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nNameError: name 'check_deconstruct' is not defined\n</output>"))
+	got := ExtractiveSummary(engine.SummaryInput{Messages: failed}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, got, []string{"- last action: `cat <<'EOF' > reproduce_issue.py from django.db.models import Case, Exists, Func check_deconstruct(Case, 'django.db.models.Case')",
+		"EOF python reproduce_issue.py` → failed: NameError: name 'check_deconstruct' is not defined"}, []string{"bytes omitted"})
 }
