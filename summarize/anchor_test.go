@@ -306,3 +306,21 @@ func TestEarlierIntentSaidOnce(t *testing.T) {
 	got = ExtractiveSummary(engine.SummaryInput{Anchor: engine.QualifyCitations(anchor, strings.Repeat("cd", 32)), Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
 	checkHasLacks(t, got, []string{"- earlier, last intent: Check the migration next."}, nil)
 }
+
+// TestHostSummaryCarried: the summary Claude Code opens a conversation with after compacting
+// on its own is an earlier summary, carried forward, not a request of the user's; the files it
+// read again are its own, not the user's words either.
+func TestHostSummaryCarried(t *testing.T) {
+	continued := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n" +
+		"Summary:\n1. Primary Request and Intent: unify the transcript views (spotter-dov).\n9. Optional Next Step: fix the guard in transcript_components.ex."
+	msgs := []*compactorv1.Message{
+		irtest.User(continued),
+		irtest.Assistant("", irtest.Call("r1", "Read", `{"file_path":"lib/transcript_components.ex"}`)),
+		irtest.Result("r1", "Read", irtest.OutText("defp expand_control_for(line, groups) do")),
+		irtest.Msg(compactorv1.Role_ROLE_USER, irtest.Text("Result of calling the Read tool: \"defmodule X\""), irtest.Text("now run the tests")),
+		irtest.Assistant("Running them."),
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	checkHasLacks(t, got, []string{"1. Primary Request and Intent: unify the transcript views (spotter-dov).", "## User requests (verbatim)\n- now run the tests\n"},
+		[]string{"> This session is being continued", "- This session is being continued", "Result of calling the Read tool"})
+}

@@ -185,6 +185,7 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 		text := messageText(m)
 		switch m.GetRole() {
 		case compactorv1.Role_ROLE_USER:
+			x.hostSummaries(m)
 			switch kinds[i] {
 			case engine.UserRequest:
 				text = engine.UserWords(m) // host blocks: kept in the head or transient
@@ -239,6 +240,16 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 	for _, c := range x.calls {
 		if c.status == callPending {
 			x.settleActs(c.acts, false)
+		}
+	}
+}
+
+// hostSummaries folds in the summaries a host wrote into the user message m after
+// compacting on its own (engine.ContinuedSummary), as an earlier summary of this range.
+func (x *extractor) hostSummaries(m *compactorv1.Message) {
+	for _, p := range m.GetParts() {
+		if s, ok := engine.ContinuedSummary(p.GetText().GetText()); ok {
+			x.anchor(s)
 		}
 	}
 }
