@@ -328,6 +328,7 @@ const (
 	flagStandingOnly                       // a user message whose every part holds standing instructions
 	flagNoWords                            // a user message with text, all of it host blocks: no words of the user's
 	flagLabelled                           // an assistant message opening with a text-protocol harness's label (Unlabeled)
+	flagHostParts                          // a user message with words of the user's and text parts of transient host text alone (hostPart)
 )
 
 // messageFlags reads the text flags of m.
@@ -495,7 +496,7 @@ func StandingPart(p *compactorv1.Part) bool {
 // blocks only.
 func hostFlags(m *compactorv1.Message) textFlags {
 	var fl textFlags
-	only, words := true, false
+	only, words, host := true, false, false
 	for _, p := range m.GetParts() {
 		t := p.GetText()
 		if t == nil {
@@ -504,6 +505,7 @@ func hostFlags(m *compactorv1.Message) textFlags {
 		}
 		k, w := textKind(t.GetText())
 		words = words || w
+		host = host || k == partTransient
 		switch {
 		case k == partStanding:
 			fl |= flagStanding
@@ -516,8 +518,39 @@ func hostFlags(m *compactorv1.Message) textFlags {
 	}
 	if !words {
 		fl |= flagNoWords
+	} else if host {
+		fl |= flagHostParts
 	}
 	return fl
+}
+
+// hostPart reports whether p is a text part of transient host text alone: host blocks that
+// are not standing instructions, or a host's prose (see the host block rules above).
+func hostPart(p *compactorv1.Part) bool {
+	t := p.GetText()
+	if t == nil {
+		return false
+	}
+	k, _ := textKind(t.GetText())
+	return k == partTransient
+}
+
+// RequestWords returns the user request m as a compaction keeps it verbatim: without its
+// parts of standing instructions (which join the head) and of transient host text alone
+// (which the summary folds, as Claude Code's own summary and the files it read again after
+// it compacted): the user's words, with the host blocks inside their parts. A message with
+// neither is returned as it is; otherwise m is not modified, the parts are shared.
+func RequestWords(m *compactorv1.Message) *compactorv1.Message {
+	if messageFlags(m)&(flagStanding|flagHostParts) == 0 {
+		return m
+	}
+	keep := make([]*compactorv1.Part, 0, len(m.GetParts()))
+	for _, p := range m.GetParts() {
+		if !StandingPart(p) && !hostPart(p) {
+			keep = append(keep, p)
+		}
+	}
+	return withParts(m, keep)
 }
 
 // standingOnly reports whether m is a user message whose every part holds standing

@@ -48,15 +48,20 @@ type costs struct {
 
 // splits is what a compaction's split of the active user messages that mix standing
 // instructions with other parts costs (SplitInstructions): when it folds such a message or
-// keeps it as a request, its standing parts go to the head as a message of their own.
+// keeps it as a request, its standing parts go to the head as a message of their own. A
+// request kept verbatim keeps only the user's words (RequestWords): its parts of transient
+// host text are folded into the summary.
 type splits struct {
 	// head holds, per message, the tokens its standing parts take in the head once split
 	// (scaled to its token count, with a message's overhead); nil when no message mixes.
 	head []int64
-	// rest holds, per message, what the rest of it costs once split (the tokens with head
-	// taken out and a message's overhead added): what a request kept verbatim costs. It is
-	// the messages' token counts when no message mixes.
-	rest  []int64
+	// rest holds, per message, what a request kept verbatim costs once split (the tokens
+	// with head and its transient host parts taken out, and a message's overhead added for
+	// the head's split): the messages' token counts when no message mixes or has such parts.
+	rest []int64
+	// host holds, per message, the tokens of its parts of transient host text a request
+	// kept verbatim leaves to the summary (nil when no message has such parts).
+	host  []int64
 	total int64 // the sum of head
 }
 
@@ -214,7 +219,8 @@ func (cs *costs) measurePruning(c *Counter, msgs []*compactorv1.Message, in *mea
 }
 
 // measureSplits measures the splits of the active messages that mix standing instructions
-// with other parts (see splits), into sc's memory.
+// with other parts, or the user's words with transient host text (see splits), into sc's
+// memory.
 func measureSplits(c *Counter, msgs []*compactorv1.Message, in *measurement, id tokenizer.ID, tokens []int64, sc *scratch) (splits, error) {
 	sp := splits{rest: tokens}
 	for i, m := range msgs {
@@ -225,7 +231,8 @@ func measureSplits(c *Counter, msgs []*compactorv1.Message, in *measurement, id 
 		if mc.flags&flagKnown == 0 {
 			mc.flags = messageFlags(m)
 		}
-		if mc.flags&(flagStanding|flagStandingOnly) != flagStanding {
+		mixed := mc.flags&(flagStanding|flagStandingOnly) == flagStanding
+		if !mixed && mc.flags&flagHostParts == 0 {
 			continue
 		}
 		if mc.total == 0 { // the caller counted it, and nothing needed it counted yet
@@ -240,9 +247,20 @@ func measureSplits(c *Counter, msgs []*compactorv1.Message, in *measurement, id 
 			sc.splitRest = append(sc.splitRest[:0], tokens...)
 			sp.head, sp.rest = sc.splitHead, sc.splitRest
 		}
-		h := min(scaleSaving(int64(mc.standing), tokens[i], mc.total)+MessageOverheadTokens, tokens[i])
+		var h, over int64
+		if mixed {
+			h, over = min(scaleSaving(int64(mc.standing), tokens[i], mc.total)+MessageOverheadTokens, tokens[i]), MessageOverheadTokens
+		}
+		host := scaleSaving(int64(mc.host), tokens[i], mc.total)
+		if host > 0 {
+			if sp.host == nil {
+				sc.splitHost = resize(sc.splitHost, len(msgs))
+				sp.host = sc.splitHost
+			}
+			sp.host[i] = host
+		}
 		sp.head[i] = h
-		sp.rest[i] = tokens[i] - h + MessageOverheadTokens
+		sp.rest[i] = max(tokens[i]-h-host+over, MessageOverheadTokens)
 		sp.total += h
 	}
 	return sp, nil

@@ -51,6 +51,9 @@ type Decision struct {
 	saved     []int64
 	splitHead []int64
 	splitRest []int64
+	// splitHost holds, per request, the tokens of its parts of transient host text that
+	// keeping it verbatim leaves to the summary (see HostTokens); nil when none has any.
+	splitHost []int64
 
 	// For PrefixChain (SUMMARIZE only): the counter, the conversation and the content keys
 	// Decide computed, so the chain is not hashed from the message contents a second time.
@@ -197,6 +200,29 @@ func decide(msgs []*compactorv1.Message, p *compactorv1.Policy, c *Counter, opt 
 	return nil
 }
 
+// HostTokens returns the tokens of message i's parts of transient host text that a
+// compaction keeping it as a request verbatim (KeptRequest) folds into the summary: 0 for a
+// message without such parts.
+func (d *Decision) HostTokens(i int) int64 {
+	if d.splitHost == nil {
+		return 0
+	}
+	return d.splitHost[i]
+}
+
+// KeptRequest returns request i of the decided conversation, or m (that request as the
+// compaction has it so far: split from its standing instructions, pruned), as a compaction
+// keeps it verbatim after the summary: the user's words alone (RequestWords). When the
+// message's count came from the caller or from reported_usage and parts were left out, it
+// carries the count the plan gave it as its token_count.
+func (d *Decision) KeptRequest(i int, m *compactorv1.Message) *compactorv1.Message {
+	w := RequestWords(m)
+	if w != m && d.counted != nil && d.counted[i] && d.splitRest != nil {
+		w.TokenCount = d.splitRest[i]
+	}
+	return w
+}
+
 // Split returns message i of the decided conversation split from its standing instructions
 // (SplitInstructions): the standing parts as a message of their own and the rest. When the
 // message's count came from the caller or from reported_usage, each part carries the count
@@ -208,6 +234,10 @@ func (d *Decision) Split(i int) (standing, rest *compactorv1.Message) {
 		return standing, rest
 	}
 	standing.TokenCount = d.splitHead[i]
-	rest.TokenCount = d.splitRest[i]
+	if messageFlags(rest)&flagHostParts == 0 {
+		// (Else the plan's count of the rest is that of the request kept verbatim, without
+		// the transient host text this rest still holds.)
+		rest.TokenCount = d.splitRest[i]
+	}
 	return standing, rest
 }

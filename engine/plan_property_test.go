@@ -133,6 +133,7 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 	// A summary splits the standing instructions from the messages before its cut that mix
 	// them with other parts: they join the head, and a request kept verbatim loses them.
 	split := refSplits(t, msgs, r.MessageTokens, pol)
+	host := refHostParts(t, msgs, r.MessageTokens, pol)
 	if r.Action == compactorv1.Action_ACTION_SUMMARIZE {
 		for i := 0; i < int(r.CutIndex); i++ {
 			head += split[i]
@@ -201,7 +202,7 @@ func checkInvariants(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.P
 		case r.Action == compactorv1.Action_ACTION_SUMMARIZE && i < cut:
 			switch {
 			case disp == dKeepRequest:
-				keptReqs += r.MessageTokens[i]
+				keptReqs += max(r.MessageTokens[i]-host[i], MessageOverheadTokens)
 				if split[i] > 0 {
 					keptReqs += MessageOverheadTokens - split[i]
 				}
@@ -415,6 +416,33 @@ func refSplits(t *testing.T, msgs []*compactorv1.Message, tokens []int64, pol *p
 		whole := countMessage(tc, m, maphash.MakeSeed()).total
 		parts := countMessage(tc, standing, maphash.MakeSeed()).total - MessageOverheadTokens
 		out[i] = min(scaleSaving(parts, tokens[i], whole)+MessageOverheadTokens, tokens[i])
+	}
+	return out
+}
+
+// refHostParts returns, by brute force, the tokens each active user message with words of the
+// user's holds in parts of a host's transient text alone (hostPart), which a request kept
+// verbatim leaves to the summary (RequestWords), scaled to the message's count as pruning
+// scales its savings.
+func refHostParts(t *testing.T, msgs []*compactorv1.Message, tokens []int64, pol *policy) []int64 {
+	out := make([]int64, len(msgs))
+	tc := mustTokenizer(t, pol)
+	for i, m := range msgs {
+		if !isActive(msgs, i) || m.GetRole() != compactorv1.Role_ROLE_USER || UserWords(m) == "" {
+			continue
+		}
+		var host []*compactorv1.Part
+		for _, p := range m.GetParts() {
+			if k, _ := textKind(p.GetText().GetText()); p.GetText() != nil && k == partTransient {
+				host = append(host, p)
+			}
+		}
+		if len(host) == 0 {
+			continue
+		}
+		whole := countMessage(tc, m, maphash.MakeSeed()).total
+		parts := countMessage(tc, withParts(m, host), maphash.MakeSeed()).total - MessageOverheadTokens
+		out[i] = scaleSaving(parts, tokens[i], whole)
 	}
 	return out
 }

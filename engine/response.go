@@ -78,6 +78,9 @@ func (dc *deciding) write(d *Decision, sh shape, withPruned bool) error {
 		}
 		d.Cuts = sh.cuts
 		d.tokenizer = pol.tokenizer
+		if sh.action == compactorv1.Action_ACTION_SUMMARIZE {
+			d.splitHost = slices.Clone(dc.sp.host)
+		}
 		dc.callerCounts(d, sh, cut)
 	}
 	var buf [512]byte

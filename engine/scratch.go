@@ -25,6 +25,7 @@ type scratch struct {
 	kinds      []UserKind
 	splitHead  []int64
 	splitRest  []int64
+	splitHost  []int64
 	headAt     []int64
 	steps      []int64
 }

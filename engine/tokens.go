@@ -44,6 +44,9 @@ type msgCount struct {
 	// standing is, for a user message mixing standing instructions with other parts
 	// (flagStanding without flagStandingOnly), the tokens of its standing parts.
 	standing int32
+	// host is, for a user message with words and parts of transient host text
+	// (flagHostParts), the tokens of those parts (hostPart).
+	host int32
 }
 
 // partCount is the tokens of one part: total, and payload, the share pruning can remove
@@ -98,11 +101,16 @@ func countMessage(t tokenizer.Text, m *compactorv1.Message, seed maphash.Seed) m
 		}
 	}
 	mc.flags = messageFlags(m)
-	if mc.flags&(flagStanding|flagStandingOnly) == flagStanding {
+	mixed := mc.flags&(flagStanding|flagStandingOnly) == flagStanding
+	if hosted := mc.flags&flagHostParts != 0; mixed || hosted {
 		for _, p := range m.GetParts() {
-			if StandingPart(p) {
+			switch {
+			case mixed && StandingPart(p):
 				total, _ := t.Part(p)
 				mc.standing += clamp32(total)
+			case hosted && hostPart(p):
+				total, _ := t.Part(p)
+				mc.host += clamp32(total)
 			}
 		}
 	}

@@ -39,9 +39,9 @@ func (c *compaction) messages(pruned []*compactorv1.Message, text string, source
 	out = append(out, sm)
 	for _, k := range c.kept {
 		if sp, ok := c.splits[int(k)]; ok {
-			out = append(out, sp.rest)
+			out = append(out, c.d.KeptRequest(int(k), sp.rest))
 		} else {
-			out = append(out, pruned[k])
+			out = append(out, c.d.KeptRequest(int(k), pruned[k]))
 		}
 	}
 	return append(out, pruned[c.cut:]...)

@@ -108,7 +108,7 @@ func (s *Server) Compact(ctx context.Context, req *compactorv1.CompactRequest) (
 // newCompaction is the summarization decision d makes of msgs.
 func (s *Server) newCompaction(req *compactorv1.CompactRequest, msgs []*compactorv1.Message, d *engine.Decision, sum summarize.Summarizer, src *sourceWrite) (*compaction, error) {
 	plan := d.Response
-	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests, src: src}
+	c := &compaction{s: s, req: req, msgs: msgs, plan: plan, d: d, sum: sum, cut: int(plan.GetCutIndex()), chain: d.PrefixChain(), leading: d.LeadingRequests, src: src}
 	c.headTask = engine.HeadTask(msgs[:c.cut])
 	c.kept = c.keptPositions()
 	for _, i := range plan.GetInstructionIndexes() {
@@ -197,6 +197,8 @@ type compaction struct {
 	headTask bool
 	// chain is h[0..cut] of the prefix hash chain.
 	chain [][32]byte
+	// d is the decision the plan came from.
+	d *engine.Decision
 	// kept are the positions of the requests before the cut the plan keeps verbatim after
 	// the summary (DISPOSITION_KEEP_REQUEST), oldest first.
 	kept []int32

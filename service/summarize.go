@@ -82,6 +82,7 @@ func (c *compaction) job(b base) (summaryJob, error) {
 		case compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
 			j.in, j.pos = append(j.in, c.folded(i)), append(j.pos, i)
 			j.kept = append(j.kept, c.folded(i))
+			j.inTokens += c.d.HostTokens(i) // the host's text beside the words it keeps
 		case compactorv1.Disposition_DISPOSITION_SUMMARIZE:
 			if c.summarized(i) {
 				j.in, j.pos = append(j.in, c.folded(i)), append(j.pos, i)
@@ -219,7 +220,7 @@ func (c *compaction) split(end int) (rng []*compactorv1.Message, pos []int, kept
 		case d == compactorv1.Disposition_DISPOSITION_KEEP:
 			kept = append(kept, c.msgs[i])
 		case d == compactorv1.Disposition_DISPOSITION_KEEP_REQUEST:
-			kept = append(kept, c.folded(i))
+			kept = append(kept, engine.RequestWords(c.folded(i)))
 			rng, pos = append(rng, c.folded(i)), append(pos, i)
 		case i > int(c.plan.GetSummaryIndex()) && c.summarized(i):
 			rng, pos = append(rng, c.folded(i)), append(pos, i)

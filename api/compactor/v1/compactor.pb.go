@@ -169,7 +169,10 @@ const (
 	// summary, and compaction prompts.
 	Disposition_DISPOSITION_DROP Disposition = 4
 	// A user request of the summarized range, kept verbatim right after the summary (see
-	// Policy.keep_user_messages_tokens) instead of being folded into it.
+	// Policy.keep_user_messages_tokens) instead of being folded into it: the user's words.
+	// Its parts of standing instructions join the head (PlanResponse.instruction_indexes),
+	// and its parts of a host's transient text alone (a reminder, Claude Code's own summary
+	// and the files it read again after it compacted) are folded into the summary.
 	Disposition_DISPOSITION_KEEP_REQUEST Disposition = 5
 )
 
