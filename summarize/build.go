@@ -616,10 +616,10 @@ func (x *extractor) runAfter(c *call, file string) *call {
 	for _, r := range x.calls {
 		switch {
 		case r.seq <= c.seq:
-		case len(r.edits) > 0 && r.status == callOK:
+		case r.status == callOK && slices.ContainsFunc(r.edits, func(e fileText) bool { return strings.TrimSpace(e.text) != "" }):
 			between = true
 		case !r.reads && !r.plan && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed):
-			if between && !strings.Contains(r.label, filepath.Base(file)) {
+			if between && !slices.ContainsFunc(strings.FieldsFunc(r.label, func(c rune) bool { return strings.ContainsRune(" \t=(),;`'\"", c) }), func(w string) bool { return filepath.Base(w) == filepath.Base(file) }) {
 				return nil
 			}
 			return r

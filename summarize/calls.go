@@ -443,11 +443,13 @@ func hereDocs(cmdline string) []hereDoc {
 		dash := strings.HasPrefix(op, "-") // <<- strips leading tabs, the delimiter's too
 		spec := strings.Fields(strings.TrimPrefix(op, "-"))
 		if len(spec) == 0 {
-			return out
+			off = i + len("<<")
+			continue
 		}
-		delim := strings.Trim(spec[0], `'"`)
+		delim := strings.Trim(spec[0], `'"\`)
 		if delim == "" {
-			return out
+			off = i + len("<<")
+			continue
 		}
 		// The body runs to the first line that is the delimiter.
 		end, hi := -1, 0
@@ -456,7 +458,7 @@ func hereDocs(cmdline string) []hereDoc {
 			if eol < 0 {
 				eol = len(cmdline) - at
 			}
-			l := cmdline[at : at+eol]
+			l := strings.TrimSuffix(cmdline[at:at+eol], "\r")
 			if dash {
 				l = strings.TrimLeft(l, "\t")
 			}
@@ -467,7 +469,8 @@ func hereDocs(cmdline string) []hereDoc {
 			at += eol + 1
 		}
 		if end < 0 {
-			return out
+			off = i + len("<<")
+			continue
 		}
 		body := strings.TrimSuffix(cmdline[lo:end], "\n")
 		out = append(out, hereDoc{line: line, body: body, lo: lo, hi: hi})

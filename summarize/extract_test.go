@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"github.com/compactord/compactord/internal/golden"
@@ -1019,9 +1020,66 @@ func TestPendingCommandWhole(t *testing.T) {
 	checkHasLacks(t, next, []string{"- last action: `cat <<'EOF' > reproduce_issue.py", "bytes omitted] … .models.WindowFrame') EOF python reproduce_issue.py` [sabababab m3] → OK"},
 		[]string{"waiting for the result of: `cat"})
 
-	// Failed, it is the script the next turn fixes: said whole too.
+	// Failed, it is the script the next turn fixes: said whole too, and cut, not dropped,
+	// where the room is small.
 	failed := append(msgs, irtest.User("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\nNameError: name 'check_deconstruct' is not defined\n</output>"))
 	got := ExtractiveSummary(engine.SummaryInput{Messages: failed}, ExtractiveOptions{MaxTokens: 2048})
 	checkHasLacks(t, got, []string{"- last action: `cat <<'EOF' > reproduce_issue.py from django.db.models import Case, Exists, Func check_deconstruct(Case, 'django.db.models.Case')",
 		"EOF python reproduce_issue.py` → failed: NameError: name 'check_deconstruct' is not defined"}, []string{"bytes omitted"})
+	for _, n := range []int64{200, 300, 400} {
+		got := ExtractiveSummary(engine.SummaryInput{Messages: failed}, ExtractiveOptions{MaxTokens: n})
+		checkHasLacks(t, got, []string{"- last action: `cat <<'EOF' > reproduce_issue.py", "NameError"}, nil)
+	}
+}
+
+// TestARunSaidOnce: the run after edits is said on the line of the file edited last and of
+// those its command names (a whole word: test_utils.py does not name utils.py); an edit that
+// wrote nothing (a sed deleting lines) does not take it from the file edited before.
+func TestARunSaidOnce(t *testing.T) {
+	write := func(id, file, body string) []*compactorv1.Message {
+		cmd, _ := json.Marshal(map[string]string{"command": "cat <<'EOF' > " + file + "\n" + body + "\nEOF"})
+		return []*compactorv1.Message{
+			irtest.Assistant("", irtest.Call(id, "bash", string(cmd))),
+			irtest.Result(id, "bash", irtest.OutText("")),
+		}
+	}
+	run := func(cmd string) []*compactorv1.Message {
+		return []*compactorv1.Message{
+			irtest.Assistant("", irtest.Call("r1", "bash", `{"command":"`+cmd+`"}`)),
+			irtest.Result("r1", "bash", irtest.OutText("1 passed in 0.01s")),
+			irtest.Assistant("", irtest.Call("l1", "bash", `{"command":"ls /tmp"}`)),
+		}
+	}
+	conv := func(parts ...[]*compactorv1.Message) []*compactorv1.Message {
+		msgs := []*compactorv1.Message{irtest.User("Fix parse in utils.py.")}
+		for _, p := range parts {
+			msgs = append(msgs, p...)
+		}
+		return msgs
+	}
+	tests := []struct {
+		name       string
+		msgs       []*compactorv1.Message
+		want, lack string
+	}{
+		{"a module, then its test, then the test run", conv(write("w1", "utils.py", "def parse(s):\n    return s.strip()"),
+			write("w2", "test_utils.py", "def test_parse():\n    assert parse(' a ') == 'a'"), run("python -m pytest test_utils.py -q")),
+			"- utils.py: written; it defines `def parse(s)`\n- test_utils.py: written, tested; it defines `def test_parse()`; then bash(command=python -m pytest test_utils.py -q) → 1 passed in 0.01s\n", ""},
+		{"an edit that wrote nothing between", conv(write("w1", "utils.py", "def parse(s):\n    return s.strip()"),
+			[]*compactorv1.Message{
+				irtest.Assistant("", irtest.Call("w2", "bash", `{"command":"sed -i '/print(/d' conf.py"}`)),
+				irtest.Result("w2", "bash", irtest.OutText("")),
+			}, run("python -m pytest -q")),
+			"- utils.py: written; it defines `def parse(s)`; then bash(command=python -m pytest -q) → 1 passed in 0.01s", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtractiveSummary(engine.SummaryInput{Messages: tt.msgs}, ExtractiveOptions{MaxTokens: 4096})
+			var lacks []string
+			if tt.lack != "" {
+				lacks = []string{tt.lack}
+			}
+			checkHasLacks(t, got, []string{tt.want}, lacks)
+		})
+	}
 }

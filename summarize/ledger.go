@@ -129,6 +129,9 @@ var programDirs = []string{"/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/l
 
 // programPath reports whether path is a program's (programDirs).
 func programPath(path string) bool {
+	if strings.Contains("/"+path, "/bin/") { // .venv/bin/python, /opt/conda/envs/x/bin/pytest
+		return true
+	}
 	for _, d := range programDirs {
 		if strings.HasPrefix(path, d) {
 			return true
@@ -265,8 +268,9 @@ func shellActions(cmdline string, note func(path, action string)) {
 		skipScript := scriptFirst[words[0][strings.LastIndexByte(words[0], '/')+1:]]
 		for i := 1; i < len(words); i++ {
 			w := strings.Trim(words[i], `"'`)
+			quoted := w != words[i] // "<<" is grep's pattern, not a redirection
 			switch {
-			case strings.HasPrefix(w, ">"):
+			case !quoted && strings.HasPrefix(w, ">"):
 				// A redirection writes its target: ">f", "> f", ">>f".
 				t := strings.TrimLeft(w, ">&12")
 				if t == "" && i+1 < len(words) {
@@ -276,7 +280,7 @@ func shellActions(cmdline string, note func(path, action string)) {
 				if engine.IsPathLike(t) {
 					note(at(t), actWrite)
 				}
-			case strings.HasPrefix(w, "<"):
+			case !quoted && strings.HasPrefix(w, "<"):
 				if w == "<" && i+1 < len(words) { // "< f" reads f
 					i++
 					if t := strings.Trim(words[i], `"'`); engine.IsPathLike(t) {

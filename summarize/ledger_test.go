@@ -61,6 +61,11 @@ func TestShellActions(t *testing.T) {
 		{"cat <<-END >notes.md\n\tsee src/a.py\n\tEND\ncat src/b.py", "notes.md=written src/b.py=read"},
 		{"./scripts/check.sh src/a.py", "./scripts/check.sh=ran src/a.py="},
 		{"/usr/bin/env python3 run.py", "run.py=ran"},
+		{".venv/bin/python -m pytest tests/test_a.py", "tests/test_a.py=tested"},                                       // an interpreter is no file of the work
+		{"cat <<EOF > a.py\r\nrm -rf build/x.txt\r\nEOF\r\npython a.py", "a.py=written a.py=ran"},                      // CRLF line ends
+		{"cat <<\\EOF > a.sh\nrm -rf build/x.txt\nEOF\nbash a.sh", "a.sh=written a.sh=ran"},                            // <<\EOF is EOF
+		{"python -c 'print(1<<3)' && cat <<'EOF' > a.sh\nrm -rf build/x.txt\nEOF\nbash a.sh", "a.sh=written a.sh=ran"}, // a shift is no here-document
+		{"grep -n \"<<\" src/lex.py && cat <<'EOF' > t.sh\nrm -rf build/x.txt\nEOF", "src/lex.py=searched t.sh=written"},
 	}
 	for _, tt := range tests {
 		var got []string

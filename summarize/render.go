@@ -70,7 +70,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		// The earlier summary, the first and latest requests and the last intent must not
 		// vanish: keep what fits of them.
 		switch x.items[i].prio {
-		case prioRequestEnds, prioIntent, prioEarlier:
+		case prioRequestEnds, prioIntent, prioEarlier, prioLastAction:
 		default:
 			continue
 		}
