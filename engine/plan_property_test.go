@@ -618,10 +618,22 @@ func checkIrreducible(t *testing.T, msgs []*compactorv1.Message, p *compactorv1.
 			active += r.MessageTokens[i]
 		}
 	}
-	upper := head + summary + active
+	// A message mixing standing instructions with other parts splits into two (one more
+	// message's overhead), its standing part joining the head.
+	split := refSplits(t, msgs, r.MessageTokens, pol)
+	var splits int64
+	for _, s := range split {
+		if s > 0 {
+			splits += MessageOverheadTokens
+		}
+	}
+	upper := head + summary + active + splits
 	if starts := refTurnStarts(msgs); len(starts) > 1 {
 		last := starts[len(starts)-1]
-		one := head + SummaryFrameTokens(mustTokenizer(t, pol), len(msgs)) + MinSummaryTextTokens
+		one := head + SummaryFrameTokens(mustTokenizer(t, pol), len(msgs)) + MinSummaryTextTokens + splits
+		for i := range last {
+			one += split[i]
+		}
 		for i := last; i < len(msgs); i++ {
 			if isActive(msgs, i) {
 				one += r.MessageTokens[i]
@@ -672,8 +684,24 @@ func genConversation(r *rand.Rand) []*compactorv1.Message {
 	turns := 1 + r.IntN(40)
 	for range turns {
 		switch x := r.IntN(24); {
-		case x < 6:
+		case x < 5:
 			msgs = append(msgs, plUserMsg(txt()))
+		case x < 6:
+			// A host's text beside the user's words: standing instructions, a reminder, or
+			// Claude Code's own summary and a file it read again after it compacted.
+			parts := []*compactorv1.Part{plText(txt())}
+			switch r.IntN(4) {
+			case 0:
+				parts = append([]*compactorv1.Part{plText(ccClaudeMd)}, parts...)
+			case 1:
+				parts = append([]*compactorv1.Part{plText(ccTodo)}, parts...)
+			case 2:
+				parts = append([]*compactorv1.Part{plText(continuedOpening + " " + txt())}, parts...)
+			default:
+				parts = append([]*compactorv1.Part{plText(ccClaudeMd + "\n\n" + txt()), plText(continuedOpening + " " + txt()),
+					plText(fmt.Sprintf("Result of calling the Read tool: %q", txt()))}, parts...)
+			}
+			msgs = append(msgs, plMsg(compactorv1.Role_ROLE_USER, parts...))
 		case x < 8:
 			msgs = append(msgs, plAsstMsg(plText(txt())))
 		case x < 15:

@@ -350,18 +350,42 @@ func transcript(msgs []*compactorv1.Message, pos []int, opt TranscriptOptions, k
 		case compactorv1.MessageKind_MESSAGE_KIND_COMPACT_PROMPT, compactorv1.MessageKind_MESSAGE_KIND_COMPACT_SUMMARY:
 			continue
 		}
-		b.WriteString("[")
-		if pos != nil {
-			b.WriteString("m")
-			b.WriteString(strconv.Itoa(pos[i]))
-			b.WriteString(" ")
+		head := func(kept bool) {
+			b.WriteString("[")
+			if pos != nil {
+				b.WriteString("m")
+				b.WriteString(strconv.Itoa(pos[i]))
+				b.WriteString(" ")
+			}
+			b.WriteString(roleName(m.GetRole()))
+			if kept {
+				b.WriteString(", kept verbatim after the summary: do not repeat")
+			}
+			b.WriteString("]\n")
 		}
-		b.WriteString(roleName(m.GetRole()))
+		parts := m.GetParts()
 		if kept[m] {
-			b.WriteString(", kept verbatim after the summary: do not repeat")
+			// A kept request keeps the user's words alone (RequestWords): its parts of a host's
+			// transient text are the summary's to carry, shown as not kept.
+			if w := RequestWords(m); w != m {
+				var host []*compactorv1.Part
+				for _, p := range parts {
+					if hostPart(p) {
+						host = append(host, p)
+					}
+				}
+				if len(host) > 0 {
+					head(false)
+					for _, p := range host {
+						sumWritePart(&b, p, opt)
+					}
+					b.WriteString("\n")
+				}
+				parts = w.GetParts()
+			}
 		}
-		b.WriteString("]\n")
-		for _, p := range m.GetParts() {
+		head(kept[m])
+		for _, p := range parts {
 			sumWritePart(&b, p, opt)
 		}
 		b.WriteString("\n")

@@ -112,6 +112,7 @@ func (c *compaction) chunkJob(j summaryJob, start, end int, kept map[*compactorv
 		cj.read += t
 		if kept[m] {
 			cj.kept = append(cj.kept, m)
+			cj.inTokens += c.d.HostTokens(cj.pos[i]) // the host's text beside the words it keeps (as job)
 		} else {
 			cj.inTokens += t
 		}
