@@ -77,6 +77,6 @@ func run(ctx context.Context, o options, out string) error {
 	writeMarkdown(w, rep)
 	m := rep.means()
 	fmt.Fprintf(os.Stderr, "recall over %d conversations (%s): compactord %.3f, truncation %.3f, masking %.3f; bare-name lines %.1f%% (worst %.1f%%); characters in bare name runs %.1f%% (worst %.1f%%); not measured %d\n",
-		m.n, rep.corpus, m.recall[methodCompact], m.recall[methodTruncate], m.recall[methodMask], 100*m.bare, 100*m.worstBare, 100*m.nameRuns, 100*m.worstRuns, m.errors)
+		m.n, rep.corpus, m.recall[methodCompact], m.recall[methodTruncate], m.recall[methodMask], 100*m.bare, 100*m.worstBare, 100*m.nameRuns, 100*m.worstRuns, m.errors+m.nothingNeeded)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/corpus"
 )
 
@@ -85,5 +86,19 @@ func TestRecallOnFixtures(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+// TestMeansLeaveOutNothingNeeded: a conversation whose history holds nothing the agent uses
+// next is not measured (every method would keep all of nothing), and counted as such.
+func TestMeansLeaveOutNothingNeeded(t *testing.T) {
+	half := row{name: "half", needed: []fidelity.Fact{{Text: "a.go"}, {Text: "b.go"}}}
+	for k := range numMethods {
+		half.kept[k] = []bool{true, false}
+	}
+	half.recoverable = []bool{true, true}
+	m := report{rows: []row{half, {name: "nothing"}}}.means()
+	if m.n != 1 || m.nothingNeeded != 1 || m.recall[methodCompact] != 0.5 {
+		t.Errorf("n %d, nothing needed %d, recall %.3f; want 1, 1, 0.500", m.n, m.nothingNeeded, m.recall[methodCompact])
 	}
 }

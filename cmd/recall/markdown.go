@@ -40,6 +40,7 @@ type means struct {
 	lost                                map[string]int
 	lostKind                            map[string]fidelity.FactKind
 	neededFacts                         int
+	nothingNeeded                       int // conversations whose history holds nothing the agent uses next
 	largeCount                          int
 }
 
@@ -58,6 +59,12 @@ func (r report) means() means {
 			case x.notCompacted:
 				m.notCompacted++
 			}
+			continue
+		}
+		if len(x.needed) == 0 {
+			// The agent writes nothing of the history again: every method keeps all of
+			// nothing, which says nothing of any.
+			m.nothingNeeded++
 			continue
 		}
 		m.n++
@@ -141,8 +148,8 @@ func writeMarkdown(w io.Writer, r report) {
 	fmt.Fprintf(w, "- summary characters in bare name runs (%d or more names in a row with only separators between): %.1f%% on the mean (the worst summary: %.1f%%; goal ≤ %.0f%%)\n",
 		fidelity.MinNameRun, 100*m.nameRuns, 100*m.worstRuns, 100*nameRunGoal)
 	fmt.Fprintf(w, "- compacted histories above the window asked for: %d; above the trigger: %d\n", m.overWindow, m.overTrigger)
-	fmt.Fprintf(w, "- not measured: %d — refused as irreducible %d (of which %d because the system prompt and the newest request alone exceed the usable window), not compacted %d (nothing before the cut for a summary to pay for), other errors %d\n\n",
-		m.errors, m.irreducible, m.neverCut, m.notCompacted, m.errors-m.irreducible-m.notCompacted)
+	fmt.Fprintf(w, "- not measured: %d — refused as irreducible %d (of which %d because the system prompt and the newest request alone exceed the usable window), not compacted %d (nothing before the cut for a summary to pay for), other errors %d, nothing needed %d (the agent writes nothing of the history again)\n\n",
+		m.errors+m.nothingNeeded, m.irreducible, m.neverCut, m.notCompacted, m.errors-m.irreducible-m.notCompacted, m.nothingNeeded)
 
 	fmt.Fprintf(w, "## Recall by kind of fact\n\n| kind | needed |")
 	for k := range numMethods {
