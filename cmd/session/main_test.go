@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -297,5 +298,22 @@ func TestReport(t *testing.T) {
 	}
 	if m := rep.means(rep.cold[0]); m.sessions != 2 || m.compacted != 1 {
 		t.Errorf("means over %d sessions, %d compacted; want 2, 1", m.sessions, m.compacted)
+	}
+}
+
+// TestReportBilled: against the fake provider, each session's row says the summary input its
+// calls billed, so that a summarizer's bill can be compared session by session.
+func TestReportBilled(t *testing.T) {
+	files := []corpus.File{corpus.Named(t, "sweagent-ctf-rev-rock.openai.json")}
+	rep, err := replayAll(context.Background(), options{summarizer: "anthropic-agent", windows: []float64{0.35}}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	writeMarkdown(&b, rep)
+	b2 := summaryBilled(rep.cold[0])
+	want := fmt.Sprintf("| %.0f (%d) |\n", b2.billed, b2.calls)
+	if b2.calls == 0 || b2.billed <= 0 || !strings.Contains(b.String(), "summary input billed (calls) |") || !strings.Contains(b.String(), want) {
+		t.Errorf("the session row does not say its bill %q (%d calls):\n%s", want, b2.calls, b.String())
 	}
 }

@@ -35,7 +35,7 @@ func writeMarkdown(w io.Writer, rep report) {
 	}
 	for i := range o.windows {
 		fmt.Fprintf(w, "\n## Sessions at %s\n\n", cols[i])
-		writeSessions(w, rep.cold[i])
+		writeSessions(w, rep.cold[i], rep.fake)
 	}
 	for i := range o.windows {
 		fmt.Fprintf(w, "\n## Compactions at %s\n\n", cols[i])
@@ -165,13 +165,24 @@ func identMean(tr trace) float64 {
 	return s.mean()
 }
 
-func writeSessions(w io.Writer, results []result) {
-	fmt.Fprintf(w, "| session | agent | msgs | N | window | requests (n) | task | CLAUDE.md | compactions | identifiers | consecutive (allowed) | size after: mean, max | above target / trigger | cache cost | failed |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+// writeSessions writes a row per session; with billed (a summarizer against the fake
+// provider), the summary input each session's calls billed (summaryBilled) too.
+func writeSessions(w io.Writer, results []result, billed bool) {
+	head, rule, empty := "", "", ""
+	if billed {
+		head, rule, empty = " summary input billed (calls) |", "---|", " |"
+	}
+	fmt.Fprintf(w, "| session | agent | msgs | N | window | requests (n) | task | CLAUDE.md | compactions | identifiers | consecutive (allowed) | size after: mean, max | above target / trigger | cache cost | failed |%s\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", head, rule)
 	for _, r := range results {
 		s := r.s
 		if s.err != nil {
-			fmt.Fprintf(w, "| %s | %s | | | | | | | | | | | | | not replayed: %s |\n", s.name, s.kind, cell(s.err.Error()))
+			fmt.Fprintf(w, "| %s | %s | | | | | | | | | | | | | not replayed: %s |%s\n", s.name, s.kind, cell(s.err.Error()), empty)
 			continue
+		}
+		bill := ""
+		if billed {
+			b := summaryBilled([]result{r})
+			bill = fmt.Sprintf(" %.0f (%d) |", b.billed, b.calls)
 		}
 		var m means
 		for _, c := range r.tr.compactions {
@@ -181,9 +192,9 @@ func writeSessions(w io.Writer, results []result) {
 		if m.size.n > 0 {
 			size = fmt.Sprintf("%.2f, %.2f", m.size.mean(), m.size.max)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %s (%d) | %s | %s | %d | %s | %d (%d) | %s | %d / %d | %.2f× | %d |\n",
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %s (%d) | %s | %s | %d | %s | %d (%d) | %s | %d / %d | %.2f× | %d |%s\n",
 			s.name, s.kind, len(s.msgs), s.tokens, r.tr.window, num(r.fig.requests), len(s.requests), opt(r.fig.task), opt(r.fig.claudeMD),
-			len(r.tr.compactions), opt(identMean(r.tr)), m.consecutive, m.allowed, size, m.aboveTarget, m.aboveTrigger, r.fig.cost(), len(r.tr.failures))
+			len(r.tr.compactions), opt(identMean(r.tr)), m.consecutive, m.allowed, size, m.aboveTarget, m.aboveTrigger, r.fig.cost(), len(r.tr.failures), bill)
 	}
 }
 
