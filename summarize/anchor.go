@@ -49,6 +49,11 @@ var anchorSection = map[string]string{
 	legacyIdents: anchorNames, legacyFileIdents: secFiles,
 	strings.TrimPrefix(fidelity.CheckedHeading, "## "): anchorCheck,
 	instructionsHeading: anchorInstructions,
+	// Claude Code's own summary after it compacted (engine.ContinuedSummary) numbers nine
+	// sections; "4. Errors and fixes", "7. Pending Tasks" and "8. Current Work" are known
+	// headings, so those after them must be too, or they fall into the section before them
+	// (the user's messages into the errors).
+	"Problem Solving": secNotes, "All user messages": secRequests, "Optional Next Step": secStopped,
 }
 
 // headingWords map the words of a heading no exact entry of anchorSection names (an LLM's

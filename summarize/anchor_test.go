@@ -1,6 +1,7 @@
 package summarize
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -323,4 +324,69 @@ func TestHostSummaryCarried(t *testing.T) {
 	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
 	checkHasLacks(t, got, []string{"1. Primary Request and Intent: unify the transcript views (spotter-dov).", "## User requests (verbatim)\n- now run the tests\n"},
 		[]string{"> This session is being continued", "- This session is being continued", "Result of calling the Read tool"})
+}
+
+// Claude Code's compaction prompt asks for nine numbered sections; its summary opens the
+// conversation after it compacted.
+func claudeCodeSummary(code int) string {
+	var b strings.Builder
+	b.WriteString("This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n")
+	b.WriteString("Analysis:\nLet me chronologically analyze the conversation.\n\n")
+	b.WriteString("Summary:\n1. Primary Request and Intent:\n   The user asked to unify the transcript views (spotter-dov).\n\n")
+	b.WriteString("2. Key Technical Concepts:\n   - Phoenix LiveView\n\n")
+	b.WriteString("3. Files and Code Sections:\n   - lib/transcript_components.ex\n     ```elixir\n")
+	for i := 0; i < code; i++ {
+		fmt.Fprintf(&b, "     defp expand_control_for_%d(line, groups), do: groups[line] # %d\n", i, i)
+	}
+	b.WriteString("     ```\n\n")
+	b.WriteString("4. Errors and fixes:\n   - FunctionClauseError in expand_control_for/2: fixed by adding a guard.\n\n")
+	b.WriteString("5. Problem Solving:\n   Solved the duplicate rendering.\n\n")
+	b.WriteString("6. All user messages:\n   - \"unify the transcript views (spotter-dov)\"\n   - \"also keep the old CSS class names\"\n\n")
+	b.WriteString("7. Pending Tasks:\n   - Run the test suite.\n\n")
+	b.WriteString("8. Current Work:\n   Editing the guard in transcript_components.ex.\n\n")
+	b.WriteString("9. Optional Next Step:\n   Run mix test.\n")
+	return b.String()
+}
+
+// TestHostSummarySections: the nine sections of Claude Code's own summary are carried each
+// where it belongs: the user's messages it quotes are not errors, nor is its problem solving.
+func TestHostSummarySections(t *testing.T) {
+	msgs := []*compactorv1.Message{
+		irtest.Msg(compactorv1.Role_ROLE_USER, irtest.Text(claudeCodeSummary(3)), irtest.Text("now run the tests")),
+		irtest.Assistant("", irtest.Call("r1", "Bash", `{"command":"mix test"}`)),
+		irtest.Result("r1", "Bash", irtest.OutText("3 tests, 0 failures")),
+		irtest.Assistant("All pass."),
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 2048})
+	_, errs, _ := strings.Cut(got, "## Errors\n")
+	errs, _, _ = strings.Cut(errs, "\n## ")
+	for _, bad := range []string{"All user messages", "also keep the old CSS class names", "Problem Solving"} {
+		if strings.Contains(errs, bad) {
+			t.Errorf("the host summary's %q is carried under ## Errors:\n%s", bad, errs)
+		}
+	}
+}
+
+// TestHostSummaryAndAnchor: a host's own summary (40 KB and more) in a range that also builds
+// on an earlier summary of compactord's: both are carried, within the budget, deterministically,
+// and the user's words beside the host's summary are a request.
+func TestHostSummaryAndAnchor(t *testing.T) {
+	anchor := "## User requests (verbatim)\n- fix the login page [m2]\n\n## Where it stopped\n- last intent: Check the form. [m9]\n\n" +
+		"## Files (what was done to each)\n- lib/login.ex: read, edited [m4–6]\n\n## Agent notes\n- The form posts to /session. [m5]\n"
+	anchor = engine.QualifyCitations(anchor, strings.Repeat("cd", 32))
+	msgs := []*compactorv1.Message{
+		irtest.Msg(compactorv1.Role_ROLE_USER, irtest.Text(claudeCodeSummary(2000)), irtest.Text("now run the tests")),
+		irtest.Assistant("", irtest.Call("r1", "Bash", `{"command":"mix test"}`)),
+		irtest.Result("r1", "Bash", irtest.OutText("3 tests, 0 failures")),
+		irtest.Assistant("All pass."),
+	}
+	in := engine.SummaryInput{Anchor: anchor, Messages: msgs}
+	got := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: 2048})
+	if n := ApproxTokens(got); n > 2048 {
+		t.Errorf("%d tokens", n)
+	}
+	if again := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: 2048}); again != got {
+		t.Errorf("not deterministic")
+	}
+	checkHasLacks(t, got, []string{"- fix the login page", "- now run the tests", "lib/login.ex"}, nil)
 }
