@@ -616,16 +616,28 @@ func (x *extractor) runAfter(c *call, file string) *call {
 	for _, r := range x.calls {
 		switch {
 		case r.seq <= c.seq:
-		case r.status == callOK && slices.ContainsFunc(r.edits, func(e fileText) bool { return strings.TrimSpace(e.text) != "" }):
+		case r.status == callOK && r.wroteText():
 			between = true
 		case !r.reads && !r.plan && len(r.edits) == 0 && (r.status == callOK || r.status == callFailed):
-			if between && !slices.ContainsFunc(strings.FieldsFunc(r.label, func(c rune) bool { return strings.ContainsRune(" \t=(),;`'\"", c) }), func(w string) bool { return filepath.Base(w) == filepath.Base(file) }) {
+			if between && !namesFile(r.label, file) {
 				return nil
 			}
 			return r
 		}
 	}
 	return nil
+}
+
+// namesFile reports whether a call's label names file by its base name as a word of its
+// own (test_utils.py does not name utils.py).
+func namesFile(label, file string) bool {
+	base := filepath.Base(file)
+	for _, w := range strings.FieldsFunc(label, func(c rune) bool { return strings.ContainsRune(" \t=(),;`'\"", c) }) {
+		if filepath.Base(w) == base {
+			return true
+		}
+	}
+	return false
 }
 
 // buildCalls writes each call not shown as the last action with its outcome and what its

@@ -71,6 +71,11 @@ type call struct {
 // fileText is text a call wrote to a file.
 type fileText struct{ path, text string }
 
+// wroteText reports whether one of c's edits wrote text (a sed deleting lines writes none).
+func (c *call) wroteText() bool {
+	return slices.ContainsFunc(c.edits, func(e fileText) bool { return strings.TrimSpace(e.text) != "" })
+}
+
 // Caps on what a call line shows, in bytes.
 const (
 	callArgBytes      = 100

@@ -123,21 +123,12 @@ func filePath(path string) string {
 	return path
 }
 
-// programDirs hold programs: a path under one (a script's #!/bin/bash, /usr/bin/env) names
-// the program that runs the work, not a file of it.
-var programDirs = []string{"/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/"}
-
-// programPath reports whether path is a program's (programDirs).
+// programPath reports whether path is a program's: under a bin/ or sbin/ directory (a
+// script's #!/bin/bash, /usr/bin/env, .venv/bin/python), it names the program that runs the
+// work, not a file of it.
 func programPath(path string) bool {
-	if strings.Contains("/"+path, "/bin/") { // .venv/bin/python, /opt/conda/envs/x/bin/pytest
-		return true
-	}
-	for _, d := range programDirs {
-		if strings.HasPrefix(path, d) {
-			return true
-		}
-	}
-	return false
+	p := "/" + path
+	return strings.Contains(p, "/bin/") || strings.Contains(p, "/sbin/")
 }
 
 // actCounts reads the actions of a ledger line as line writes them ("read ×2, edited"),
