@@ -26,8 +26,9 @@ func TestUserKindsPerAgent(t *testing.T) {
 		{"mini-swe-agent", "minisweagent-gemini3-django__django-11141.openai.json", 1, 39, 0, 1},
 		// tau-bench: a customer talking to the agent, every user turn a request.
 		{"tau-bench", "taubench-airline-t32-r3.openai.json", 8, 0, 0, 1},
-		// Claude Code: the user's prompts; tool results travel in user messages of their own.
-		{"Claude Code", "claudecode-python-to-rust-port-ed152cd4.anthropic.json", 2, 0, 0, 0},
+		// Claude Code: the user's prompts; tool results travel in user messages of their own,
+		// and so does a Stop hook's feedback (message 68), which is the host's, not a request.
+		{"Claude Code", "claudecode-python-to-rust-port-ed152cd4.anthropic.json", 1, 0, 0, 0},
 		{"Claude Code after its own compaction", "claudetrace-req64-post-compact.anthropic.json", 2, 0, 0, 1},
 	}
 	for _, tt := range tests {
