@@ -254,13 +254,20 @@ func (x *extractor) hostSummaries(m *compactorv1.Message) {
 	}
 }
 
-// mentions records the paths and file names a text names in the ledger.
+// mentions records the paths and file names a text names in the ledger. A glob pattern
+// (`*_test.py`, src/**/conf.py) names no one file: the words of a field with a '*' are
+// not recorded (eachWord would read `*_test.py` as the file _test.py).
 func (x *extractor) mentions(text string) {
-	eachWord(text, func(w string) {
-		if engine.IsPathLike(w) {
-			x.file(w, actMention)
+	for field := range strings.FieldsSeq(text) {
+		if strings.Contains(field, "*") {
+			continue
 		}
-	})
+		eachWord(field, func(w string) {
+			if engine.IsPathLike(w) {
+				x.file(w, actMention)
+			}
+		})
+	}
 }
 
 // result settles the call a tool result answers.

@@ -1083,3 +1083,28 @@ func TestARunSaidOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestMentionsSkipGlobs: a glob pattern the agent writes names no file, so the ledger gets
+// no line for a piece of it (pytest-6197's summaries had "_test.py: named, not opened"
+// from "`test_*.py` or `*_test.py`"), while the paths beside it are recorded.
+func TestMentionsSkipGlobs(t *testing.T) {
+	for _, text := range []string{
+		"It does not match python_files, which default to `test_*.py` or `*_test.py`; see src/_pytest/python.py.",
+		"The conftest files (src/**/conftest.py, *.cfg) are read by src/_pytest/python.py.",
+	} {
+		got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+			irtest.User("Fix the collection of __init__.py files."),
+			irtest.Assistant(text),
+			irtest.User("go on"),
+		}}, ExtractiveOptions{})
+		files := got[strings.Index(got, "## Files"):]
+		if !strings.Contains(files, "- src/_pytest/python.py: named, not opened") {
+			t.Errorf("%q: the path beside the pattern is not in the ledger:\n%s", text, got)
+		}
+		for _, piece := range []string{"_test.py", "conftest.py", ".cfg", "test_"} {
+			if strings.Contains(files, "- "+piece) || strings.Contains(files, "/"+piece+":") {
+				t.Errorf("%q: a piece of a glob, %q, is in the ledger:\n%s", text, piece, files)
+			}
+		}
+	}
+}
