@@ -779,6 +779,7 @@ func (x *extractor) rank(output string, seq int) ranked {
 		return x.rankParts(fields, "; ", seq)
 	}
 	var lines, worded []string
+	output, long := withoutHarnessWarning(output)
 	for _, l := range strings.Split(output, "\n") {
 		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
 			lines = append(lines, l)
@@ -790,7 +791,35 @@ func (x *extractor) rank(output string, seq int) ranked {
 	if len(worded) > 0 { // else the layout is all the output says ("[]", "---")
 		lines = worded
 	}
+	if long {
+		lines = append([]string{elidedNote}, lines...)
+	}
 	return x.rankParts(lines, excerptSep, seq)
+}
+
+// A harness may put advice of its own into an observation: mini-swe-agent, when an output
+// is too long, shows its head and tail after a <warning> element ("The output of your last
+// command was too long. Please try a different command …"). The advice says nothing the
+// command printed; an excerpt says only that the output was cut (elidedNote).
+const (
+	warningOpen  = "<warning>"
+	warningClose = "</warning>"
+	elidedNote   = "(too long: the harness showed its head and tail)"
+)
+
+// withoutHarnessWarning returns output without its harness <warning> element, and whether
+// the warning said the output was too long.
+func withoutHarnessWarning(output string) (string, bool) {
+	i := strings.Index(output, warningOpen)
+	if i < 0 {
+		return output, false
+	}
+	n := strings.Index(output[i:], warningClose)
+	if n < 0 {
+		return output, false
+	}
+	warning := output[i+len(warningOpen) : i+n]
+	return output[:i] + "\n" + output[i+n+len(warningClose):], strings.Contains(warning, "too long")
 }
 
 // layout reports whether a line is layout alone: no letter or digit (a rule, a fence, a
