@@ -178,10 +178,13 @@ recall:
 # replayed turn by turn as a host runs it (Plan before every assistant message at a window of
 # 35% and 60% of its tokens, Compact when the plan acts, what it returns persisted); Claude Code
 # conversations carry the real CLAUDE.md block. WARM=1 also replays each session after other
-# calls filled the cache with summaries of it (issue 37). Writes docs/session-report.md.
+# calls filled the cache with summaries of it (issue 37); HEADROOM=n sets every call's
+# Policy.headroom_turns (the trade between compacting less often and keeping more). Writes
+# docs/session-report.md (SESSION_OUT=file elsewhere); the held-out conversations:
+# make session CORPUS=internal/corpus/testdata/other SESSION_OUT=/tmp/other.md.
 SESSION_OUT ?= docs/session-report.md
 session:
-	$(GO) run ./cmd/session $(if $(CORPUS),-corpus $(CORPUS)) $(if $(WARM),-warm) -o $(SESSION_OUT)
+	$(GO) run ./cmd/session $(if $(CORPUS),-corpus $(CORPUS)) $(if $(HEADROOM),-headroom $(HEADROOM)) $(if $(WARM),-warm) -o $(SESSION_OUT)
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

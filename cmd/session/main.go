@@ -22,13 +22,18 @@
 //
 // Usage:
 //
-//	session [-corpus DIR] [-windows 0.35,0.6] [-summarizer NAME] [-warm] [-o FILE]
+//	session [-corpus DIR] [-windows 0.35,0.6] [-headroom N] [-summarizer NAME] [-warm] [-o FILE]
 //
 // NAME is extractive, oneline, or one of anthropic, openai-chat and openai-responses (a
 // summarizer of that API against a fake provider that bills a prompt cache by prefix, to
 // which the replayed agent sends each of its requests), with "-agent" for the summary request
 // sent as the agent's own (CompactRequest.agent_request); with the fake provider, the summary
 // input billed is reported too.
+//
+// -headroom sets Policy.headroom_turns (default: the policy's, 8): the turns of the session's
+// own the target leaves below the trigger. A larger headroom lands each compaction lower,
+// so that the session compacts less often and rewrites the provider's cache less, at the
+// price of what each compaction keeps; the replay measures both sides of that trade.
 //
 // The corpus defaults to the project's own: the fixtures written for compactord and the real
 // conversations copied into the repository (internal/corpus/testdata and its real/).
@@ -51,12 +56,17 @@ func main() {
 	flag.StringVar(&o.corpus, "corpus", "", "corpus directory (default: the project's corpus, the fixtures and real conversations under internal/corpus/testdata)")
 	flag.StringVar(&o.summarizer, "summarizer", "extractive", "summarizer under test: "+measure.SummarizerNames+" (a fake LLM answering one line)")
 	windows := flag.String("windows", "0.35,0.6", "comma-separated context windows, as shares of each conversation's tokens (8,000 at least)")
+	flag.IntVar(&o.headroom, "headroom", 0, "Policy.headroom_turns of every call (0: the policy's default)")
 	flag.BoolVar(&o.warm, "warm", false, "also replay each session on a server whose cache other calls filled with summaries of it, and compare")
 	out := flag.String("o", "", "write the markdown report to this file (default: stdout)")
 	flag.Parse()
 	var err error
 	if o.windows, err = measure.Shares("windows", *windows); err != nil {
 		fmt.Fprintln(os.Stderr, "session:", err)
+		os.Exit(2)
+	}
+	if o.headroom < 0 {
+		fmt.Fprintln(os.Stderr, "session: -headroom must not be negative")
 		os.Exit(2)
 	}
 	if err := run(context.Background(), o, *out); err != nil {
@@ -69,6 +79,7 @@ func main() {
 type options struct {
 	corpus, summarizer string
 	windows            []float64
+	headroom           int // Policy.headroom_turns (0: the default)
 	warm               bool
 }
 

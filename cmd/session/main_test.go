@@ -317,3 +317,36 @@ func TestReportBilled(t *testing.T) {
 		t.Errorf("the session row does not say its bill %q (%d calls):\n%s", want, b2.calls, b.String())
 	}
 }
+
+// TestHeadroom: -headroom reaches every call's policy: a session replayed with a larger
+// headroom_turns lands its compactions at lower targets than with the default.
+func TestHeadroom(t *testing.T) {
+	ctx := context.Background()
+	sum, err := measure.NewSummarizer("extractive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sum.Close()
+	f := corpus.Named(t, "sweagent-marshmallow-1867-fc-replace-from-source.openai.json")
+	targets := func(headroom int32) (lo, hi int64) {
+		h := host{srv: sum.Server(nil), summarizer: sum.Name, headroom: headroom}
+		s := prepare(ctx, h.srv, f, "")
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		tr := h.replay(ctx, &s, 6000)
+		if len(tr.compactions) == 0 {
+			t.Fatalf("headroom %d: no compaction", headroom)
+		}
+		lo = math.MaxInt64
+		for _, c := range tr.compactions {
+			lo, hi = min(lo, c.target), max(hi, c.target)
+		}
+		return lo, hi
+	}
+	defLo, defHi := targets(0)
+	lo, hi := targets(30)
+	if hi > defLo || lo >= defHi {
+		t.Errorf("targets with headroom_turns 30: %d–%d; with the default: %d–%d (want all at most the default's least, below its most)", lo, hi, defLo, defHi)
+	}
+}

@@ -56,15 +56,27 @@ func (rep report) command() string {
 	for i, r := range o.windows {
 		ws[i] = fmt.Sprint(r)
 	}
-	fmt.Fprintf(&b, " -windows %s -summarizer %s", strings.Join(ws, ","), o.summarizer)
+	fmt.Fprintf(&b, " -windows %s", strings.Join(ws, ","))
+	if o.headroom > 0 {
+		fmt.Fprintf(&b, " -headroom %d", o.headroom)
+	}
+	fmt.Fprintf(&b, " -summarizer %s", o.summarizer)
 	if o.warm {
 		b.WriteString(" -warm")
 	}
 	return b.String()
 }
 
+// headroomField names the policy's headroom_turns when the run set it.
+func headroomField(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("`headroom_turns` %d, ", n)
+}
+
 func writeMethod(w io.Writer, rep report) {
-	fmt.Fprintf(w, "Each conversation is replayed as a host runs it, in process (`service.Server`, memory cache, summarizer `%s`, one tenant): the host holds what it persisted, at first nothing; before each assistant message it calls Plan at `context_window` = max(%d, ratio × N) (N: the conversation's tokens; every other policy field at its default), which is one model request; when the plan acts it calls Compact (not forced, the same policy) and persists what it returns; then it appends the message. ", rep.opt.summarizer, minWindow)
+	fmt.Fprintf(w, "Each conversation is replayed as a host runs it, in process (`service.Server`, memory cache, summarizer `%s`, one tenant): the host holds what it persisted, at first nothing; before each assistant message it calls Plan at `context_window` = max(%d, ratio × N) (N: the conversation's tokens; %severy other policy field at its default), which is one model request; when the plan acts it calls Compact (not forced, the same policy) and persists what it returns; then it appends the message. ", rep.opt.summarizer, minWindow, headroomField(rep.opt.headroom))
 	fmt.Fprintf(w, "Claude Code conversations (Anthropic bodies named `claudecode-*`/`claudetrace-*`, or whose first user message opens with a CLAUDE.md `<system-reminder>`) carry the CLAUDE.md block of `%s` as the first text part of their first user message, unless they carry their own. ", measure.ClaudeTrace)
 	fmt.Fprintf(w, "**Requests**: for each user request of the conversation (`engine.Requests`; the task included, without the CLAUDE.md block), the share of its lines of %d+ characters (whitespace-normalised) found verbatim in what the model is sent at the end (`engine.Sent`, summaries included); mean over requests, then sessions. **CLAUDE.md**: the same for the block's lines. ", fidelity.MinLineChars)
 	fmt.Fprintf(w, "**Identifiers**: for a compaction before the assistant message at turn t, the identifiers (`fidelity.Needed`) the conversation held before it that the agent writes from t on, and the share of them it holds right after. **Consecutive**: a compaction on the model request right after one that compacted; *allowed* when the conversation grew by more than trigger − target in that one turn (the target of the compaction before, the headroom it left; none when it landed above its target, as its reason said). **Size**: the tokens right after a compaction (a Plan of them) over the usable window. ")

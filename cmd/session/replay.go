@@ -17,6 +17,7 @@ import (
 type host struct {
 	srv        *service.Server
 	summarizer string // the CompactRequest's summarizer ("" for the server's default)
+	headroom   int32  // the policy's headroom_turns (0: the default)
 	// agent sends each model request to the fake provider, and says what a CompactRequest
 	// carries for the summary to be sent as the agent's own; nil without a fake provider.
 	agent *measure.Agent
@@ -112,7 +113,7 @@ type trace struct {
 // model request. A failed call leaves what the host holds as it was; after a failed Plan no
 // request is counted (the host has no plan to send by).
 func (h host) replay(ctx context.Context, s *session, window int64) trace {
-	r := replayer{host: h, s: s, policy: &compactorv1.Policy{ContextWindow: window}, tr: trace{window: window}}
+	r := replayer{host: h, s: s, policy: &compactorv1.Policy{ContextWindow: window, HeadroomTurns: h.headroom}, tr: trace{window: window}}
 	var held, prev []*compactorv1.Message // what the host holds; the previous request's sent messages
 	for t, m := range s.msgs {
 		if m.GetRole() != compactorv1.Role_ROLE_ASSISTANT || len(held) == 0 {

@@ -84,13 +84,13 @@ func replayAll(ctx context.Context, o options, files []corpus.File) (report, err
 	// of its own too, so that no replay reads another's prompt cache.
 	newHost := func() (host, func()) {
 		if sum.Agent == nil {
-			return host{srv: sum.Server(counter), summarizer: sum.Name}, func() {}
+			return host{srv: sum.Server(counter), summarizer: sum.Name, headroom: int32(o.headroom)}, func() {}
 		}
 		own, err := measure.NewSummarizer(o.summarizer)
 		if err != nil {
 			panic(err) // the same name built sum
 		}
-		return host{srv: own.Server(counter), summarizer: own.Name, agent: own.Agent}, own.Close
+		return host{srv: own.Server(counter), summarizer: own.Name, agent: own.Agent, headroom: int32(o.headroom)}, own.Close
 	}
 
 	rep.sessions = make([]session, len(files))
