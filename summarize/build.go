@@ -768,8 +768,9 @@ type ranked struct {
 	sep   string   // what joins the parts of an excerpt
 }
 
-// rank splits output, an event at seq, into parts and orders them by worth (rankParts).
-// Nothing of it depends on an excerpt's length. An empty output has no parts.
+// rank splits output, an event at seq, into parts and orders them by worth (rankParts),
+// each line of a text output once. Nothing of it depends on an excerpt's length. An empty
+// output has no parts.
 func (x *extractor) rank(output string, seq int) ranked {
 	output = strings.TrimSpace(output)
 	if output == "" {
@@ -780,8 +781,10 @@ func (x *extractor) rank(output string, seq int) ranked {
 	}
 	var lines, worded []string
 	output, long := withoutHarnessWarning(output)
+	seen := map[string]bool{} // a line said again says nothing more (a listing's many __init__.py)
 	for _, l := range strings.Split(output, "\n") {
-		if l = oneLine(l); l != "" && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
+		if l = oneLine(l); l != "" && !seen[l] && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
+			seen[l] = true
 			lines = append(lines, l)
 			if !layout(l) {
 				worded = append(worded, l)

@@ -1111,12 +1111,13 @@ func TestMentionsSkipGlobs(t *testing.T) {
 
 // TestHarnessWarningNotQuoted: mini-swe-agent's advice above an output too long for it is the
 // harness's, not what the command printed: the excerpt says the output was cut and quotes
-// the output's head (pytest-6197's `ls -R` line quoted five lines of the advice first).
+// the output's head (pytest-6197's `ls -R` line quoted five lines of the advice first), each
+// line once (pylint-7080's quoted __init__.py six times).
 func TestHarnessWarningNotQuoted(t *testing.T) {
 	obs := "<returncode>0</returncode>\n<warning>\nThe output of your last command was too long.\n" +
 		"Please try a different command that produces less output.\n" +
 		"If you're looking at a file you can try use head, tail or sed to view a smaller number of lines selectively.\n" +
-		"</warning><output_head>\n.:\nAUTHORS\nCHANGELOG.rst\nsrc\ntesting\ntox.ini\n</output_head>\n" +
+		"</warning><output_head>\n.:\nAUTHORS\nCHANGELOG.rst\nsrc\ntesting\ntox.ini\n\n./src:\n__init__.py\n\n./testing:\n__init__.py\n</output_head>\n" +
 		"<elided_chars>\n81234 characters elided\n</elided_chars>\n<output_tail>\n./testing/python:\ncollect.py\nmetafunc.py\n</output_tail>"
 	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
 		irtest.User("<pr_description>pytest collects random __init__.py files</pr_description>"),
@@ -1135,6 +1136,9 @@ func TestHarnessWarningNotQuoted(t *testing.T) {
 	}
 	if strings.Contains(line, "Please try") || strings.Contains(line, "too long.") {
 		t.Errorf("the harness's advice is quoted: %s", line)
+	}
+	if strings.Count(line, "__init__.py") > 1 {
+		t.Errorf("a line the listing repeats is quoted more than once: %s", line)
 	}
 	for _, want := range []string{elidedNote, "AUTHORS", "tox.ini"} {
 		if !strings.Contains(line, want) {
