@@ -494,14 +494,34 @@ func replayedTool(s, open, mid string) bool {
 
 // ContinuedSummary returns the summary a user text part holds when a host wrote it after
 // compacting the conversation on its own (Claude Code's "This session is being continued from
-// a previous conversation …"): an earlier summary, which the next one carries forward.
+// a previous conversation …"): an earlier summary, which the next one carries forward. It is
+// the text without the host's opening line and, when the host's model drafted an
+// "Analysis:" before its "Summary:" (as Claude Code's does), without the draft: the summary
+// says what the draft worked out.
 func ContinuedSummary(text string) (string, bool) {
 	s := strings.TrimSpace(text)
 	if !strings.HasPrefix(s, continuedOpening) {
 		return "", false
 	}
+	_, s, _ = strings.Cut(s, "\n") // the opening line, "… The conversation is summarized below:"
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, continuedDraft) {
+		for _, open := range []string{"\n" + continuedSummary + "\n", "\n" + continuedSummary + " "} {
+			if _, after, ok := strings.Cut(s, open); ok {
+				s = strings.TrimSpace(after)
+				break
+			}
+		}
+	}
 	return s, true
 }
+
+// Claude Code's own summary opens with its model's draft (continuedDraft) and then the
+// summary proper, on a line of its own (continuedSummary).
+const (
+	continuedDraft   = "Analysis:"
+	continuedSummary = "Summary:"
+)
 
 // standingTags are the tags of elements that hold standing instructions whatever they say
 // (compared without case), besides any tag ending in "instructions" (Codex's <INSTRUCTIONS>,

@@ -9,6 +9,7 @@ import (
 	compactorv1 "github.com/compactord/compactord/api/compactor/v1"
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
+	"github.com/compactord/compactord/internal/clip"
 )
 
 // Folding in a previous summary (the anchor), whatever wrote it: every section it holds is
@@ -41,7 +42,8 @@ const (
 // top (ExtractiveSummary).
 const instructionsHeading = "Instructions for this summary:"
 
-// anchorSection maps each heading an anchor may use exactly to the section its items go to.
+// anchorSection maps each heading an anchor may use (compared without case: sectionFor) to
+// the section its items go to.
 var anchorSection = map[string]string{
 	secEarlier: secEarlier, secRequests: secRequests, secStopped: secStopped, secPlan: secPlan,
 	secErrors: secErrors, secFiles: secFiles, secCalls: secCalls, secNotes: secNotes,
@@ -50,10 +52,28 @@ var anchorSection = map[string]string{
 	strings.TrimPrefix(fidelity.CheckedHeading, "## "): anchorCheck,
 	instructionsHeading: anchorInstructions,
 	// Claude Code's own summary after it compacted (engine.ContinuedSummary) numbers nine
-	// sections; "4. Errors and fixes", "7. Pending Tasks" and "8. Current Work" are known
-	// headings, so those after them must be too, or they fall into the section before them
-	// (the user's messages into the errors).
-	"Problem Solving": secNotes, "All user messages": secRequests, "Optional Next Step": secStopped,
+	// sections, each a known heading, or it falls into the section before it (the user's
+	// messages into the errors). Its statement of the request and intent is the task as an
+	// earlier summary stated it: kept with the earlier summary's text, which does not vanish.
+	"Primary Request and Intent": secEarlier, "Key Technical Concepts": secNotes,
+	"Files and Code Sections": secFiles, "Errors and fixes": secErrors,
+	"Problem Solving": secNotes, "All user messages": secRequests, "Pending Tasks": secStopped,
+	"Current Work": secStopped, "Optional Next Step": secStopped,
+}
+
+// anchorSections is anchorSection keyed by its headings in lower case.
+var anchorSections = func() map[string]string {
+	m := make(map[string]string, len(anchorSection))
+	for h, s := range anchorSection {
+		m[strings.ToLower(h)] = s
+	}
+	return m
+}()
+
+// sectionFor returns the section of a heading anchorSection names, compared without case.
+func sectionFor(heading string) (string, bool) {
+	s, ok := anchorSections[strings.ToLower(heading)]
+	return s, ok
 }
 
 // headingWords map the words of a heading no exact entry of anchorSection names (an LLM's
@@ -73,7 +93,7 @@ var headingWords = []struct{ word, section string }{
 // sectionOf returns the section a heading's items go to: its exact entry, else the first of
 // headingWords it contains, else the agent notes.
 func sectionOf(heading string) string {
-	if s, ok := anchorSection[heading]; ok {
+	if s, ok := sectionFor(heading); ok {
 		return s
 	}
 	h := strings.ToLower(heading)
@@ -89,7 +109,7 @@ func sectionOf(heading string) string {
 // for (engine.SummarySections) or the extractive summary writes: only such a line opens a
 // section, so that a numbered step of a plan stays an item.
 func knownHeading(title string) bool {
-	if _, ok := anchorSection[title]; ok {
+	if _, ok := sectionFor(title); ok {
 		return true
 	}
 	for _, s := range engine.SummarySections {
@@ -159,6 +179,7 @@ func readAnchor(a string) []anchorItem {
 	var out []anchorItem
 	cur, sec, headed := "", secEarlier, false
 	open := false // the last item may take continuation lines
+	indent := 0   // the indentation of the last item's first line
 	for _, line := range strings.Split(a, "\n") {
 		if metadata(line) {
 			continue
@@ -185,20 +206,52 @@ func readAnchor(a string) []anchorItem {
 		case sec == anchorCheck && (fidelity.IsRequestHead(l) || strings.HasPrefix(l, fidelity.FilesNamedPrefix)):
 			out = append(out, anchorItem{heading: cur, section: sec, text: l})
 			open = !strings.HasPrefix(l, fidelity.FilesNamedPrefix)
-		case open && (sec == secEarlier || sec == anchorCheck || !bullet(l)):
+		case open && (sec == secEarlier || sec == anchorCheck || !bullet(l) || indentation(line) > indent):
+			// A line of the item, or an item nested in it (the changes listed under a file).
 			out[len(out)-1].text += "\n" + line
 		default:
 			out = append(out, anchorItem{heading: cur, section: sec, text: line})
-			open = true
+			open, indent = true, indentation(line)
 		}
 	}
 	if !headed {
 		return nil
 	}
 	for i := range out {
-		out[i].text = strings.TrimRight(out[i].text, "\n ")
+		out[i].text = dedent(strings.TrimRight(out[i].text, "\n "))
 	}
 	return out
+}
+
+// dedent returns an item without its first line's indentation, on every line that has as
+// much (an item of an indented list, its nested items keeping their depth below it).
+func dedent(it string) string {
+	n := len(it) - len(strings.TrimLeft(it, " "))
+	if n == 0 {
+		return it
+	}
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(it, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, pad)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// indentation is the width of a line's leading blanks, a tab counting as four.
+func indentation(line string) int {
+	n := 0
+	for _, c := range line {
+		switch c {
+		case ' ':
+			n++
+		case '\t':
+			n += 4
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 // bullet reports whether a (trimmed) line starts a list item: "- ", "* ", "• ", "1. ".
@@ -448,7 +501,9 @@ func (x *extractor) anchorFile(it anchorItem) {
 	if len(paths) == 1 && !strings.HasPrefix(text, "named") {
 		x.file(paths[0], actMention)
 		if f := x.files.files[paths[0]]; f != nil {
-			f.prior = strings.TrimSpace(strings.ReplaceAll(text, "\n", " "))
+			// What another summary wrote of the file, its nested items (the changes, the
+			// code) on one line, up to priorFileBytes.
+			f.prior = clip.Prefix(oneLine(text), priorFileBytes)
 		}
 		return
 	}
@@ -456,6 +511,10 @@ func (x *extractor) anchorFile(it anchorItem) {
 		x.file(p, actMention)
 	}
 }
+
+// priorFileBytes bounds what a files ledger line carries of another summary's text on the
+// file (Claude Code's "Files and Code Sections" quote whole functions under each file).
+const priorFileBytes = 400
 
 // readsAsRequest reports whether a request an earlier summary quoted reads as one by the
 // engine's rules (engine.ClassifyUsers, after a summary): a tool's observation or a

@@ -390,3 +390,46 @@ func TestHostSummaryAndAnchor(t *testing.T) {
 	}
 	checkHasLacks(t, got, []string{"- fix the login page", "- now run the tests", "lib/login.ex"}, nil)
 }
+
+// TestHostSummaryStructure: Claude Code's own summary (engine.ContinuedSummary) is carried by
+// its sections, as its real ones are written (spotter-dov, -gqc): the request and intent it
+// states first is kept, its capitalised "All User Messages" are the requests, the changes it
+// lists under a file stay with the file, and neither its opening line nor its model's draft
+// ("Analysis:") is carried.
+func TestHostSummaryStructure(t *testing.T) {
+	cc := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n" +
+		"Analysis:\n" + strings.Repeat("Let me chronologically analyze the conversation and every step the agent took in it.\n", 60) + "\n" +
+		"Summary:\n1. Primary Request and Intent:\n   The user asked to port src/parse.py to Rust, keeping the public API.\n\n" +
+		"2. Key Technical Concepts:\n   - Rust\n\n" +
+		"3. Files and Code Sections:\n   - **`src/parse.py`** — the parser\n" + strings.Repeat("     - Added a helper function to the parser module for another case\n", 60) + "\n" +
+		"4. Errors and Fixes:\n   - none\n\n" +
+		"5. Problem Solving:\n   - none\n\n" +
+		"6. All User Messages:\n   - \"Port src/parse.py to Rust, keeping the public API.\"\n\n" +
+		"7. Pending Tasks:\n   - Write tests\n\n8. Current Work:\n   Porting.\n\n9. Optional Next Step:\n   Write tests.\n"
+	in := engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User(cc),
+		irtest.Assistant("", irtest.Call("c1", "bash", `{"command":"cargo build"}`)),
+		irtest.Result("c1", "bash", irtest.OutText("ok")),
+		irtest.Assistant("Building works."),
+	}}
+	got := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: 600})
+	checkHasLacks(t, got,
+		[]string{"The user asked to port src/parse.py", "## User requests (verbatim)\n- Port src/parse.py to Rust, keeping the public API."},
+		[]string{"This session is being continued", "chronologically", "\n- Added a helper"})
+	for _, l := range strings.Split(got, "\n") {
+		if strings.Contains(l, "Added a helper") && !strings.Contains(l, "src/parse.py") {
+			t.Errorf("a change listed under src/parse.py is carried without it: %q", l)
+		}
+	}
+	// With room, the file's line carries what the host's summary says of it, bounded.
+	roomy := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: 4000})
+	line := ""
+	for l := range strings.SplitSeq(roomy, "\n") {
+		if strings.HasPrefix(l, "- src/parse.py: ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "Added a helper") || len(line) > priorFileBytes+100 {
+		t.Errorf("the file's line (%d bytes) does not carry the host's words on it, bounded: %q", len(line), line)
+	}
+}
