@@ -459,21 +459,27 @@ func hostText(s string) bool {
 }
 
 // hookFeedback reports whether s opens with the line a host writes above a hook's blocking
-// feedback: one word naming the hook's event (Stop, SubagentStop, PostToolUse,
-// TaskCompleted, …), then " hook feedback:", alone on its line.
+// feedback: the name of a hook event whose feedback Claude Code sends as a user message
+// (hookEvents), then " hook feedback:", alone on its line. Another word before it ("Git hook
+// feedback:") is the user's. It reads no more of s than that line's opening.
 func hookFeedback(s string) bool {
-	line, _, ok := strings.Cut(s, "\n")
-	event, ok2 := strings.CutSuffix(strings.TrimRight(line, "\r"), " hook feedback:")
-	if !ok || !ok2 || event == "" {
-		return false
-	}
-	for _, r := range event {
-		if !('A' <= r && r <= 'Z' || 'a' <= r && r <= 'z') {
-			return false
+	for _, event := range hookEvents {
+		rest, ok := strings.CutPrefix(s, event)
+		if !ok {
+			continue
+		}
+		if rest, ok = strings.CutPrefix(rest, " hook feedback:"); ok {
+			if rest = strings.TrimPrefix(rest, "\r"); strings.HasPrefix(rest, "\n") {
+				return true
+			}
 		}
 	}
-	return 'A' <= event[0] && event[0] <= 'Z'
+	return false
 }
+
+// hookEvents are Claude Code's hook events that may block with feedback to the model.
+var hookEvents = []string{"Stop", "SubagentStop", "TeammateIdle", "TaskCreated", "TaskCompleted",
+	"PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "UserPromptSubmit", "PreCompact"}
 
 // replayedTool reports whether s is Claude Code's prose of a tool call it replayed after
 // compacting: open, the tool's name (one word), mid, then a JSON value (the call's input

@@ -84,6 +84,11 @@ func TestHostBlocks(t *testing.T) {
 		{"a PostToolUse hook's feedback", []string{"PostToolUse hook feedback:\r\nlint found 2 problems"}, []bool{false}, UserContext, false, ""},
 		{"words about hook feedback", []string{"Stop hook feedback: why do I keep getting it?"}, []bool{false}, UserRequest, false, "Stop hook feedback: why do I keep getting it?"},
 		{"words that name a hook on their first line", []string{"my stop hook feedback:\nit never shows"}, []bool{false}, UserRequest, false, "my stop hook feedback:\nit never shows"},
+		{"Claude Code: a SubagentStop hook's feedback", []string{"SubagentStop hook feedback:\nTests are failing."}, []bool{false}, UserContext, false, ""},
+		{"words about a hook no host runs", []string{"Git hook feedback:\npre-push takes three minutes now, can you speed it up?"}, []bool{false}, UserRequest, false,
+			"Git hook feedback:\npre-push takes three minutes now, can you speed it up?"},
+		{"words about a hook of the user's", []string{"Husky hook feedback:\nthe commit-msg hook rejects merge commits"}, []bool{false}, UserRequest, false,
+			"Husky hook feedback:\nthe commit-msg hook rejects merge commits"},
 		{"plain text that mentions a tag", []string{"Why does Claude add <system-reminder> tags?"}, []bool{false}, UserRequest, false, "Why does Claude add <system-reminder> tags?"},
 		{"markup in the words", []string{"Make the title <b>bold</b>"}, []bool{false}, UserRequest, false, "Make the title <b>bold</b>"},
 	}

@@ -811,18 +811,28 @@ const (
 )
 
 // withoutHarnessWarning returns output without its harness <warning> element, and whether
-// the warning said the output was too long.
+// the warning said the output was too long. The warning is mini-swe-agent's only where the
+// harness puts it: first in the observation (after its <returncode>), with the output's
+// head right after it; a <warning> elsewhere is what the command printed.
 func withoutHarnessWarning(output string) (string, bool) {
-	i := strings.Index(output, warningOpen)
-	if i < 0 {
+	rest := output
+	if strings.HasPrefix(rest, "<returncode>") {
+		_, rest, _ = strings.Cut(rest, "\n")
+	}
+	rest = strings.TrimLeft(rest, " \t\r\n")
+	if !strings.HasPrefix(rest, warningOpen) {
 		return output, false
 	}
-	n := strings.Index(output[i:], warningClose)
+	n := strings.Index(rest, warningClose)
 	if n < 0 {
 		return output, false
 	}
-	warning := output[i+len(warningOpen) : i+n]
-	return output[:i] + "\n" + output[i+n+len(warningClose):], strings.Contains(warning, "too long")
+	after := rest[n+len(warningClose):]
+	if !strings.HasPrefix(strings.TrimLeft(after, " \t\r\n"), "<output_head>") {
+		return output, false
+	}
+	warning := rest[len(warningOpen):n]
+	return output[:len(output)-len(rest)] + "\n" + after, strings.Contains(warning, "too long")
 }
 
 // layout reports whether a line is layout alone: no letter or digit (a rule, a fence, a

@@ -259,8 +259,10 @@ func (x *extractor) hostSummaries(m *compactorv1.Message) {
 // not recorded (eachWord would read `*_test.py` as the file _test.py).
 func (x *extractor) mentions(text string) {
 	for field := range strings.FieldsSeq(text) {
-		if strings.Contains(field, "*") {
-			continue
+		if strings.IndexByte(field, '*') >= 0 {
+			if field = withoutBold(field); strings.IndexByte(field, '*') >= 0 {
+				continue
+			}
 		}
 		eachWord(field, func(w string) {
 			if engine.IsPathLike(w) {
@@ -268,6 +270,20 @@ func (x *extractor) mentions(text string) {
 			}
 		})
 	}
+}
+
+// withoutBold returns a whitespace field without the markdown bold it opens or closes
+// ("**src/x.py**,", "**`a.py`**:", the "**" of "**the file src/x.py**"), which is no
+// glob's: a glob's "**" stands beside a slash (src/**/conf.py, **/x.py, src/**).
+func withoutBold(field string) string {
+	if rest, ok := strings.CutPrefix(field, "**"); ok && !strings.HasPrefix(rest, "/") {
+		field = rest
+	}
+	body := strings.TrimRight(field, ".,:;)")
+	if rest, ok := strings.CutSuffix(body, "**"); ok && !strings.HasSuffix(rest, "/") {
+		field = rest + field[len(body):]
+	}
+	return field
 }
 
 // result settles the call a tool result answers.

@@ -1146,3 +1146,65 @@ func TestHarnessWarningNotQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestMentionsKeepEmphasizedPaths: a path the agent writes in markdown bold
+// ("**src/auth/login.py**", "**`src/auth/login.py`**", the form Claude writes file names in
+// its own summaries) names that file: no '*' of it is a glob's.
+func TestMentionsKeepEmphasizedPaths(t *testing.T) {
+	for _, text := range []string{
+		"The check lives in **src/auth/login.py**, which the tests do not cover.",
+		"1. **`src/auth/login.py`** - the session check that rejects expired tokens.",
+	} {
+		got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+			irtest.User("Expired tokens still log users in; fix it."),
+			irtest.Assistant(text),
+			irtest.User("go on"),
+		}}, ExtractiveOptions{})
+		i := strings.Index(got, "## Files")
+		if i < 0 || !strings.Contains(got[i:], "- src/auth/login.py: named, not opened") {
+			t.Errorf("%q: the path is not in the ledger:\n%s", text, got)
+		}
+	}
+}
+
+// TestWarningOnlyTheHarnesses: a <warning> element the command printed (docutils' XML of a
+// ".. warning::" directive, a config file) is the command's output, not mini-swe-agent's
+// advice: the excerpt quotes it and does not say the harness cut the output.
+func TestWarningOnlyTheHarnesses(t *testing.T) {
+	tests := []struct {
+		name, cmd, obs, want string
+	}{
+		{"mini-swe-agent, a short output with a docutils warning", "python render.py",
+			"<returncode>0</returncode>\n<output>\n<document source=\"index.rst\">\n<warning>\n" +
+				"Lines too long for the page are wrapped.\n</warning>\n</document>\n</output>",
+			"Lines too long for the page are wrapped."},
+		{"a config file the agent cats", "cat deploy/config.xml",
+			"<returncode>0</returncode>\n<output>\n<config>\n  <warning>\n    Rotate the key before 2027-01-01.\n  </warning>\n</config>\n</output>",
+			"Rotate the key before 2027-01-01."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+				irtest.User("<pr_description>Document the key rotation.</pr_description>"),
+				irtest.Assistant("THOUGHT: Let me look.\n\n```bash\n" + tt.cmd + "\n```"),
+				irtest.User(tt.obs),
+				irtest.Assistant("THOUGHT: Next.\n\n```bash\nls docs\n```"),
+			}}, ExtractiveOptions{})
+			line := ""
+			for l := range strings.SplitSeq(got, "\n") {
+				if strings.Contains(l, "`"+tt.cmd+"` →") {
+					line = l
+				}
+			}
+			if line == "" {
+				t.Fatalf("no line for %q:\n%s", tt.cmd, got)
+			}
+			if strings.Contains(line, elidedNote) {
+				t.Errorf("the excerpt says the harness cut the output: %s", line)
+			}
+			if !strings.Contains(line, tt.want) {
+				t.Errorf("the excerpt lacks the command's %q: %s", tt.want, line)
+			}
+		})
+	}
+}
