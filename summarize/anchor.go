@@ -365,6 +365,9 @@ func (x *extractor) anchor(a string) {
 				for _, p := range strings.Split(rest, ", ") {
 					if p = strings.TrimSpace(p); p != "" {
 						x.file(p, actMention)
+						if f := x.files.files[filePath(p)]; f != nil && f.prior == "" && len(f.acts) == 0 {
+							f.prior = namedOnly
+						}
 					}
 				}
 			} else if _, body, ok := strings.Cut(it.text, "\n"); ok {

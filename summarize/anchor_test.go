@@ -433,3 +433,44 @@ func TestHostSummaryStructure(t *testing.T) {
 		t.Errorf("the file's line (%d bytes) does not carry the host's words on it, bounded: %q", len(line), line)
 	}
 }
+
+// TestNamedGivesWay: what an earlier summary said of a file only named gives way to what the
+// range did to it ("named, not opened, read, edited" read as a contradiction), and a path the
+// summary check kept by name alone is not said to be unopened (pylint-7080's pylinter.py,
+// edited, became "named, not opened" after a summary the check cut).
+func TestNamedGivesWay(t *testing.T) {
+	edits := []*compactorv1.Message{
+		irtest.Assistant("", irtest.Call("c1", "bash", `{"command":"cat src/a.py"}`)),
+		irtest.Result("c1", "bash", irtest.OutText("x = 1\n")),
+		irtest.Assistant("", irtest.Call("c2", "bash", `{"command":"sed -i 's/1/2/' src/a.py"}`)),
+		irtest.Result("c2", "bash", irtest.OutText("")),
+		irtest.Assistant("Done."),
+	}
+	quiet := []*compactorv1.Message{irtest.User("go on"), irtest.Assistant("Next I check the tests.")}
+	checked := "## Where it stopped\n- last intent: I'll revert the change. [m5]\n\n" +
+		"## Kept verbatim by the summary check\n\nFiles the summarized part named: src/a.py, src/b.py\n"
+	tests := []struct {
+		name, anchor string
+		msgs         []*compactorv1.Message
+		want         string
+	}{
+		{"named before, edited now", "## Files (what was done to each)\n- src/a.py: named, not opened [m3]\n", edits, "- src/a.py: read, edited"},
+		{"named before, nothing now", "## Files (what was done to each)\n- src/a.py: named, not opened [m3]\n", quiet, "- src/a.py: named, not opened"},
+		{"kept by the check, nothing now", checked, quiet, "- src/a.py: named"},
+		{"kept by the check, edited now", checked, edits, "- src/a.py: read, edited"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExtractiveSummary(engine.SummaryInput{Anchor: tt.anchor, Messages: tt.msgs}, ExtractiveOptions{})
+			line := ""
+			for l := range strings.SplitSeq(got, "\n") {
+				if strings.HasPrefix(l, "- src/a.py:") {
+					line = l
+				}
+			}
+			if l, _, _ := strings.Cut(line, " ["); l != tt.want && !strings.HasPrefix(line, tt.want+";") {
+				t.Errorf("ledger line %q, want %q:\n%s", line, tt.want, got)
+			}
+		})
+	}
+}

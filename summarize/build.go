@@ -415,8 +415,11 @@ func (x *extractor) buildFiles() {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].seq < files[j].seq })
 	for _, f := range files {
-		if len(f.acts) == 0 && f.prior == "" {
-			x.add(item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: "- " + f.path + ": named, not opened", base: worthNamedFile})
+		if len(f.acts) == 0 && (f.prior == "" || f.prior == namedOnly) {
+			// Named, nothing done to it in the range: "not opened" only when no summary
+			// before it may have said otherwise.
+			said := cmp.Or(f.prior, namedNotOpened)
+			x.add(item{section: secFiles, seq: f.seq, from: f.first, to: f.seq, text: "- " + f.path + ": " + said, base: worthNamedFile})
 			continue
 		}
 		base := worthRead

@@ -23,6 +23,15 @@ const (
 	actMention = "" // named, nothing done to it
 )
 
+// What a ledger line says of a file only named: namedNotOpened when the range is all there
+// was (nothing was done to it), namedOnly when an earlier summary may have said more (the
+// summary check's list of the paths a summarized part named, which says nothing of what
+// was done to them). Either gives way to what the range does to the file.
+const (
+	namedNotOpened = "named, not opened"
+	namedOnly      = "named"
+)
+
 // failedSuffix marks an action whose call failed: "edited (failed)".
 const failedSuffix = " (failed)"
 
@@ -70,6 +79,9 @@ func (l *ledger) note(path, action string, seq int) {
 // detail (what was done, when not "").
 func (f *ledgerFile) line(detail string) string {
 	prior, priorDetail, _ := strings.Cut(f.prior, "; ")
+	if (prior == namedNotOpened || prior == namedOnly) && len(f.acts) > 0 {
+		prior = "" // what the range did to it says more
+	}
 	counts := f.acts
 	if n, ok := actCounts(prior); ok {
 		// The earlier summary's actions and the range's, counted once each.
