@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -782,10 +783,17 @@ func (x *extractor) rank(output string, seq int) ranked {
 	if fields := jsonFields(output); fields != nil {
 		return x.rankParts(fields, "; ", seq)
 	}
+	if note, ok := compactionNote(output); ok && strings.HasPrefix(output, "[pruned: ") {
+		// An output an earlier compaction pruned: where it is, not the marker's words.
+		return ranked{parts: []string{"pruned earlier" + note}, pos: []int{0}, sep: excerptSep}
+	}
 	var lines, worded []string
 	output, long := withoutHarnessWarning(output)
 	seen := map[string]bool{} // a line said again says nothing more (a listing's many __init__.py)
 	for _, l := range strings.Split(output, "\n") {
+		if note, ok := compactionNote(l); ok && strings.HasPrefix(l, "[… ") {
+			l = "[…" + note + " …]" // the middle an earlier compaction cut from the output
+		}
 		if l = oneLine(l); l != "" && !seen[l] && !strings.HasPrefix(l, "<") && !agentPrompt(l) && !bareLineNumber(l) {
 			seen[l] = true
 			lines = append(lines, l)
@@ -836,6 +844,29 @@ func withoutHarnessWarning(output string) (string, bool) {
 	}
 	warning := rest[len(warningOpen):n]
 	return output[:len(output)-len(rest)] + "\n" + after, strings.Contains(warning, "too long")
+}
+
+// sourceRef matches the reference an earlier compaction's marker gives to what it took out
+// of a tool output (engine.OutputSource).
+var sourceRef = regexp.MustCompile(`full output in compactord source ([0-9a-f]{64}) m(\d{1,9}), for Expand`)
+
+// compactionNote returns, for a text holding an earlier compaction's reference to an
+// output it pruned or cut (engine.OutputSource), that reference as a summary cites it
+// (" [s1a2b3c4d m23]"): the marker's 64-digit hash, cut to an excerpt's line, would leave
+// nothing to find the output by.
+func compactionNote(text string) (string, bool) {
+	if !strings.Contains(text, "compactord source ") {
+		return "", false
+	}
+	m := sourceRef.FindStringSubmatch(text)
+	if m == nil {
+		return "", false
+	}
+	r, err := engine.ParseRange("m" + m[2])
+	if err != nil {
+		return "", false
+	}
+	return " " + engine.Citation{Range: r}.Qualified(m[1]).String(), true
 }
 
 // layout reports whether a line is layout alone: no letter or digit (a rule, a fence, a

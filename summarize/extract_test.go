@@ -1208,3 +1208,29 @@ func TestWarningOnlyTheHarnesses(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactionNotesCited: an output an earlier compaction pruned, or cut in the middle, is
+// excerpted by where the rest is, cited as the summary cites sources ([s1a2b3c4d m2]), not
+// by the marker's words with its 64-digit hash cut off at the excerpt's line (the spotter
+// sessions' summaries quoted "[full output in compactord source 23d0c976963e…").
+func TestCompactionNotesCited(t *testing.T) {
+	src := strings.Repeat("23d0c976", 8)
+	pruned := "[pruned: output of tool Bash, 766 tokens removed] [full output in compactord source " + src + " m2, for Expand]"
+	cut := "line one of the output\n[… 335 tokens cut from the middle of this output by compaction; full output in compactord source " + src + " m4, for Expand …]\nthe last line"
+	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Work on bead spotter-a0y."),
+		irtest.Assistant("", irtest.Call("c1", "Bash", `{"command":"bd show spotter-a0y"}`)),
+		irtest.Result("c1", "Bash", irtest.OutText(pruned)),
+		irtest.Assistant("", irtest.Call("c2", "Bash", `{"command":"bd list --all"}`)),
+		irtest.Result("c2", "Bash", irtest.OutText(cut)),
+		irtest.Assistant("", irtest.Call("c3", "Bash", `{"command":"bd ready"}`)),
+		irtest.Result("c3", "Bash", irtest.OutText("1. spotter-a0y.1 ready")),
+		irtest.Assistant("Claiming spotter-a0y.1."),
+	}}, ExtractiveOptions{})
+	for _, want := range []string{"bd show spotter-a0y) → pruned earlier [s23d0c976 m2]", "[… [s23d0c976 m4] …]"} {
+		if !strings.Contains(got, want) { // (checkHasLacks reads a summary without its citations)
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	checkHasLacks(t, got, nil, []string{"full output in compactord source", "[pruned: output of tool"})
+}
