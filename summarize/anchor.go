@@ -364,8 +364,7 @@ func (x *extractor) anchor(a string) {
 			if rest, ok := strings.CutPrefix(it.text, fidelity.FilesNamedPrefix); ok {
 				for _, p := range strings.Split(rest, ", ") {
 					if p = strings.TrimSpace(p); p != "" {
-						x.file(p, actMention)
-						if f := x.files.files[filePath(p)]; f != nil && f.prior == "" && len(f.acts) == 0 {
+						if f := x.file(p, actMention); f != nil && f.prior == "" && len(f.acts) == 0 {
 							f.prior = namedOnly
 						}
 					}
@@ -494,16 +493,14 @@ func (x *extractor) anchorFile(it anchorItem) {
 	path, acts, ok := strings.Cut(text, ": ")
 	path = strings.Trim(strings.TrimSpace(path), "`*")
 	if ok && !strings.ContainsAny(path, " ,") && path != "" {
-		x.file(path, actMention)
-		if f := x.files.files[path]; f != nil {
+		if f := x.file(path, actMention); f != nil {
 			f.prior, f.priorCites = engine.CutCitations(strings.TrimSpace(acts))
 		}
 		return
 	}
 	paths := engine.PathsIn(text)
 	if len(paths) == 1 && !strings.HasPrefix(text, "named") {
-		x.file(paths[0], actMention)
-		if f := x.files.files[paths[0]]; f != nil {
+		if f := x.file(paths[0], actMention); f != nil {
 			// What another summary wrote of the file, its nested items (the changes, the
 			// code) on one line, up to priorFileBytes.
 			f.prior = clip.Prefix(oneLine(text), priorFileBytes)

@@ -406,7 +406,7 @@ func (x *extractor) buildFiles() {
 		}
 		for _, e := range c.edits {
 			if strings.TrimSpace(e.text) != "" {
-				lastEdit[filePath(e.path)] = c
+				lastEdit[x.files.key(e.path)] = c
 			}
 		}
 	}
@@ -465,10 +465,10 @@ func (x *extractor) buildFiles() {
 // code it wrote (its comments only when it wrote nothing else: what the code does is in the
 // code, and a file's opening comment lines would fill the statement).
 func (x *extractor) editStatement(c *call, path string, limit int) string {
-	whole := wroteWhole(c, path)
+	whole := x.wroteWhole(c, path)
 	var defs, lines, said []string // said: the comment lines
 	comments := commentsOf(path)
-	for _, l := range strings.Split(editText(c, path), "\n") {
+	for _, l := range strings.Split(x.editText(c, path), "\n") {
 		if l = oneLine(l); l == "" {
 			continue
 		}
@@ -507,9 +507,9 @@ func (x *extractor) editStatement(c *call, path string, limit int) string {
 }
 
 // wroteWhole reports whether the call c wrote path whole (a write or a create, not an edit).
-func wroteWhole(c *call, path string) bool {
+func (x *extractor) wroteWhole(c *call, path string) bool {
 	for _, a := range c.acts {
-		if filePath(a.path) == filePath(path) && (a.action == actWrite || a.action == actCreate) {
+		if x.files.key(a.path) == x.files.key(path) && (a.action == actWrite || a.action == actCreate) {
 			return true
 		}
 	}
@@ -517,10 +517,10 @@ func wroteWhole(c *call, path string) bool {
 }
 
 // editText is the text the call c wrote into path, its last edit of it.
-func editText(c *call, path string) string {
+func (x *extractor) editText(c *call, path string) string {
 	var text string
 	for _, e := range c.edits {
-		if filePath(e.path) == filePath(path) {
+		if x.files.key(e.path) == x.files.key(path) {
 			text = e.text
 		}
 	}
@@ -530,10 +530,10 @@ func editText(c *call, path string) string {
 // definesWhole reports whether the call c wrote path whole with definitions in it: what the
 // file provides, which the work after it calls.
 func (x *extractor) definesWhole(c *call, path string) bool {
-	if !wroteWhole(c, path) {
+	if !x.wroteWhole(c, path) {
 		return false
 	}
-	for _, l := range strings.Split(editText(c, path), "\n") {
+	for _, l := range strings.Split(x.editText(c, path), "\n") {
 		if definition(oneLine(l)) {
 			return true
 		}
@@ -704,7 +704,7 @@ func (x *extractor) changedAfter(path string, seq int) bool {
 			continue
 		}
 		for _, a := range e.acts {
-			if filePath(a.path) == filePath(path) && writes(a.action) {
+			if x.files.key(a.path) == x.files.key(path) && writes(a.action) {
 				return true
 			}
 		}

@@ -214,7 +214,7 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 		}
 	}
 	for _, e := range c.edits {
-		c.wroteWhole = c.wroteWhole || command == "" && wroteWhole(c, e.path)
+		c.wroteWhole = c.wroteWhole || command == "" && x.wroteWhole(c, e.path)
 	}
 	if command != "" && strings.ContainsAny(command, " \t\n") {
 		c.reads = c.reads || shellReads(command)

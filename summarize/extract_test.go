@@ -7,6 +7,7 @@ import (
 	"github.com/compactord/compactord/internal/golden"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -1233,4 +1234,48 @@ func TestCompactionNotesCited(t *testing.T) {
 		}
 	}
 	checkHasLacks(t, got, nil, []string{"full output in compactord source", "[pruned: output of tool"})
+}
+
+// TestLedgerOneFileTwoNames: one file under its absolute name (Claude Code's tools) and a
+// shorter one (git, the agent's prose) is one ledger line under the longer name, whichever
+// came first; a short name that ends two files' names is a line of its own (spotter-dov's
+// app.js was "read ×4, edited ×2" beside "assets/js/app.js: named, not opened").
+func TestLedgerOneFileTwoNames(t *testing.T) {
+	read := func(id, p string) []*compactorv1.Message {
+		return []*compactorv1.Message{
+			irtest.Assistant("", irtest.Call(id, "Read", `{"file_path":"`+p+`"}`)),
+			irtest.Result(id, "Read", irtest.OutText("1→let Hooks = {}")),
+		}
+	}
+	commit := []*compactorv1.Message{
+		irtest.Assistant("", irtest.Call("g", "Bash", `{"command":"git add assets/js/app.js && git commit -m 'hooks'"}`)),
+		irtest.Result("g", "Bash", irtest.OutText("[main 1a2b3c] hooks\n 1 file changed")),
+	}
+	abs := "/home/u/proj/assets/js/app.js"
+	tests := []struct {
+		name  string
+		msgs  [][]*compactorv1.Message
+		lines []string // the ledger's lines, path and actions
+	}{
+		{"absolute first", [][]*compactorv1.Message{read("r", abs), commit, {irtest.Assistant("app.js is committed.")}},
+			[]string{"- " + abs + ": read"}},
+		{"relative first", [][]*compactorv1.Message{{irtest.Assistant("I will read assets/js/app.js first.")}, read("r", abs)},
+			[]string{"- " + abs + ": read"}},
+		{"a short name two files end with", [][]*compactorv1.Message{read("r1", abs), read("r2", "/home/u/proj/vendor/app.js"), {irtest.Assistant("app.js is read.")}},
+			[]string{"- " + abs + ": read", "- /home/u/proj/vendor/app.js: read", "- app.js: named, not opened"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msgs := []*compactorv1.Message{irtest.User("Make the hooks const.")}
+			for _, m := range tt.msgs {
+				msgs = append(msgs, m...)
+			}
+			got := citeSuffix.ReplaceAllString(ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{})+"\n", "\n")
+			_, files, _ := strings.Cut(got, "## Files (what was done to each)\n")
+			files, _, _ = strings.Cut(files, "\n\n")
+			if lines := strings.Split(strings.TrimSpace(files), "\n"); !slices.Equal(lines, tt.lines) {
+				t.Errorf("ledger %q, want %q:\n%s", lines, tt.lines, got)
+			}
+		})
+	}
 }

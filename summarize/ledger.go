@@ -42,7 +42,16 @@ var actOrder = map[string]int{actRead: 1, actSearch: 2, actCreate: 3, actWrite: 
 // just that it was named.
 type ledger struct {
 	files map[string]*ledgerFile
+	// One file under two names (Claude Code's tools write /home/u/proj/assets/app.js, git
+	// and the agent's prose assets/app.js or app.js) is one ledger line, under the longer
+	// name: alias maps a shorter name to it; byBase lists the names filed, by base name.
+	alias  map[string]string
+	byBase map[string][]string
 }
+
+// maxSameBase bounds the names of one base name that a new name is compared with: beyond
+// it (many files called __init__.py), names are not merged.
+const maxSameBase = 16
 
 type ledgerFile struct {
 	path  string
@@ -54,25 +63,37 @@ type ledgerFile struct {
 	priorCites []engine.Citation
 }
 
-// note records action (actMention for a bare mention) on path at seq. A mention of a program
-// (programPath) names no file of the work and is not recorded.
-func (l *ledger) note(path, action string, seq int) {
-	path = filePath(path)
+// note records action (actMention for a bare mention) on path at seq and returns the file's
+// entry. A mention of a program (programPath) names no file of the work and is not recorded
+// (nil). A name that is the end of exactly one name filed ("app.js", "assets/app.js" after
+// "/home/u/proj/assets/app.js") is that file; a name that exactly one name filed is the end
+// of takes that file over.
+func (l *ledger) note(path, action string, seq int) *ledgerFile {
+	path = l.key(path)
 	if action == actMention && programPath(path) {
-		return
+		return nil
 	}
 	if l.files == nil {
-		l.files = make(map[string]*ledgerFile)
+		l.files, l.alias, l.byBase = map[string]*ledgerFile{}, map[string]string{}, map[string][]string{}
 	}
 	f := l.files[path]
 	if f == nil {
-		f = &ledgerFile{path: path, acts: map[string]int{}, first: seq}
-		l.files[path] = f
+		if k := l.longer(path); k != "" {
+			l.alias[path] = k
+			f = l.files[k]
+		} else {
+			f = &ledgerFile{path: path, acts: map[string]int{}, first: seq}
+			l.files[path] = f
+			l.absorb(f)
+			b := pathBase(path)
+			l.byBase[b] = append(l.byBase[b], path)
+		}
 	}
 	f.seq = seq
 	if action != actMention {
 		f.acts[action]++
 	}
+	return f
 }
 
 // line renders f as "- path: read ×2, edited; detail": each action with its count, then
@@ -125,6 +146,70 @@ func (f *ledgerFile) line(detail string) string {
 		line += "; " + priorDetail
 	}
 	return line
+}
+
+// key returns the name the ledger files path under: path as filePath writes it, or the
+// longer name of the same file it was merged into (each alias leads to a longer name, so
+// the walk ends).
+func (l *ledger) key(path string) string {
+	path = filePath(path)
+	for {
+		k, ok := l.alias[path]
+		if !ok {
+			return path
+		}
+		path = k
+	}
+}
+
+// pathBase is a name's last element.
+func pathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// longer returns the one name filed that ends with "/"+p, or "" (none, or more than one).
+func (l *ledger) longer(p string) string {
+	names := l.byBase[pathBase(p)]
+	if len(names) > maxSameBase {
+		return ""
+	}
+	found := ""
+	for _, n := range names {
+		if strings.HasSuffix(n, "/"+p) {
+			if found != "" {
+				return ""
+			}
+			found = n
+		}
+	}
+	return found
+}
+
+// absorb merges into f, just filed, each name filed before that f's name ends with and that
+// is the end of no other name: the same file, named shorter before.
+func (l *ledger) absorb(f *ledgerFile) {
+	b := pathBase(f.path)
+	names := l.byBase[b]
+	if len(names) > maxSameBase {
+		return
+	}
+	kept := names[:0:0]
+	for _, n := range names {
+		if !strings.HasSuffix(f.path, "/"+n) || l.longer(n) != "" {
+			kept = append(kept, n)
+			continue
+		}
+		g := l.files[n]
+		delete(l.files, n)
+		l.alias[n] = f.path // (the names merged into n before follow on to f: key)
+		f.first = min(f.first, g.first)
+		f.seq = max(f.seq, g.seq)
+		for a, k := range g.acts {
+			f.acts[a] += k
+		}
+		if f.prior == "" {
+			f.prior, f.priorCites = g.prior, g.priorCites
+		}
+	}
+	l.byBase[b] = kept
 }
 
 // filePath is path as the ledger keys it: "./x" names the file x.

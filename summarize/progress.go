@@ -12,8 +12,8 @@ import (
 )
 
 // file records an action on a file in the ledger.
-func (x *extractor) file(path, action string) {
-	x.files.note(path, action, x.next())
+func (x *extractor) file(path, action string) *ledgerFile {
+	return x.files.note(path, action, x.next())
 }
 
 // instructionTerms are the words of the caller's instructions worth matching in tool
