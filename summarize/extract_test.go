@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/compactord/compactord/internal/golden"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"github.com/compactord/compactord/engine"
 	"github.com/compactord/compactord/fidelity"
 	"github.com/compactord/compactord/internal/corpus"
+	"github.com/compactord/compactord/internal/golden"
 	"github.com/compactord/compactord/internal/irtest"
 )
 
@@ -100,7 +101,8 @@ func keepsWhatMattersCases() []keepsCase {
 				"## Errors\n- bash(cargo build): error[E0425]: cannot find value `tokens` in this scope\n",
 				// Every ledger line says what was done; a file only named says that too.
 				"## Files (what was done to each)\n- src/parse.py: read\n- src/missing.rs: read (failed)\n- src/lib.rs: named, not opened\n",
-				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, …) → def parse(s): / return s\n",
+				// With room left, the call with every argument it was given.
+				"- read_file(path=src/parse.py, encoding=utf-8, limit=400, offset=0) → def parse(s): / return s\n",
 				"- bash(command=cargo build) → failed: error[E0425]: cannot find value `tokens` in this scope\n",
 				"## Agent notes\n- I'll read the file first.\n",
 			},
@@ -735,7 +737,9 @@ func TestSummaryCarriesASubAgentsReport(t *testing.T) {
 				msgs = append(msgs, irtest.Assistant("", irtest.Call(id, "Write", fmt.Sprintf(`{"file_path":"src/m%d.rs","content":"pub fn f%d() {}\n"}`, i, i))),
 					irtest.Result(id, "Write", irtest.OutText(fmt.Sprintf("File created successfully at: src/m%d.rs", i))))
 			}
-			got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 600})
+			// A budget the report and the writes compete for (with room left, any output's
+			// longer excerpt is shown: TestRoomLeftShowsMore).
+			got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{MaxTokens: 400})
 			kept := 0
 			for _, name := range []string{"reverse_string", "NegativeInputError", "is_valid_email", "fail_under"} {
 				if strings.Contains(got, name) {
@@ -1277,5 +1281,25 @@ func TestLedgerOneFileTwoNames(t *testing.T) {
 				t.Errorf("ledger %q, want %q:\n%s", lines, tt.lines, got)
 			}
 		})
+	}
+}
+
+// TestRoomLeftShowsMore: with room left once every item worth something is chosen, the
+// newest items take their longer form: tau-bench's get_user_details was cut to the user's
+// certificate, 550 tokens spare, and the credit card the user chooses two turns later
+// (credit_card_6040264, "the Visa ending in 2076") was left out.
+func TestRoomLeftShowsMore(t *testing.T) {
+	body, err := os.ReadFile(corpus.Named(t, "taubench-airline-t46-r3.openai.json").Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := irtest.ReadOpenAIChat(t, body)
+	const budget = 1985
+	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs[1:31]}, ExtractiveOptions{MaxTokens: budget})
+	if !strings.Contains(got, "credit_card_6040264") {
+		t.Errorf("the user's payment method is left out with %d of %d tokens used:\n%s", ApproxTokens(got), budget, got)
+	}
+	if n := ApproxTokens(got); n > budget {
+		t.Errorf("%d tokens, over the budget %d", n, budget)
 	}
 }

@@ -12,7 +12,10 @@ import (
 // negative priority first, newest first within one), cut to fit when they are the ones that
 // must not vanish; then, while anything fits, the item worth the most per token, where an
 // item is worth its base (build.go), scaled by how recent it is, plus worthCarried for each
-// value the agent carried on that it shows and no chosen item shows yet. Sections are written
+// value the agent carried on that it shows and no chosen item shows yet; then, with room
+// left, the longer form of the items chosen, the newest first: a longer excerpt of a late
+// output shows values no later message of the range could have used yet, which the next
+// turns may (the items' worth does not see them). Sections are written
 // in order, their items oldest first, each ending with its citation; the legend of citations
 // comes first.
 
@@ -160,6 +163,29 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		if g := x.items[best].group; g != 0 {
 			inGroup[g] = best
 		}
+	}
+
+	// 3. Room left: the longer form of the newest items first (what the latest outputs said,
+	// which no later message has used yet).
+	for {
+		best, bestPrev := -1, -1
+		for _, i := range rest {
+			it := &x.items[i]
+			j, ok := inGroup[it.group]
+			if chosen[i] || !ok || it.group == 0 || costs[i] <= costs[j] || used+costs[i]-costs[j] > budget {
+				continue
+			}
+			if best < 0 || it.seq > x.items[best].seq || it.seq == x.items[best].seq && costs[i] < costs[best] {
+				best, bestPrev = i, j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		chosen[bestPrev] = false
+		used -= costs[bestPrev]
+		take(best, costs[best])
+		inGroup[x.items[best].group] = best
 	}
 
 	for {
