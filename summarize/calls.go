@@ -244,11 +244,62 @@ func (x *extractor) shellCall(cmd string) *call {
 	c.whole = "`" + oneLine(engine.Truncate(line, wholeCommandBytes)) + "`"
 	c.key = "shell(" + line + ")"
 	c.short = "`" + engine.Truncate(line, callShortBytes) + "`"
+	if acts, edits, ok := x.sweCommand(cmd); ok {
+		c.acts, c.edits, c.reads = acts, edits, len(acts) > 0 && acts[0].action == actRead
+		x.use.note(cmd, c.seq, fromAgentCall)
+		return c
+	}
 	c.acts = x.fileActions("shell", "", cmd)
 	c.reads = shellReads(cmd)
 	c.edits = shellEdits(cmd)
 	x.use.note(cmd, c.seq, fromAgentCall)
 	return c
+}
+
+// SWE-agent's text protocol has commands of its own besides the shell's (its tools, written
+// in a fenced block as a shell command is): "open <file> [<line>]" shows a file and makes it
+// the open one, "create <file>" creates and opens it, "edit <from>:<to>" followed by the new
+// lines and "end_of_edit" replaces lines of the open file, and "search_file", "search_dir"
+// and "find_file" search. An edit's lines are the text it writes, not commands.
+var sweEdit = regexp.MustCompile(`^edit \d+:\d+\s*$`)
+
+// sweCommand returns the file actions of cmd, and the text it writes, when it is one of
+// SWE-agent's commands (see above), and records the file it opens.
+func (x *extractor) sweCommand(cmd string) ([]fileAct, []fileText, bool) {
+	first, rest, _ := strings.Cut(strings.TrimSpace(cmd), "\n")
+	words := strings.Fields(first)
+	if len(words) == 0 {
+		return nil, nil, false
+	}
+	arg := func(i int) string {
+		if i < len(words) {
+			return strings.Trim(words[i], `"'`)
+		}
+		return ""
+	}
+	switch {
+	case words[0] == "open" && (len(words) == 2 || len(words) == 3) && engine.IsPathLike(arg(1)):
+		x.openFile = arg(1)
+		return []fileAct{{arg(1), actRead}}, nil, true
+	case words[0] == "create" && len(words) == 2 && engine.IsPathLike(arg(1)):
+		x.openFile = arg(1)
+		return []fileAct{{arg(1), actCreate}}, nil, true
+	case sweEdit.MatchString(first) && strings.HasSuffix(strings.TrimSpace(rest), "end_of_edit"):
+		if x.openFile == "" {
+			return nil, nil, true
+		}
+		text := strings.TrimSuffix(strings.TrimSpace(rest), "end_of_edit")
+		return []fileAct{{x.openFile, actEdit}}, []fileText{{x.openFile, text}}, true
+	case words[0] == "search_file" || words[0] == "search_dir" || words[0] == "find_file":
+		var acts []fileAct
+		for _, w := range words[2:] {
+			if w = strings.Trim(w, `"'`); engine.IsPathLike(w) {
+				acts = append(acts, fileAct{w, actSearch})
+			}
+		}
+		return acts, nil, true
+	}
+	return nil, nil, false
 }
 
 // settle records the outcome of c from its output; failed is set by structure (an error

@@ -1303,3 +1303,25 @@ func TestRoomLeftShowsMore(t *testing.T) {
 		t.Errorf("%d tokens, over the budget %d", n, budget)
 	}
 }
+
+// TestSWEAgentCommands: SWE-agent's own commands in its text protocol (create, edit …
+// end_of_edit on the open file, open) are what they do to files, and an edit's lines are the
+// text it writes, not commands (pydicom-1458's ledger had its reproduction script "ran
+// (failed)" and the handler it opened "named, not opened").
+func TestSWEAgentCommands(t *testing.T) {
+	obs := func(s string) *compactorv1.Message {
+		return irtest.User(s + "\n(Open file: /repo/x)\n(Current directory: /repo)\nbash-$")
+	}
+	got := ExtractiveSummary(engine.SummaryInput{TaskInHead: true, Messages: []*compactorv1.Message{
+		irtest.Assistant("Create the script.\n```\ncreate reproduce_bug.py\n```"),
+		obs("[File: /repo/reproduce_bug.py (1 lines total)]\n1:"),
+		irtest.Assistant("Paste the code.\n```\nedit 1:1\nimport numpy as np\nrm -rf build\nprint('ok')\nend_of_edit\n```"),
+		obs("[File: /repo/reproduce_bug.py (3 lines total)]\n1:import numpy as np\n2:rm -rf build\n3:print('ok')\nFile updated."),
+		irtest.Assistant("Open the handler.\n```\nopen pydicom/pixel_data_handlers/numpy_handler.py 293\n```"),
+		obs("[File: /repo/pydicom/pixel_data_handlers/numpy_handler.py (372 lines total)]\n293: raise AttributeError("),
+		irtest.Assistant("Now I will fix it."),
+	}}, ExtractiveOptions{})
+	checkHasLacks(t, got,
+		[]string{"- reproduce_bug.py: created, edited; last edit wrote", "- pydicom/pixel_data_handlers/numpy_handler.py: read"},
+		[]string{"build: deleted", "- build:"})
+}
