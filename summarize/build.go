@@ -1001,8 +1001,10 @@ func jsonFields(s string) []string {
 			out = append(out, part)
 		}
 	}
-	var walk func(key string, v any, root bool)
-	walk = func(key string, v any, root bool) {
+	// owner names the record a nested one belongs to ("flight_number=HAT255"): an object's
+	// prices or seats, a part of their own, would read as another record's without it.
+	var walk func(key, owner string, v any, root bool)
+	walk = func(key, owner string, v any, root bool) {
 		switch t := v.(type) {
 		case map[string]any:
 			keys := make([]string, 0, len(t))
@@ -1011,9 +1013,13 @@ func jsonFields(s string) []string {
 			}
 			sort.Strings(keys)
 			var fields []string
+			ident := ""
 			for _, k := range keys {
 				if f, ok := scalar(k, t[k]); ok {
 					fields = append(fields, f)
+					if ident == "" && identKey(k) {
+						ident = f
+					}
 				}
 			}
 			if root {
@@ -1027,16 +1033,22 @@ func jsonFields(s string) []string {
 				if key != "" && !strings.Contains(record, "="+key) {
 					record = key + ": " + record
 				}
+				if owner != "" && ident == "" {
+					record = owner + " " + record
+				}
 				emit(record)
+			}
+			if ident == "" {
+				ident = owner
 			}
 			for _, k := range keys {
 				if _, ok := scalar(k, t[k]); !ok {
-					walk(k, t[k], false)
+					walk(k, ident, t[k], false)
 				}
 			}
 		case []any:
 			for _, e := range t {
-				walk(key, e, false)
+				walk(key, owner, e, false)
 			}
 		default:
 			if f, ok := scalar(key, t); ok {
@@ -1044,8 +1056,23 @@ func jsonFields(s string) []string {
 			}
 		}
 	}
-	walk("", v, true)
+	walk("", "", v, true)
 	return out
+}
+
+// identKey reports whether a JSON key names what identifies its object: an id, a number, a
+// code or a name ("id", "user_id", "flight_number", "reservationId", "code", "name").
+func identKey(k string) bool {
+	lk := strings.ToLower(k)
+	for _, s := range []string{"id", "number", "code", "name"} {
+		switch {
+		case lk == s, strings.HasSuffix(lk, "_"+s), strings.HasSuffix(lk, "-"+s):
+			return true
+		case len(k) > len(s) && strings.HasSuffix(lk, s) && unicode.IsUpper(rune(k[len(k)-len(s)])):
+			return true // camelCase: reservationId, flightNumber
+		}
+	}
+	return false
 }
 
 // scalar renders a JSON scalar under key as key=value (the value alone without a key); ok

@@ -1325,3 +1325,30 @@ func TestSWEAgentCommands(t *testing.T) {
 		[]string{"- reproduce_bug.py: created, edited; last edit wrote", "- pydicom/pixel_data_handlers/numpy_handler.py: read"},
 		[]string{"build: deleted", "- build:"})
 }
+
+// TestNestedRecordsNameTheirOwner: a nested object of a JSON record (a flight's seats and
+// prices) is excerpted with what identifies the record it belongs to: tau-bench's second
+// flight's prices read as the first flight's (taubench-t02: HAT255's under HAT130).
+func TestNestedRecordsNameTheirOwner(t *testing.T) {
+	out := `[{"flight_number": "HAT130", "origin": "DEN", "destination": "MIA", "status": "available", "available_seats": {"basic_economy": 11, "economy": 3, "business": 8}, "prices": {"basic_economy": 85, "economy": 165, "business": 399}}, ` +
+		`{"flight_number": "HAT255", "origin": "DEN", "destination": "MIA", "status": "available", "available_seats": {"basic_economy": 15, "economy": 12, "business": 1}, "prices": {"basic_economy": 91, "economy": 108, "business": 377}}]`
+	fields := jsonFields(out)
+	for _, f := range fields {
+		if strings.HasPrefix(f, "prices:") || strings.HasPrefix(f, "available_seats:") {
+			t.Errorf("a nested record without its owner: %q (all: %q)", f, fields)
+		}
+	}
+	want := "flight_number=HAT255 prices: basic_economy=91, business=377, economy=108"
+	if !slices.Contains(fields, want) {
+		t.Errorf("no part %q in %q", want, fields)
+	}
+	for _, tt := range []struct {
+		key  string
+		want bool
+	}{{"id", true}, {"user_id", true}, {"flight_number", true}, {"reservationId", true}, {"name", true}, {"zip-code", true},
+		{"valid", false}, {"rename", false}, {"genid", false}, {"origin", false}, {"prices", false}} {
+		if got := identKey(tt.key); got != tt.want {
+			t.Errorf("identKey(%q) = %v, want %v", tt.key, got, tt.want)
+		}
+	}
+}
