@@ -196,6 +196,12 @@ func (x *extractor) walk(msgs []*compactorv1.Message, pos []int, taskBefore bool
 					x.mentions(text)
 				}
 			case engine.UserObservation:
+				if x.kept[m] {
+					// A request the compaction keeps beside the summary, whatever it reads as
+					// here (a SWE-agent issue ends with the prompt line its outputs end with).
+					x.use.note(text, x.next(), fromUser)
+					break
+				}
 				x.observation(text)
 			case engine.UserOther:
 				x.use.note(text, x.next(), fromUser)

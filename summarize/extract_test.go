@@ -1352,3 +1352,20 @@ func TestNestedRecordsNameTheirOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptRequestIsNoOutput: a request the compaction keeps verbatim beside the summary is
+// not summarized as a command's output, whatever it reads as (pydicom-1458: SWE-agent's issue,
+// after a summary that held only the demonstration, was quoted as "(output) → ISSUE: …").
+func TestKeptRequestIsNoOutput(t *testing.T) {
+	issue := irtest.User("We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\nPixel Representation attribute should be optional\n\nINSTRUCTIONS:\n6. When editing files, it is easy to accidentally specify a wrong line number.\n(Open file: n/a)\n(Current directory: /repo)\nbash-$")
+	got := ExtractiveSummary(engine.SummaryInput{
+		Anchor: "## Agent notes\n- the summarized part held only a few-shot demonstration of another task, left out\n",
+		Kept:   []*compactorv1.Message{issue},
+		Messages: []*compactorv1.Message{
+			issue,
+			irtest.Assistant("Reproduce first.\n```\npython reproduce_bug.py\n```"),
+			irtest.User("Traceback (most recent call last):\nAttributeError: missing PixelRepresentation\n(Open file: n/a)\n(Current directory: /repo)\nbash-$"),
+			irtest.Assistant("Reproduced."),
+		}}, ExtractiveOptions{})
+	checkHasLacks(t, got, []string{"`python reproduce_bug.py` → failed: AttributeError: missing PixelRepresentation"}, []string{"(output) →", "ISSUE:", "Pixel Representation attribute"})
+}
