@@ -742,7 +742,11 @@ func (x *extractor) callLines(c *call, limits ...int) (lines []string, parts []i
 			lines[i] = whole + " → refused by the harness, not run: " + c.detail
 		}
 	default:
-		r := x.rank(c.output, c.outSeq)
+		out := c.output
+		if c.delegated {
+			out = reportBody(out)
+		}
+		r := x.rank(out, c.outSeq)
 		for i, limit := range limits {
 			label := c.label
 			switch {
@@ -884,6 +888,21 @@ func layout(l string) bool {
 
 // excerptSep joins the lines of a text output's excerpt.
 const excerptSep = " / "
+
+// reportBody is a sub-agent's report without what frames it: the sentence it opens with to
+// introduce what follows ("Excellent! Now I have a complete picture. Let me provide you with
+// a comprehensive overview:"), which says nothing itself, and the line Claude Code appends
+// for resuming the agent ("agentId: ab81802 (for resuming …)").
+func reportBody(report string) string {
+	report = strings.TrimSpace(report)
+	if first, rest, ok := strings.Cut(report, "\n"); ok && strings.HasSuffix(strings.TrimSpace(first), ":") && strings.TrimSpace(rest) != "" {
+		report = rest
+	}
+	if i := strings.LastIndex(report, "agentId: "); i >= 0 && strings.Contains(report[i:], "(for resuming") && !strings.Contains(report[i:], "\n") {
+		report = report[:i]
+	}
+	return report
+}
 
 // reportFindings bounds the lines of a sub-agent's report that count as findings: beyond a
 // few a report is a document, whose further lines are worth the names they carry, so that a

@@ -1369,3 +1369,30 @@ func TestKeptRequestIsNoOutput(t *testing.T) {
 		}}, ExtractiveOptions{})
 	checkHasLacks(t, got, []string{"`python reproduce_bug.py` → failed: AttributeError: missing PixelRepresentation"}, []string{"(output) →", "ISSUE:", "Pixel Representation attribute"})
 }
+
+// TestReportBody: a sub-agent's report is excerpted by what it found, not by the sentence it
+// opens with to introduce it nor by the line Claude Code appends for resuming the agent
+// (python-to-rust-port: "Task(…) → Excellent! Now I have a complete picture. Let me provide
+// you with a comprehensive overview …").
+func TestReportBody(t *testing.T) {
+	report := "Excellent! Now I have a complete picture. Let me provide you with a comprehensive overview of the Python project:\n\n" +
+		"- src/strings.py defines reverse_string(s) and is tested by tests/test_strings.py\n" +
+		"- src/mathx.py defines factorial(n), which raises NegativeInputError below zero\n" +
+		"All test coverage is 100%.agentId: ab81802 (for resuming to continue this agent's work if needed)"
+	delegate := `{"description":"Explore the project","prompt":"Explore this Python project thoroughly and tell me every module, function, error type and test so that I can port it to Rust.","subagent_type":"Explore"}`
+	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Port this Python project to Rust and keep 100% coverage."),
+		irtest.Assistant("", irtest.Call("t1", "Task", delegate)), irtest.Result("t1", "Task", irtest.OutText(report)),
+		irtest.Assistant("Now the Rust crate."),
+	}}, ExtractiveOptions{})
+	checkHasLacks(t, got, []string{"reverse_string(s)", "All test coverage is 100%."}, []string{"Excellent!", "agentId", "for resuming"})
+	for _, tt := range []struct{ in, want string }{
+		{"Found 2 files:", "Found 2 files:"}, // a line alone is what the report says
+		{"Here it is:\n- a.go", "- a.go"},
+		{"All set.\nagentId: 1 (for resuming to continue this agent's work if needed)", "All set.\n"},
+	} {
+		if got := reportBody(tt.in); got != tt.want {
+			t.Errorf("reportBody(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
