@@ -318,7 +318,9 @@ func (x *extractor) settle(c *call, output string, failed, known bool, detail st
 	case known:
 		c.status = callOK
 	case !c.reads:
-		if line := failureLine(output); line != "" {
+		if line, ok := rejectedEdit(output); ok {
+			c.status, c.detail = callFailed, line
+		} else if line := failureLine(output); line != "" {
 			c.status, c.detail = callFailed, line
 		} else if first := firstLine(output); errorReply(first) {
 			c.status, c.detail = callFailed, first
@@ -341,6 +343,28 @@ func (x *extractor) settle(c *call, output string, failed, known bool, detail st
 	} else {
 		x.failures[c.key] = append(x.failures[c.key], c)
 	}
+}
+
+// editRejected opens SWE-agent's answer to an edit its linter rejected: the edit was not
+// applied ("Your proposed edit has introduced new syntax error(s). Please understand the fixes
+// and retry your edit commmand.\n\nERRORS:\n- E999 IndentationError: unexpected indent …").
+const editRejected = "Your proposed edit has introduced new syntax error"
+
+// rejectedEdit returns, for an output that says an edit was rejected (editRejected), what
+// the failure line says: "not applied: " and the first error it lists.
+func rejectedEdit(output string) (string, bool) {
+	output = strings.TrimSpace(withoutReturnCode(output))
+	if !strings.HasPrefix(output, editRejected) {
+		return "", false
+	}
+	why := "syntax error"
+	if _, errs, ok := strings.Cut(output, "\nERRORS:\n"); ok {
+		first, _, _ := strings.Cut(errs, "\n")
+		if first = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(first), "- ")); first != "" {
+			why = first
+		}
+	}
+	return "not applied: " + why, true
 }
 
 // returnCodes read the exit status agents and tools print with an output:

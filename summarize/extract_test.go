@@ -1396,3 +1396,23 @@ func TestReportBody(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedEdit: an edit SWE-agent's linter rejected was not applied: a failed call, the
+// file edited (failed), not an edit that went through (sweagent-testrepo-i1, pydicom-1458).
+func TestRejectedEdit(t *testing.T) {
+	obs := func(s string) *compactorv1.Message {
+		return irtest.User(s + "\n(Open file: /repo/src/fields.py)\n(Current directory: /repo)\nbash-$")
+	}
+	got := ExtractiveSummary(engine.SummaryInput{TaskInHead: true, Messages: []*compactorv1.Message{
+		irtest.Assistant("Open it.\n```\nopen src/fields.py 1474\n```"),
+		obs("[File: /repo/src/fields.py (1997 lines total)]\n1474:        return int(value)"),
+		irtest.Assistant("Round it.\n```\nedit 1474:1474\n            return int(round(value))\nend_of_edit\n```"),
+		obs("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit commmand.\n\n" +
+			"ERRORS:\n- E999 IndentationError: unexpected indent\n\nThis is how your edit would have looked if applied\n" +
+			"-------------------------------------------------\n[File: /repo/src/fields.py (1997 lines total)]\n1474:            return int(round(value))"),
+		irtest.Assistant("I will fix the indentation."),
+	}}, ExtractiveOptions{})
+	checkHasLacks(t, got,
+		[]string{"- src/fields.py: read, edited (failed)", "`edit 1474:1474 return int(round(value)) end_of_edit` → failed: not applied: E999 IndentationError: unexpected indent"},
+		[]string{"src/fields.py: read, edited;", "→ Your proposed edit"})
+}
