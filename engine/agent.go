@@ -519,6 +519,9 @@ func ContinuedSummary(text string) (string, bool) {
 			}
 		}
 	}
+	if rest, ok := strings.CutPrefix(s, continuedSummary+"\n"); ok {
+		s = strings.TrimSpace(rest)
+	}
 	return s, true
 }
 

@@ -178,8 +178,9 @@ type anchorItem struct {
 func readAnchor(a string) []anchorItem {
 	var out []anchorItem
 	cur, sec, headed := "", secEarlier, false
-	open := false // the last item may take continuation lines
-	indent := 0   // the indentation of the last item's first line
+	open := false   // the last item may take continuation lines
+	indent := 0     // the indentation of the last item's first line
+	leadIn := false // the last item is a lead-in: the list after it is its
 	for _, line := range strings.Split(a, "\n") {
 		if metadata(line) {
 			continue
@@ -192,7 +193,7 @@ func readAnchor(a string) []anchorItem {
 			continue
 		}
 		if h, ok := heading(line); ok && !inRequest && !strings.HasPrefix(line, " ") {
-			cur, sec, headed, open = h, sectionOf(h), true, false
+			cur, sec, headed, open, leadIn = h, sectionOf(h), true, false, false
 			continue
 		}
 		l := strings.TrimSpace(line)
@@ -206,12 +207,19 @@ func readAnchor(a string) []anchorItem {
 		case sec == anchorCheck && (fidelity.IsRequestHead(l) || strings.HasPrefix(l, fidelity.FilesNamedPrefix)):
 			out = append(out, anchorItem{heading: cur, section: sec, text: l})
 			open = !strings.HasPrefix(l, fidelity.FilesNamedPrefix)
-		case open && (sec == secEarlier || sec == anchorCheck || !bullet(l) || indentation(line) > indent):
-			// A line of the item, or an item nested in it (the changes listed under a file).
+		case open && sec != secEarlier && sec != anchorCheck && !bullet(l) && strings.HasSuffix(l, ":"):
+			// A lead-in ("Still needed for gqc.6:") opens an item of its own, which the list
+			// after it belongs to: glued to the item before, its list read as items of their
+			// own, a summary could carry the lead-in with the list's last step alone.
+			out = append(out, anchorItem{heading: cur, section: sec, text: line})
+			indent, leadIn = indentation(line), true
+		case open && (sec == secEarlier || sec == anchorCheck || !bullet(l) || indentation(line) > indent || leadIn && indentation(line) >= indent):
+			// A line of the item, or an item nested in it (the changes listed under a file,
+			// the steps after a lead-in).
 			out[len(out)-1].text += "\n" + line
 		default:
 			out = append(out, anchorItem{heading: cur, section: sec, text: line})
-			open, indent = true, indentation(line)
+			open, indent, leadIn = true, indentation(line), !bullet(l) && strings.HasSuffix(l, ":")
 		}
 	}
 	if !headed {

@@ -474,3 +474,38 @@ func TestNamedGivesWay(t *testing.T) {
 		})
 	}
 }
+
+// TestAnchorLeadIn: a lead-in line of an earlier summary ("Still needed for gqc.6:") is an
+// item with the list after it, not the tail of the item before: read as it was, a summary
+// carried the lead-in followed by the list's last step alone ("Commit and push"), as if
+// the rest were done (spotter-gqc).
+func TestAnchorLeadIn(t *testing.T) {
+	cc := "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n" +
+		"Summary:\n4. Errors and fixes:\n   - none\n\n" +
+		"8. Current Work:\n   Working on **spotter-gqc.6**. The code changes are complete:\n" +
+		"   - Added `handle_event(\"close_review_session\", ...)`\n   - Added flash message display div for showing closure count\n   \n" +
+		"   Still needed for gqc.6:\n   - Add tests to `test/spotter_web/live/project_review_live_test.exs` for close with N>0 and N=0 paths\n" +
+		"   - Run `mix compile --warnings-as-errors`\n   - Run `mix test` and `mix credo --strict`\n   - `bd close spotter-gqc.6`\n   - Commit and push\n"
+	items := readAnchor(cc[strings.Index(cc, "Summary:"):])
+	var lead string
+	for _, it := range items {
+		if strings.HasPrefix(it.text, "Still needed for gqc.6:") {
+			lead = it.text
+		}
+	}
+	if !strings.Contains(lead, "- Add tests") || !strings.HasSuffix(lead, "- Commit and push") {
+		t.Errorf("the lead-in's item %q, want it with its whole list (items %q)", lead, items)
+	}
+	for _, budget := range []int64{120, 160, 200, 260} {
+		got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{irtest.User(cc), irtest.Assistant("Continuing with gqc.6.")}}, ExtractiveOptions{MaxTokens: budget})
+		lines := strings.Split(got, "\n")
+		for i, l := range lines {
+			if strings.Contains(l, "Still needed for gqc.6:") && (i+1 == len(lines) || !strings.Contains(lines[i+1], "Add tests")) {
+				t.Errorf("budget %d: the lead-in is not followed by the list's first step:\n%s", budget, got)
+			}
+		}
+		if strings.Contains(got, "Summary:") {
+			t.Errorf("budget %d: the host's \"Summary:\" line is carried:\n%s", budget, got)
+		}
+	}
+}
