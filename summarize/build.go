@@ -204,10 +204,14 @@ func (x *extractor) buildStopped() {
 			first = excerptBytesLastRead
 		}
 		lines, _ := x.callLines(last, first, excerptBytesLong)
-		short, long := lines[0], lines[1]
-		x.add(item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- " + lastActionPrefix + short})
-		if long != short {
-			x.add(item{section: secCalls, seq: last.seq, from: last.seq, to: last.outSeq, text: "- " + long, base: x.callWorth(last)})
+		short := item{section: secStopped, seq: last.seq, from: last.seq, to: last.outSeq, prio: prioLastAction, text: "- " + lastActionPrefix + lines[0]}
+		if lines[1] == lines[0] {
+			x.add(short)
+		} else {
+			// More of it, in its place (not again under the calls, its start said twice).
+			long := short
+			long.prio, long.base, long.text = prioChosen, x.callWorth(last), "- "+lastActionPrefix+lines[1]
+			x.alternatives(short, long)
 		}
 		last.shown = true
 	}

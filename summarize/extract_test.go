@@ -1416,3 +1416,25 @@ func TestRejectedEdit(t *testing.T) {
 		[]string{"- src/fields.py: read, edited (failed)", "`edit 1474:1474 return int(round(value)) end_of_edit` → failed: not applied: E999 IndentationError: unexpected indent"},
 		[]string{"src/fields.py: read, edited;", "→ Your proposed edit"})
 }
+
+// TestLastActionOnce: the last action is said once, with more of its output where there is
+// room, in its place: its longer line was added under the calls too, its start said twice
+// (taubench-t46's search_onestop_flight).
+func TestLastActionOnce(t *testing.T) {
+	var rows []string
+	for i := range 12 {
+		rows = append(rows, fmt.Sprintf(`{"flight_number": "HAT%03d", "origin": "SFO", "destination": "JFK", "prices": {"economy": %d}}`, i, 100+i))
+	}
+	got := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Book me a flight from SFO to JFK on May 17."),
+		irtest.Assistant("", irtest.Call("s1", "search_onestop_flight", `{"origin":"SFO","destination":"JFK","date":"2024-05-17"}`)),
+		irtest.Result("s1", "search_onestop_flight", irtest.OutText("["+strings.Join(rows, ", ")+"]")),
+		irtest.Assistant("Here are the options."),
+	}}, ExtractiveOptions{})
+	if n := strings.Count(got, "search_onestop_flight("); n != 1 {
+		t.Errorf("the last action is said %d times:\n%s", n, got)
+	}
+	if !strings.Contains(got, "- last action: search_onestop_flight(") || !strings.Contains(got, "HAT006") {
+		t.Errorf("the last action is not said with the room's worth of its output:\n%s", got)
+	}
+}
