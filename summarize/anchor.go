@@ -181,6 +181,7 @@ func readAnchor(a string) []anchorItem {
 	open := false   // the last item may take continuation lines
 	indent := 0     // the indentation of the last item's first line
 	leadIn := false // the last item is a lead-in: the list after it is its
+	fence := false  // within a fenced block
 	for _, line := range strings.Split(a, "\n") {
 		if metadata(line) {
 			continue
@@ -193,7 +194,7 @@ func readAnchor(a string) []anchorItem {
 			continue
 		}
 		if h, ok := heading(line); ok && !inRequest && !strings.HasPrefix(line, " ") {
-			cur, sec, headed, open, leadIn = h, sectionOf(h), true, false, false
+			cur, sec, headed, open, leadIn, fence = h, sectionOf(h), true, false, false, false
 			continue
 		}
 		l := strings.TrimSpace(line)
@@ -203,11 +204,18 @@ func readAnchor(a string) []anchorItem {
 			}
 			continue
 		}
+		// A lead-in is a caption of a section carried as text, outside code, no deeper than
+		// the item before it (not a request's or a quoted code's line that ends with ":").
+		leadable := sec != secEarlier && sec != anchorCheck && sec != secRequests && sec != secFiles &&
+			!fence && !bullet(l) && strings.HasSuffix(l, ":")
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
 		switch {
 		case sec == anchorCheck && (fidelity.IsRequestHead(l) || strings.HasPrefix(l, fidelity.FilesNamedPrefix)):
 			out = append(out, anchorItem{heading: cur, section: sec, text: l})
 			open = !strings.HasPrefix(l, fidelity.FilesNamedPrefix)
-		case open && sec != secEarlier && sec != anchorCheck && !bullet(l) && strings.HasSuffix(l, ":"):
+		case open && leadable && indentation(line) <= indent:
 			// A lead-in ("Still needed for gqc.6:") opens an item of its own, which the list
 			// after it belongs to: glued to the item before, its list read as items of their
 			// own, a summary could carry the lead-in with the list's last step alone.
@@ -219,7 +227,7 @@ func readAnchor(a string) []anchorItem {
 			out[len(out)-1].text += "\n" + line
 		default:
 			out = append(out, anchorItem{heading: cur, section: sec, text: line})
-			open, indent, leadIn = true, indentation(line), !bullet(l) && strings.HasSuffix(l, ":")
+			open, indent, leadIn = true, indentation(line), leadable
 		}
 	}
 	if !headed {
@@ -502,7 +510,11 @@ func (x *extractor) anchorFile(it anchorItem) {
 	path = strings.Trim(strings.TrimSpace(path), "`*")
 	if ok && !strings.ContainsAny(path, " ,") && path != "" {
 		if f := x.file(path, actMention); f != nil {
-			f.prior, f.priorCites = engine.CutCitations(strings.TrimSpace(acts))
+			prior, cites := engine.CutCitations(strings.TrimSpace(acts))
+			if named := prior == namedNotOpened || prior == namedOnly; !named || f.prior == "" {
+				// (one file under two lines of an earlier ledger: "named" says less than the other)
+				f.prior, f.priorCites = prior, cites
+			}
 		}
 		return
 	}

@@ -509,3 +509,84 @@ func TestAnchorLeadIn(t *testing.T) {
 		}
 	}
 }
+
+// TestAnchorOneFileTwoLines: an earlier ledger that lists one file under two names (written
+// before names were merged) keeps what the fuller line says: its "named, not opened" line
+// read second overwrote the edits the other carried.
+func TestAnchorOneFileTwoLines(t *testing.T) {
+	anchor := "## Files (what was done to each)\n- app.js: read ×4, edited ×2 [m3]\n- assets/js/app.js: named, not opened [m5]\n"
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: []*compactorv1.Message{
+		irtest.User("go on"), irtest.Assistant("Next I check the tests."),
+	}}, ExtractiveOptions{})
+	lines := ledgerLines(got)
+	ok := false
+	for _, l := range lines {
+		if strings.Contains(l, "app.js") && strings.Contains(l, "edited ×2") {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("the earlier summary's edits of app.js are lost: %q\n%s", lines, got)
+	}
+}
+
+// TestAnchorCodeIsNoLeadIn: a code line ending with ":" (Python's def), quoted under a file in
+// Claude Code's "Files and Code Sections", is no lead-in: it stays with the file, and the
+// next file is not glued to it.
+func TestAnchorCodeIsNoLeadIn(t *testing.T) {
+	summary := "Summary:\n3. Files and Code Sections:\n" +
+		"   - `src/parse.py`\n" +
+		"      - Added the tokenizer's entry point\n" +
+		"      ```python\n" +
+		"      def tokenize(s):\n" +
+		"          return s.split()\n" +
+		"      ```\n" +
+		"   - `src/other.py`\n" +
+		"      - unchanged\n" +
+		"\n4. Errors and fixes:\n   - none\n"
+	items := readAnchor(summary)
+	for _, it := range items {
+		if strings.HasPrefix(strings.TrimSpace(it.text), "def tokenize") {
+			t.Errorf("a code line under src/parse.py is an item of its own: %q (items %q)", it.text, items)
+		}
+		if strings.Contains(it.text, "src/other.py") && strings.Contains(it.text, "tokenize") {
+			t.Errorf("the next file is glued to the code: %q", it.text)
+		}
+	}
+}
+
+// TestAnchorRequestIsNoLeadIn: a request quoted over several lines, one ending with ":" (a
+// pasted traceback's "Traceback (most recent call last):"), stays one request when the next
+// summary reads it back.
+func TestAnchorRequestIsNoLeadIn(t *testing.T) {
+	req := "The tests fail, here is what I get:\n```\nTraceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nKeyError: 'a'\n```\nplease fix it"
+	first := ExtractiveSummary(engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Port src/a.py to Go."),
+		irtest.Assistant("Done."),
+		irtest.User(req),
+		irtest.Assistant("Looking."),
+	}}, ExtractiveOptions{})
+	var reqs []string
+	for _, it := range readAnchor(first) {
+		if it.section == secRequests {
+			reqs = append(reqs, it.text)
+		}
+	}
+	if len(reqs) != 2 {
+		t.Errorf("the earlier summary's two requests are read as %d: %q\n%s", len(reqs), reqs, first)
+	}
+	c := AnchorCarried(first)
+	if len(c.Requests) != 2 || c.Requests[1] != req {
+		t.Errorf("the requests carried: %q, want the second whole: %q", c.Requests, req)
+	}
+}
+
+// TestAnchorFilesLeadIn: a lead-in at the top of a files section ("Changed in this part:")
+// does not take the ledger lines after it, which keep what was done to each file.
+func TestAnchorFilesLeadIn(t *testing.T) {
+	anchor := "## Files (what was done to each)\nChanged in this part:\n- src/a.py: read, edited [m3]\n- src/b.py: created [m5]\n"
+	got := ExtractiveSummary(engine.SummaryInput{Anchor: anchor, Messages: []*compactorv1.Message{
+		irtest.User("go on"), irtest.Assistant("Next I check the tests."),
+	}}, ExtractiveOptions{})
+	checkHasLacks(t, got, []string{"- src/a.py: read, edited", "- src/b.py: created"}, nil)
+}

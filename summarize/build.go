@@ -1083,11 +1083,16 @@ func jsonFields(s string) []string {
 	return out
 }
 
-// identKey reports whether a JSON key names what identifies its object: an id, a number, a
-// code or a name ("id", "user_id", "flight_number", "reservationId", "code", "name").
+// identKey reports whether a JSON key names what identifies its object: an id or a number
+// ("id", "user_id", "flight_number", "reservationId", "orderNumber"), or a key that is
+// "code" or "name" alone (a "country_code" or "currencyCode" is an attribute of its object,
+// not what names it).
 func identKey(k string) bool {
 	lk := strings.ToLower(k)
-	for _, s := range []string{"id", "number", "code", "name"} {
+	if lk == "code" || lk == "name" {
+		return true
+	}
+	for _, s := range []string{"id", "number"} {
 		switch {
 		case lk == s, strings.HasSuffix(lk, "_"+s), strings.HasSuffix(lk, "-"+s):
 			return true

@@ -292,7 +292,7 @@ func (x *extractor) sweCommand(cmd string) ([]fileAct, []fileText, bool) {
 		return []fileAct{{x.openFile, actEdit}}, []fileText{{x.openFile, text}}, true
 	case words[0] == "search_file" || words[0] == "search_dir" || words[0] == "find_file":
 		var acts []fileAct
-		for _, w := range words[2:] {
+		for _, w := range words[min(2, len(words)):] { // (the term first, then where)
 			if w = strings.Trim(w, `"'`); engine.IsPathLike(w) {
 				acts = append(acts, fileAct{w, actSearch})
 			}

@@ -1345,7 +1345,8 @@ func TestNestedRecordsNameTheirOwner(t *testing.T) {
 	for _, tt := range []struct {
 		key  string
 		want bool
-	}{{"id", true}, {"user_id", true}, {"flight_number", true}, {"reservationId", true}, {"name", true}, {"zip-code", true},
+	}{{"id", true}, {"user_id", true}, {"flight_number", true}, {"reservationId", true}, {"name", true}, {"code", true},
+		{"zip-code", false}, {"currencyCode", false}, {"country_code", false}, {"first_name", false},
 		{"valid", false}, {"rename", false}, {"genid", false}, {"origin", false}, {"prices", false}} {
 		if got := identKey(tt.key); got != tt.want {
 			t.Errorf("identKey(%q) = %v, want %v", tt.key, got, tt.want)
@@ -1436,5 +1437,110 @@ func TestLastActionOnce(t *testing.T) {
 	}
 	if !strings.Contains(got, "- last action: search_onestop_flight(") || !strings.Contains(got, "HAT006") {
 		t.Errorf("the last action is not said with the room's worth of its output:\n%s", got)
+	}
+}
+
+// TestSWEAgentCommandWithoutArguments: SWE-agent's search commands without arguments (the
+// harness answers with their usage) are summarized, not a panic.
+func TestSWEAgentCommandWithoutArguments(t *testing.T) {
+	for _, cmd := range []string{"search_dir", "find_file", "search_file"} {
+		t.Run(cmd, func(t *testing.T) {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("ExtractiveSummary panics on the command %q: %v", cmd, p)
+				}
+			}()
+			ExtractiveSummary(engine.SummaryInput{TaskInHead: true, Messages: []*compactorv1.Message{
+				irtest.Assistant("Search for it.\n```\n" + cmd + "\n```"),
+				irtest.User("Usage: " + cmd + " <search_term> [<dir>]\n(Open file: n/a)\n(Current directory: /repo)\nbash-$"),
+				irtest.Assistant("I need an argument."),
+			}}, ExtractiveOptions{})
+		})
+	}
+}
+
+// ledgerLines returns the lines of a summary's files ledger, without their citations.
+func ledgerLines(got string) []string {
+	got = citeSuffix.ReplaceAllString(got+"\n", "\n")
+	_, files, _ := strings.Cut(got, "## Files (what was done to each)\n")
+	files, _, _ = strings.Cut(files, "\n\n")
+	return strings.Split(strings.TrimSpace(files), "\n")
+}
+
+// TestLedgerAmbiguousShortName: a short name two files end with stays a line of its own when a
+// third file of that name comes: it was merged into the third.
+func TestLedgerAmbiguousShortName(t *testing.T) {
+	read := func(id, p string) []*compactorv1.Message {
+		return []*compactorv1.Message{
+			irtest.Assistant("", irtest.Call(id, "Read", `{"file_path":"`+p+`"}`)),
+			irtest.Result(id, "Read", irtest.OutText("1→let Hooks = {}")),
+		}
+	}
+	msgs := []*compactorv1.Message{irtest.User("Make the hooks const.")}
+	msgs = append(msgs, read("r1", "/home/u/proj/assets/app.js")...)
+	msgs = append(msgs, read("r2", "/home/u/proj/vendor/app.js")...)
+	msgs = append(msgs, irtest.Assistant("app.js is read."))
+	msgs = append(msgs, read("r3", "/home/u/proj/lib/app.js")...)
+	msgs = append(msgs, irtest.Assistant("Done."))
+	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{})
+	lines := ledgerLines(got)
+	want := "- app.js: named, not opened"
+	found := false
+	for _, l := range lines {
+		if l == want {
+			found = true
+		}
+		if strings.HasPrefix(l, "- /home/u/proj/lib/app.js:") && l != "- /home/u/proj/lib/app.js: read" {
+			t.Errorf("lib/app.js took over the ambiguous name: %q", l)
+		}
+	}
+	if !found {
+		t.Errorf("the short name two files end with is no line of its own: %q\n%s", lines, got)
+	}
+}
+
+// lastActionInput is a range whose last action is a search with a long JSON answer.
+func lastActionInput() engine.SummaryInput {
+	var rows []string
+	for i := range 12 {
+		rows = append(rows, fmt.Sprintf(`{"flight_number": "HAT%03d", "origin": "SFO", "destination": "JFK", "prices": {"economy": %d}}`, i, 100+i))
+	}
+	return engine.SummaryInput{Messages: []*compactorv1.Message{
+		irtest.User("Book me a flight from SFO to JFK on May 17."),
+		irtest.Assistant("", irtest.Call("s1", "search_onestop_flight", `{"origin":"SFO","destination":"JFK","date":"2024-05-17"}`)),
+		irtest.Result("s1", "search_onestop_flight", irtest.OutText("["+strings.Join(rows, ", ")+"]")),
+		irtest.Assistant("Here are the options."),
+	}}
+}
+
+// TestLongerFormCostsTheDifference: the longer form of a prioritized item (the last action)
+// replaces it at the difference of their costs: it was left out with room for it, both
+// counted.
+func TestLongerFormCostsTheDifference(t *testing.T) {
+	in := lastActionInput()
+	roomy := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: 4000})
+	if !strings.Contains(roomy, "HAT006") {
+		t.Fatalf("no longer form even with room:\n%s", roomy)
+	}
+	need := ApproxTokens(roomy)
+	budget := int64(need + 40)
+	got := ExtractiveSummary(in, ExtractiveOptions{MaxTokens: budget})
+	if !strings.Contains(got, "HAT006") {
+		t.Errorf("budget %d: the longer last action (%d tokens with it) is left out, %d tokens used:\n%s", budget, need, ApproxTokens(got), got)
+	}
+}
+
+// TestNestedRecordOwnerNotAnAttribute: a key ending in "code" or "name" is an attribute of its
+// object (a money object's currencyCode), not what identifies it: the nested record is still
+// named by its owner (HAT255's price read as another flight's).
+func TestNestedRecordOwnerNotAnAttribute(t *testing.T) {
+	out := `[{"flight_number": "HAT130", "status": "available", "price": {"currencyCode": "USD", "units": 85}}, ` +
+		`{"flight_number": "HAT255", "status": "available", "price": {"currencyCode": "USD", "units": 91}}]`
+	fields := jsonFields(out)
+	want := "flight_number=HAT255"
+	for _, f := range fields {
+		if strings.Contains(f, "units=91") && !strings.Contains(f, want) {
+			t.Errorf("HAT255's price without the flight: %q (all: %q)", f, fields)
+		}
 	}
 }

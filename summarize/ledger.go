@@ -183,6 +183,16 @@ func (l *ledger) longer(p string) string {
 	return found
 }
 
+// endOf reports whether p is the end of a name filed (one or more).
+func (l *ledger) endOf(p string) bool {
+	for _, n := range l.byBase[pathBase(p)] {
+		if strings.HasSuffix(n, "/"+p) {
+			return true
+		}
+	}
+	return false
+}
+
 // absorb merges into f, just filed, each name filed before that f's name ends with and that
 // is the end of no other name: the same file, named shorter before.
 func (l *ledger) absorb(f *ledgerFile) {
@@ -193,7 +203,7 @@ func (l *ledger) absorb(f *ledgerFile) {
 	}
 	kept := names[:0:0]
 	for _, n := range names {
-		if !strings.HasSuffix(f.path, "/"+n) || l.longer(n) != "" {
+		if !strings.HasSuffix(f.path, "/"+n) || l.endOf(n) {
 			kept = append(kept, n)
 			continue
 		}
@@ -212,12 +222,16 @@ func (l *ledger) absorb(f *ledgerFile) {
 	l.byBase[b] = kept
 }
 
-// filePath is path as the ledger keys it: "./x" names the file x.
-func filePath(path string) string {
-	for len(path) > len("./") && strings.HasPrefix(path, "./") {
-		path = path[len("./"):]
+// filePath is path as the ledger keys it: "./x" names the file x, and tests/./x.py and
+// a//b the files tests/x.py and a/b.
+func filePath(p string) string {
+	for len(p) > len("./") && strings.HasPrefix(p, "./") {
+		p = p[len("./"):]
 	}
-	return path
+	if strings.Contains(p, "/./") || strings.Contains(p, "//") {
+		p = path.Clean(p)
+	}
+	return p
 }
 
 // programPath reports whether path is a program's: under a bin/ or sbin/ directory (a

@@ -157,3 +157,18 @@ func TestLedgerLineWithPrior(t *testing.T) {
 		})
 	}
 }
+
+func TestFilePath(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"./run.sh", "run.sh"},
+		{"././x.py", "x.py"},
+		{"/Users/u/repo/tests/./missing_colon.py", "/Users/u/repo/tests/missing_colon.py"},
+		{"src//lib/a.go", "src/lib/a.go"},
+		{"../x.py", "../x.py"},
+		{"src/a.py", "src/a.py"},
+	} {
+		if got := filePath(tt.in); got != tt.want {
+			t.Errorf("filePath(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -108,8 +108,10 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 			rest = append(rest, i)
 		}
 	}
+	// Every item's cost, a prioritized one's as step 1 left it (cut to fit): a longer form
+	// replaces it at the difference.
 	costs := make([]int, len(x.items))
-	for _, i := range rest {
+	for i := range x.items {
 		costs[i] = opt.Count(x.items[i].text + x.items[i].cite + "\n")
 	}
 	inGroup := map[int]int{} // group → its chosen item
