@@ -893,19 +893,35 @@ func layout(l string) bool {
 // excerptSep joins the lines of a text output's excerpt.
 const excerptSep = " / "
 
-// reportBody is a sub-agent's report without what frames it: the sentence it opens with to
-// introduce what follows ("Excellent! Now I have a complete picture. Let me provide you with
-// a comprehensive overview:"), which says nothing itself, and the line Claude Code appends
-// for resuming the agent ("agentId: ab81802 (for resuming …)").
+// reportBody is a sub-agent's report without what frames it: the line it opens with to
+// address the agent and introduce what follows ("Excellent! Now I have a complete picture.
+// Let me provide you with a comprehensive overview:"), which says nothing itself (a first
+// line that states something, "Found 3 callers of parse():", stays), and the line Claude
+// Code appends for resuming the agent ("agentId: ab81802 (for resuming …)").
 func reportBody(report string) string {
 	report = strings.TrimSpace(report)
-	if first, rest, ok := strings.Cut(report, "\n"); ok && strings.HasSuffix(strings.TrimSpace(first), ":") && strings.TrimSpace(rest) != "" {
+	if first, rest, ok := strings.Cut(report, "\n"); ok && addressesReader(first) && strings.TrimSpace(rest) != "" {
 		report = rest
 	}
 	if i := strings.LastIndex(report, "agentId: "); i >= 0 && strings.Contains(report[i:], "(for resuming") && !strings.Contains(report[i:], "\n") {
 		report = report[:i]
 	}
 	return report
+}
+
+// addressesReader reports whether a line ending with ":" introduces what follows to its
+// reader ("Let me …", "Here is …", "… for you:") rather than stating something.
+func addressesReader(line string) bool {
+	l := strings.ToLower(strings.TrimSpace(line))
+	if !strings.HasSuffix(l, ":") {
+		return false
+	}
+	for _, w := range []string{"let me ", "here is", "here are", "here's", " you "} {
+		if strings.Contains(" "+l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // reportFindings bounds the lines of a sub-agent's report that count as findings: beyond a

@@ -1389,7 +1389,8 @@ func TestReportBody(t *testing.T) {
 	checkHasLacks(t, got, []string{"reverse_string(s)", "All test coverage is 100%."}, []string{"Excellent!", "agentId", "for resuming"})
 	for _, tt := range []struct{ in, want string }{
 		{"Found 2 files:", "Found 2 files:"}, // a line alone is what the report says
-		{"Here it is:\n- a.go", "- a.go"},
+		{"Here is what I found:\n- a.go", "- a.go"},
+		{"Found 3 callers of parse():\n- a.go\n- b.go\n- c.go", "Found 3 callers of parse():\n- a.go\n- b.go\n- c.go"},
 		{"All set.\nagentId: 1 (for resuming to continue this agent's work if needed)", "All set.\n"},
 	} {
 		if got := reportBody(tt.in); got != tt.want {
