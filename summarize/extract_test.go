@@ -1304,21 +1304,23 @@ func TestRoomLeftShowsMore(t *testing.T) {
 	}
 }
 
+// sweObservation is SWE-agent's text-protocol observation: out, then its prompt state line.
+func sweObservation(out string) *compactorv1.Message {
+	return irtest.User(out + "\n(Open file: /repo/x)\n(Current directory: /repo)\nbash-$")
+}
+
 // TestSWEAgentCommands: SWE-agent's own commands in its text protocol (create, edit …
 // end_of_edit on the open file, open) are what they do to files, and an edit's lines are the
 // text it writes, not commands (pydicom-1458's ledger had its reproduction script "ran
 // (failed)" and the handler it opened "named, not opened").
 func TestSWEAgentCommands(t *testing.T) {
-	obs := func(s string) *compactorv1.Message {
-		return irtest.User(s + "\n(Open file: /repo/x)\n(Current directory: /repo)\nbash-$")
-	}
 	got := ExtractiveSummary(engine.SummaryInput{TaskInHead: true, Messages: []*compactorv1.Message{
 		irtest.Assistant("Create the script.\n```\ncreate reproduce_bug.py\n```"),
-		obs("[File: /repo/reproduce_bug.py (1 lines total)]\n1:"),
+		sweObservation("[File: /repo/reproduce_bug.py (1 lines total)]\n1:"),
 		irtest.Assistant("Paste the code.\n```\nedit 1:1\nimport numpy as np\nrm -rf build\nprint('ok')\nend_of_edit\n```"),
-		obs("[File: /repo/reproduce_bug.py (3 lines total)]\n1:import numpy as np\n2:rm -rf build\n3:print('ok')\nFile updated."),
+		sweObservation("[File: /repo/reproduce_bug.py (3 lines total)]\n1:import numpy as np\n2:rm -rf build\n3:print('ok')\nFile updated."),
 		irtest.Assistant("Open the handler.\n```\nopen pydicom/pixel_data_handlers/numpy_handler.py 293\n```"),
-		obs("[File: /repo/pydicom/pixel_data_handlers/numpy_handler.py (372 lines total)]\n293: raise AttributeError("),
+		sweObservation("[File: /repo/pydicom/pixel_data_handlers/numpy_handler.py (372 lines total)]\n293: raise AttributeError("),
 		irtest.Assistant("Now I will fix it."),
 	}}, ExtractiveOptions{})
 	checkHasLacks(t, got,
@@ -1402,14 +1404,11 @@ func TestReportBody(t *testing.T) {
 // TestRejectedEdit: an edit SWE-agent's linter rejected was not applied: a failed call, the
 // file edited (failed), not an edit that went through (sweagent-testrepo-i1, pydicom-1458).
 func TestRejectedEdit(t *testing.T) {
-	obs := func(s string) *compactorv1.Message {
-		return irtest.User(s + "\n(Open file: /repo/src/fields.py)\n(Current directory: /repo)\nbash-$")
-	}
 	got := ExtractiveSummary(engine.SummaryInput{TaskInHead: true, Messages: []*compactorv1.Message{
 		irtest.Assistant("Open it.\n```\nopen src/fields.py 1474\n```"),
-		obs("[File: /repo/src/fields.py (1997 lines total)]\n1474:        return int(value)"),
+		sweObservation("[File: /repo/src/fields.py (1997 lines total)]\n1474:        return int(value)"),
 		irtest.Assistant("Round it.\n```\nedit 1474:1474\n            return int(round(value))\nend_of_edit\n```"),
-		obs("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit commmand.\n\n" +
+		sweObservation("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit commmand.\n\n" +
 			"ERRORS:\n- E999 IndentationError: unexpected indent\n\nThis is how your edit would have looked if applied\n" +
 			"-------------------------------------------------\n[File: /repo/src/fields.py (1997 lines total)]\n1474:            return int(round(value))"),
 		irtest.Assistant("I will fix the indentation."),
