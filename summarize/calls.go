@@ -39,8 +39,11 @@ type call struct {
 	// failed and is to be made again, or waits for its output, was given.
 	whole string
 	key   string // identifies a retry of the same call: the tool and its path and command
-	short string // the tool and its path or command, cut: what an error line names
-	acts  []fileAct
+	// command is the command line a shell call or a tool's command argument ran ("" for a
+	// call on a path).
+	command string
+	short   string // the tool and its path or command, cut: what an error line names
+	acts    []fileAct
 	// reads is set for calls whose output is content (reading, searching, listing): its
 	// words never make the call a failure.
 	reads  bool
@@ -204,6 +207,9 @@ func (x *extractor) toolCall(tc *compactorv1.ToolCallPart) *call {
 	c.label = c.tool + "(" + strings.Join(args, ", ") + ")"
 	c.whole = c.tool + "(" + strings.Join(all, ", ") + ")"
 	c.key = c.tool + "(" + strings.Join(keyParts, ", ") + ")"
+	if path == "" {
+		c.command = command
+	}
 	c.short = c.tool + "(" + oneLine(engine.Truncate(cmp.Or(path, command, first), callShortBytes)) + ")"
 	action := toolAction(c.tool, command)
 	c.reads = action == actRead || action == actSearch
@@ -243,6 +249,7 @@ func (x *extractor) shellCall(cmd string) *call {
 	c.label = "`" + engine.Truncate(line, callCommandBytes) + "`"
 	c.whole = "`" + oneLine(engine.Truncate(line, wholeCommandBytes)) + "`"
 	c.key = "shell(" + line + ")"
+	c.command = line
 	c.short = "`" + engine.Truncate(line, callShortBytes) + "`"
 	if acts, edits, ok := x.sweCommand(cmd); ok {
 		c.acts, c.edits, c.reads = acts, edits, len(acts) > 0 && acts[0].action == actRead
@@ -335,14 +342,49 @@ func (x *extractor) settle(c *call, output string, failed, known bool, detail st
 	}
 	x.settleActs(c.acts, c.status == callFailed)
 	if c.status == callOK {
-		// An earlier failure of the same call is resolved.
+		// An earlier failure of the same call is resolved, and of the same command run
+		// again with more to it (`git push` by `git push --set-upstream origin main`).
 		for _, e := range x.failures[c.key] {
 			e.fixedBy = c
 		}
 		delete(x.failures, c.key)
+		if c.command != "" && len(x.failures) <= maxLooseFailures {
+			for k, fs := range x.failures {
+				if f := fs[0]; f.tool == c.tool && f.command != "" && extends(c.command, f.command) {
+					for _, e := range fs {
+						e.fixedBy = c
+					}
+					delete(x.failures, k)
+				}
+			}
+		}
 	} else {
 		x.failures[c.key] = append(x.failures[c.key], c)
 	}
+}
+
+// maxLooseFailures bounds the failures open at once that a success is compared with as a
+// command run again with more to it (each comparison reads both command lines).
+const maxLooseFailures = 64
+
+// extends reports whether the command line later is earlier run again with more to it: the
+// same program, every word of earlier among its words, and more words.
+func extends(later, earlier string) bool {
+	lw, ew := strings.Fields(later), strings.Fields(earlier)
+	if len(ew) == 0 || len(lw) <= len(ew) || lw[0] != ew[0] {
+		return false
+	}
+	have := make(map[string]int, len(lw))
+	for _, w := range lw {
+		have[w]++
+	}
+	for _, w := range ew {
+		if have[w] == 0 {
+			return false
+		}
+		have[w]--
+	}
+	return true
 }
 
 // editRejected opens SWE-agent's answer to an edit its linter rejected: the edit was not

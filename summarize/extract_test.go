@@ -1544,3 +1544,44 @@ func TestNestedRecordOwnerNotAnAttribute(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureFixedByTheCommandExtended: a failed command is fixed by the same command run again
+// with more to it (spotter-a0y's `git push` stayed an open error after `git push
+// --set-upstream origin …` succeeded), not by another command of the same program.
+func TestFailureFixedByTheCommandExtended(t *testing.T) {
+	bash := func(id, cmd, out string) []*compactorv1.Message {
+		return []*compactorv1.Message{
+			irtest.Assistant("", irtest.Call(id, "Bash", `{"command":"`+cmd+`"}`)),
+			irtest.Result(id, "Bash", irtest.OutText(out)),
+		}
+	}
+	msgs := []*compactorv1.Message{irtest.User("Push the branch and run the tests.")}
+	msgs = append(msgs, bash("p1", "git push", "fatal: The current branch bead/a0y has no upstream branch.\nExit code 128")...)
+	msgs = append(msgs, bash("t1", "go test ./x", "--- FAIL: TestX (0.00s)\nFAIL\nExit code 1")...)
+	msgs = append(msgs, bash("p2", "git push --set-upstream origin bead/a0y", "branch 'bead/a0y' set up to track 'origin/bead/a0y'.")...)
+	msgs = append(msgs, bash("t2", "go test ./y", "ok  \tproj/y\t0.01s")...)
+	msgs = append(msgs, irtest.Assistant("Pushed; x still fails."))
+	got := ExtractiveSummary(engine.SummaryInput{Messages: msgs}, ExtractiveOptions{})
+	_, errs, _ := strings.Cut(got, "## Errors\n")
+	errs, _, _ = strings.Cut(errs, "\n\n")
+	if !strings.Contains(errs, "Bash(git push): fatal: The current branch bead/a0y has no upstream branch. → fixed") {
+		t.Errorf("the push's failure is not fixed by the push with its upstream:\n%s", got)
+	}
+	if !strings.Contains(errs, "go test ./x") || strings.Contains(errs, "go test ./x): --- FAIL: TestX (0.00s) → fixed") {
+		t.Errorf("another package's tests fixed ./x's failure:\n%s", got)
+	}
+	for _, tt := range []struct {
+		later, earlier string
+		want           bool
+	}{
+		{"git push --set-upstream origin main", "git push", true},
+		{"mix credo --strict", "mix credo", true},
+		{"go test ./...", "go test ./x", false},
+		{"git push", "git push", false},
+		{"npm test", "git push", false},
+	} {
+		if got := extends(tt.later, tt.earlier); got != tt.want {
+			t.Errorf("extends(%q, %q) = %v, want %v", tt.later, tt.earlier, got, tt.want)
+		}
+	}
+}
