@@ -3,6 +3,7 @@ package summarize
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -367,7 +368,11 @@ func shellActions(cmdline string, note func(path, action string)) {
 		if w := words[0]; engine.IsPathLike(w) && !programPath(w) {
 			note(at(w), actRun) // ./run.sh runs the script it names
 		}
-		skipScript := scriptFirst[words[0][strings.LastIndexByte(words[0], '/')+1:]]
+		name := words[0][strings.LastIndexByte(words[0], '/')+1:]
+		skipScript := scriptFirst[name]
+		// An interpreter runs its first operand, the script; what follows is the script's
+		// input, and with -m or -c (a module, code) no operand is a script.
+		script := action == actRun && interpreters[name] && !slices.Contains(words[1:], "-m") && !slices.Contains(words[1:], "-c")
 		for i := 1; i < len(words); i++ {
 			w := strings.Trim(words[i], `"'`)
 			quoted := w != words[i] // "<<" is grep's pattern, not a redirection
@@ -396,12 +401,22 @@ func shellActions(cmdline string, note func(path, action string)) {
 				}
 			case skipScript:
 				skipScript = false // sed's script, grep's pattern: not a file
+			case engine.IsPathLike(w) && action == actRun && interpreters[name]:
+				if script {
+					note(at(w), actRun)
+					script = false
+				} else {
+					note(at(w), actMention)
+				}
 			case engine.IsPathLike(w):
 				note(at(w), action)
 			}
 		}
 	}
 }
+
+// interpreters are the commands that run a script named as their first operand.
+var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "bash": true, "sh": true, "deno": true, "bun": true}
 
 // scriptFirst are the commands whose first operand is a script or pattern, not a file.
 var scriptFirst = map[string]bool{"sed": true, "perl": true, "awk": true, "grep": true, "rg": true, "ag": true}
@@ -446,7 +461,8 @@ func shellAction(words []string) string {
 			}
 		}
 		return actRun
-	case "python", "python3", "node", "ruby", "bash", "sh", "deno", "bun":
+	}
+	if interpreters[name] {
 		for i, w := range words[1:] {
 			if w == "-m" && i+2 < len(words) && (words[i+2] == "pytest" || words[i+2] == "unittest") {
 				return actTest

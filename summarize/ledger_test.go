@@ -50,6 +50,9 @@ func TestShellActions(t *testing.T) {
 		{"go test ./pkg/... -run TestX", ""},
 		{"cargo test --test it tests/it.rs", "tests/it.rs=tested"},
 		{"sudo python3 scripts/migrate.py", "scripts/migrate.py=ran"},
+		{"python3 scripts/load.py data/in.csv", "scripts/load.py=ran data/in.csv="}, // the script's input is no script
+		{"python3 -m pylint --recursive=y src/gen/about.py", "src/gen/about.py="},   // a module's operands
+		{"node -c ./x.js", "./x.js="},
 		{"git checkout -- src/a.py", "src/a.py=edited"},
 		{"ls", ""},
 		{"python3 - < scripts/fix.py", "scripts/fix.py=read"},
