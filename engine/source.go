@@ -95,7 +95,26 @@ func (c *Counter) PrefixHash(msgs []*compactorv1.Message) [32]byte {
 // where the full output is: message i of source hash (for Expand, or a recall_context
 // citation).
 func OutputSource(hash string, i int) string {
-	return "full output in compactord source " + hash + " m" + strconv.Itoa(i) + ", for Expand"
+	return outputSourceOpen + hash + " m" + strconv.Itoa(i) + ", for Expand"
+}
+
+// outputSourceOpen starts OutputSource; outputSource reads it back.
+const outputSourceOpen = "full output in compactord source "
+
+var outputSource = regexp.MustCompile(outputSourceOpen + `([0-9a-f]{64}) m(\d{1,9}), for Expand`)
+
+// ParseOutputSource returns the source hash and message index an OutputSource in text names
+// (the first one).
+func ParseOutputSource(text string) (hash string, i int, ok bool) {
+	if !strings.Contains(text, outputSourceOpen) {
+		return "", 0, false
+	}
+	m := outputSource.FindStringSubmatch(text)
+	if m == nil {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(m[2]) // at most 9 digits
+	return m[1], i, err == nil
 }
 
 // keepSource sets the source the plan's markers name (Options.Source) for a conversation of n

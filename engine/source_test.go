@@ -127,3 +127,22 @@ func TestSummaryRoomHoldsTheSourceMarker(t *testing.T) {
 		t.Errorf("markers planned over the windows: %v; want none at the least windows and the bound (%d) at the roomy ones", seen, bound)
 	}
 }
+
+func TestParseOutputSource(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	for _, tt := range []struct {
+		text string
+		i    int
+		ok   bool
+	}{
+		{"[pruned: output of tool Bash, 766 tokens removed] [" + OutputSource(hash, 2) + "]", 2, true},
+		{"[… 335 tokens cut from the middle of this output by compaction; " + OutputSource(hash, 123456789) + " …]", 123456789, true},
+		{"full output in compactord source " + hash[:10] + " m2, for Expand", 0, false},
+		{"no reference", 0, false},
+	} {
+		h, i, ok := ParseOutputSource(tt.text)
+		if ok != tt.ok || ok && (h != hash || i != tt.i) {
+			t.Errorf("ParseOutputSource(%.60q) = %q, %d, %v; want %d, %v", tt.text, h, i, ok, tt.i, tt.ok)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -854,27 +853,16 @@ func withoutHarnessWarning(output string) (string, bool) {
 	return output[:len(output)-len(rest)] + "\n" + after, strings.Contains(warning, "too long")
 }
 
-// sourceRef matches the reference an earlier compaction's marker gives to what it took out
-// of a tool output (engine.OutputSource).
-var sourceRef = regexp.MustCompile(`full output in compactord source ([0-9a-f]{64}) m(\d{1,9}), for Expand`)
-
 // compactionNote returns, for a text holding an earlier compaction's reference to an
 // output it pruned or cut (engine.OutputSource), that reference as a summary cites it
 // (" [s1a2b3c4d m23]"): the marker's 64-digit hash, cut to an excerpt's line, would leave
 // nothing to find the output by.
 func compactionNote(text string) (string, bool) {
-	if !strings.Contains(text, "compactord source ") {
+	hash, i, ok := engine.ParseOutputSource(text)
+	if !ok {
 		return "", false
 	}
-	m := sourceRef.FindStringSubmatch(text)
-	if m == nil {
-		return "", false
-	}
-	r, err := engine.ParseRange("m" + m[2])
-	if err != nil {
-		return "", false
-	}
-	return " " + engine.Citation{Range: r}.Qualified(m[1]).String(), true
+	return " " + engine.Citation{Range: engine.SourceRange{First: i, Last: i}}.Qualified(hash).String(), true
 }
 
 // layout reports whether a line is layout alone: no letter or digit (a rule, a fence, a

@@ -253,12 +253,11 @@ func (x *extractor) shellCall(cmd string) *call {
 	c.short = "`" + engine.Truncate(line, callShortBytes) + "`"
 	if acts, edits, ok := x.sweCommand(cmd); ok {
 		c.acts, c.edits, c.reads = acts, edits, len(acts) > 0 && acts[0].action == actRead
-		x.use.note(cmd, c.seq, fromAgentCall)
-		return c
+	} else {
+		c.acts = x.fileActions("shell", "", cmd)
+		c.reads = shellReads(cmd)
+		c.edits = shellEdits(cmd)
 	}
-	c.acts = x.fileActions("shell", "", cmd)
-	c.reads = shellReads(cmd)
-	c.edits = shellEdits(cmd)
 	x.use.note(cmd, c.seq, fromAgentCall)
 	return c
 }

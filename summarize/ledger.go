@@ -168,30 +168,25 @@ func pathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // longer returns the one name filed that ends with "/"+p, or "" (none, or more than one).
 func (l *ledger) longer(p string) string {
-	names := l.byBase[pathBase(p)]
-	if len(names) > maxSameBase {
-		return ""
+	if n, found := l.endings(p); n == 1 {
+		return found
 	}
-	found := ""
-	for _, n := range names {
-		if strings.HasSuffix(n, "/"+p) {
-			if found != "" {
-				return ""
-			}
-			found = n
-		}
-	}
-	return found
+	return ""
 }
 
-// endOf reports whether p is the end of a name filed (one or more).
-func (l *ledger) endOf(p string) bool {
-	for _, n := range l.byBase[pathBase(p)] {
-		if strings.HasSuffix(n, "/"+p) {
-			return true
+// endings counts the names filed that end with "/"+p (at most maxSameBase are read: more
+// count as many) and returns the last of them.
+func (l *ledger) endings(p string) (n int, last string) {
+	names := l.byBase[pathBase(p)]
+	if len(names) > maxSameBase {
+		return len(names), ""
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, "/"+p) {
+			n, last = n+1, name
 		}
 	}
-	return false
+	return n, last
 }
 
 // absorb merges into f, just filed, each name filed before that f's name ends with and that
@@ -204,7 +199,7 @@ func (l *ledger) absorb(f *ledgerFile) {
 	}
 	kept := names[:0:0]
 	for _, n := range names {
-		if !strings.HasSuffix(f.path, "/"+n) || l.endOf(n) {
+		if k, _ := l.endings(n); !strings.HasSuffix(f.path, "/"+n) || k > 0 {
 			kept = append(kept, n)
 			continue
 		}
@@ -361,18 +356,19 @@ func shellActions(cmdline string, note func(path, action string)) {
 			continue
 		}
 		// Skip leading assignments, sudo, env, time, cd …: the command is the first other word.
-		for len(words) > 1 && (strings.Contains(words[0], "=") || words[0] == "sudo" || path.Base(words[0]) == "env" || words[0] == "time") {
+		for len(words) > 1 && (strings.Contains(words[0], "=") || words[0] == "sudo" || pathBase(words[0]) == "env" || words[0] == "time") {
 			words = words[1:]
 		}
 		action := shellAction(words)
 		if w := words[0]; engine.IsPathLike(w) && !programPath(w) {
 			note(at(w), actRun) // ./run.sh runs the script it names
 		}
-		name := words[0][strings.LastIndexByte(words[0], '/')+1:]
+		name := pathBase(words[0])
 		skipScript := scriptFirst[name]
 		// An interpreter runs its first operand, the script; what follows is the script's
 		// input, and with -m or -c (a module, code) no operand is a script.
-		script := action == actRun && interpreters[name] && !slices.Contains(words[1:], "-m") && !slices.Contains(words[1:], "-c")
+		interp := action == actRun && interpreters[name]
+		script := interp && !slices.Contains(words[1:], "-m") && !slices.Contains(words[1:], "-c")
 		for i := 1; i < len(words); i++ {
 			w := strings.Trim(words[i], `"'`)
 			quoted := w != words[i] // "<<" is grep's pattern, not a redirection
@@ -401,13 +397,13 @@ func shellActions(cmdline string, note func(path, action string)) {
 				}
 			case skipScript:
 				skipScript = false // sed's script, grep's pattern: not a file
-			case engine.IsPathLike(w) && action == actRun && interpreters[name]:
+			case engine.IsPathLike(w) && interp:
 				if script {
 					note(at(w), actRun)
-					script = false
 				} else {
 					note(at(w), actMention)
 				}
+				script = false
 			case engine.IsPathLike(w):
 				note(at(w), action)
 			}
@@ -423,7 +419,7 @@ var scriptFirst = map[string]bool{"sed": true, "perl": true, "awk": true, "grep"
 
 // shellAction is what the command words[0] does to the files among its arguments.
 func shellAction(words []string) string {
-	name := words[0][strings.LastIndexByte(words[0], '/')+1:]
+	name := pathBase(words[0])
 	has := func(flag string) bool {
 		for _, w := range words[1:] {
 			if w == flag || strings.HasPrefix(w, flag) && strings.HasPrefix(flag, "-i") {

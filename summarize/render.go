@@ -120,6 +120,20 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 			inGroup[g] = i
 		}
 	}
+	// choose takes item i in place of prev, its group's item chosen before (−1: none).
+	choose := func(i, prev int) {
+		c := costs[i]
+		if prev >= 0 {
+			chosen[prev] = false
+			used -= costs[prev]
+		} else if !opened[x.items[i].section] {
+			c += headerCost[x.items[i].section]
+		}
+		take(i, c)
+		if g := x.items[i].group; g != 0 {
+			inGroup[g] = i
+		}
+	}
 	for {
 		best, bestPrev, bestValue := -1, -1, 0.0
 		for _, i := range rest {
@@ -154,17 +168,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		if best < 0 || bestValue <= 0 {
 			break
 		}
-		c := costs[best]
-		if bestPrev >= 0 {
-			chosen[bestPrev] = false
-			used -= costs[bestPrev]
-		} else if !opened[x.items[best].section] {
-			c += headerCost[x.items[best].section]
-		}
-		take(best, c)
-		if g := x.items[best].group; g != 0 {
-			inGroup[g] = best
-		}
+		choose(best, bestPrev)
 	}
 
 	// 3. Room left: the longer form of the newest items first (what the latest outputs said,
@@ -184,10 +188,7 @@ func (x *extractor) render(opt ExtractiveOptions) string {
 		if best < 0 {
 			break
 		}
-		chosen[bestPrev] = false
-		used -= costs[bestPrev]
-		take(best, costs[best])
-		inGroup[x.items[best].group] = best
+		choose(best, bestPrev)
 	}
 
 	for {
